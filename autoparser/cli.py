@@ -1,0 +1,118 @@
+"""`autoparser analyze | parse | gbnf | corpus ...`: thin command-line entry points over the public API.
+
+Every command turns our own errors into a one-line message on stderr and an exit code (2 for bad input, 1 for
+output that does not parse or a job that had failures), never a traceback.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Callable, Sequence
+
+from autoparser.errors import AutoparserError
+
+Command = Callable[[argparse.Namespace], int]
+
+
+def _fail(message: str, code: int = 2) -> int:
+    first_line = message.strip().splitlines()[0] if message.strip() else "error"
+    print(f"autoparser: error: {first_line}", file=sys.stderr)
+    return code
+
+
+def cmd_gbnf(args: argparse.Namespace) -> int:
+    """Print the GBNF grammar of a JSON schema file."""
+    import json
+    from pathlib import Path
+
+    from autoparser.gbnf.from_schema import json_schema_to_grammar
+
+    try:
+        text = Path(args.schema).read_text(encoding="utf-8")
+    except OSError as e:
+        return _fail(f"cannot read {args.schema}: {e.strerror or e}")
+    try:
+        schema = json.loads(text)
+    except json.JSONDecodeError as e:
+        return _fail(f"{args.schema}: invalid JSON: {e}")
+    try:
+        sys.stdout.write(json_schema_to_grammar(schema))
+    except AutoparserError as e:
+        return _fail(str(e).replace("\n", " "))
+    return 0
+
+
+def cmd_analyze(args: argparse.Namespace) -> int:
+    """Analyse a template: capabilities, modes and markers (table, or --json in the C++ record shape)."""
+    from autoparser.analysis.report import run_analyze
+
+    return run_analyze(args)
+
+
+def cmd_parse(args: argparse.Namespace) -> int:
+    """Parse model output (stdin) with the parser generated for a template; print the message as JSON."""
+    from autoparser.chat.cli import run_parse
+
+    return run_parse(args)
+
+
+def cmd_corpus(args: argparse.Namespace) -> int:
+    """Corpus jobs: refresh from the hub, report."""
+    from autoparser.corpus.cli import run_corpus
+
+    return run_corpus(args)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="autoparser", description=__doc__.splitlines()[0] if __doc__ else None)
+    sub = p.add_subparsers(dest="command", required=True)
+
+    g = sub.add_parser("gbnf", help="print the GBNF grammar of a JSON schema")
+    g.add_argument("schema", help="path to a JSON schema file")
+    g.set_defaults(func=cmd_gbnf)
+
+    a = sub.add_parser("analyze", help="analyse a chat template")
+    a.add_argument("template", help="path to a .jinja chat template")
+    a.add_argument("--json", action="store_true", help="print the analysis as JSON (C++ record shape)")
+    a.add_argument("--tools", help="JSON file with OpenAI-style tools, to show the generated parser and grammar")
+    a.set_defaults(func=cmd_analyze)
+
+    r = sub.add_parser("parse", help="parse model output read from stdin")
+    r.add_argument("template", help="path to a .jinja chat template")
+    r.add_argument("--tools", help="JSON file with OpenAI-style tools")
+    r.add_argument("--reasoning-format", default="auto", choices=["none", "auto", "deepseek"])
+    r.add_argument("--no-thinking", action="store_true", help="render with enable_thinking=false")
+    r.add_argument("--parallel-tool-calls", action="store_true")
+    r.add_argument("--partial", action="store_true", help="the output may continue (streaming)")
+    r.set_defaults(func=cmd_parse)
+
+    c = sub.add_parser("corpus", help="template corpus jobs")
+    csub = c.add_subparsers(dest="corpus_command", required=True)
+    cr = csub.add_parser("refresh", help="refresh corpus/ from the Hugging Face hub and write a change report")
+    cr.add_argument("--corpus", default="corpus", help="corpus directory (default: ./corpus)")
+    cr.add_argument("--ids", help="file of hub repo ids, one per line (default: the corpus's model-ids.txt)")
+    cr.add_argument("--discover", type=int, default=0, metavar="N",
+                    help="also track the N most downloaded text-generation models")
+    cr.add_argument("--endpoint", help="hub endpoint (default: HF_ENDPOINT or huggingface.co)")
+    cr.add_argument("--report", default="reports", help="where the change report goes (JSON + Markdown)")
+    cp = csub.add_parser("report", help="write the corpus report (HTML + Markdown)")
+    cp.add_argument("--corpus", default="corpus")
+    cp.add_argument("--out", default="reports")
+    c.set_defaults(func=cmd_corpus)
+    return p
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    func: Command = args.func
+    try:
+        return func(args)
+    except AutoparserError as e:
+        return _fail(str(e).replace("\n", " "))
+    except KeyboardInterrupt:
+        return 130
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

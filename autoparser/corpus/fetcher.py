@@ -1,0 +1,335 @@
+"""Fetch chat templates from the Hugging Face hub, through huggingface_hub only (no hand-written HTTP).
+
+For one repo: `model_info` gives the commit sha and the file list; every template file present is downloaded
+at that exact commit with `hf_hub_download` (so the hub cache serves re-runs and offline mode), parsed, and
+every template in it extracted. Everything downloaded is untrusted: sizes are capped, JSON is validated, and
+the text is returned as bytes to be stored, never rendered.
+
+huggingface_hub reads HF_* variables at import time, so the endpoint is passed explicitly on every call.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, TypeVar
+
+from autoparser.corpus.manifest import Failure, RepoRecord
+from autoparser.errors import HubError
+
+__all__ = [
+    "ADDITIONAL_DIR",
+    "TEMPLATE_FILES",
+    "Extracted",
+    "HubFetcher",
+    "RepoFetch",
+    "extract_templates",
+]
+
+TOKENIZER_CONFIG = "tokenizer_config.json"
+CHAT_TEMPLATE_JINJA = "chat_template.jinja"
+CHAT_TEMPLATE_JSON = "chat_template.json"
+ADDITIONAL_DIR = "additional_chat_templates/"
+# Lowest precedence first: transformers lets chat_template.jinja override the others for the default template.
+TEMPLATE_FILES = (TOKENIZER_CONFIG, CHAT_TEMPLATE_JSON, CHAT_TEMPLATE_JINJA)
+MAX_TEMPLATE_BYTES = 2 * 1024 * 1024
+MAX_CONFIG_BYTES = 20 * 1024 * 1024
+
+T = TypeVar("T")
+
+
+@dataclass(frozen=True)
+class Extracted:
+    """One template found in one file: `template_name` is "default" or the hub's name (tool_use, rag, ...)."""
+
+    template_name: str
+    source_file: str
+    source_key: str | None
+    data: bytes
+
+
+@dataclass
+class RepoFetch:
+    """The outcome for one repo. revision is None when the repo itself could not be read."""
+
+    repo_id: str
+    revision: str | None
+    files: list[str] = field(default_factory=list)
+    templates: list[Extracted] = field(default_factory=list)
+    failures: list[Failure] = field(default_factory=list)
+    unchanged: bool = False
+
+
+# -- extraction (pure) --------------------------------------------------------------------------------------
+
+
+def _decode(data: bytes, filename: str) -> str:
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as e:
+        raise HubError(f"{filename} is not valid UTF-8 ({e.reason} at byte {e.start})", kind="malformed") from None
+
+
+def _templates_from_value(value: Any, filename: str, key: str) -> list[Extracted]:
+    """`chat_template` as a string, or as a list of {"name", "template"} (the hub's multi-template form)."""
+    if isinstance(value, str):
+        return [Extracted("default", filename, key, value.encode("utf-8", "surrogatepass"))]
+    if isinstance(value, list):
+        out: list[Extracted] = []
+        for i, item in enumerate(value):
+            if not isinstance(item, dict) or not isinstance(item.get("name"), str) \
+                    or not isinstance(item.get("template"), str):
+                raise HubError(f"{filename}: {key}[{i}] is not a {{name, template}} object", kind="malformed")
+            name = item["name"]
+            out.append(Extracted(name, filename, f"{key}[{name}]", item["template"].encode("utf-8", "surrogatepass")))
+        return out
+    if value is None:
+        return []
+    raise HubError(f"{filename}: {key} is a {type(value).__name__}, not a string or list", kind="malformed")
+
+
+def extract_templates(filename: str, data: bytes) -> list[Extracted]:
+    """Every template in one downloaded file. Raises HubError(kind="malformed") on invalid content."""
+    if filename.endswith(".jinja"):
+        _decode(data, filename)  # must be text, but stored byte for byte
+        if filename == CHAT_TEMPLATE_JINJA:
+            name = "default"
+        else:
+            name = filename.rsplit("/", 1)[-1].removesuffix(".jinja")
+        return [Extracted(name, filename, None, data)]
+    text = _decode(data, filename)
+    try:
+        raw = json.loads(text)
+    except json.JSONDecodeError as e:
+        raise HubError(f"{filename}: invalid or truncated JSON ({e.msg} at line {e.lineno} column {e.colno})",
+                       kind="malformed") from None
+    except RecursionError:
+        raise HubError(f"{filename}: JSON nested too deeply", kind="malformed") from None
+    if not isinstance(raw, dict):
+        raise HubError(f"{filename}: top level is a {type(raw).__name__}, not an object", kind="malformed")
+    return _templates_from_value(raw.get("chat_template"), filename, "chat_template")
+
+
+# -- fetching -----------------------------------------------------------------------------------------------
+
+
+_REQUEST_ID = re.compile(r"\s*\((?:Request ID|request id):[^)]*\)")
+
+
+def _one_line(exc: BaseException) -> str:
+    """A stable one-line message: per-request ids would make every nightly manifest differ."""
+    text = str(exc).strip()
+    line = text.splitlines()[0] if text else type(exc).__name__
+    return _REQUEST_ID.sub("", line)
+
+
+def _status(exc: BaseException) -> int | None:
+    response = getattr(exc, "response", None)
+    status = getattr(response, "status_code", None)
+    return status if isinstance(status, int) else None
+
+
+class _Retryable(Exception):
+    def __init__(self, kind: str, message: str) -> None:
+        super().__init__(message)
+        self.kind = kind
+
+
+class HubFetcher:
+    """Reads repos from one hub endpoint. All network access goes through huggingface_hub."""
+
+    def __init__(
+        self,
+        *,
+        endpoint: str | None = None,
+        token: str | None = None,
+        cache_dir: str | Path | None = None,
+        offline: bool | None = None,
+        sleep: Callable[[float], None] = time.sleep,
+        max_attempts: int = 4,
+        backoff: float = 2.0,
+        max_template_bytes: int = MAX_TEMPLATE_BYTES,
+        max_config_bytes: int = MAX_CONFIG_BYTES,
+    ) -> None:
+        from huggingface_hub import HfApi, constants
+
+        self.endpoint = (endpoint or os.environ.get("HF_ENDPOINT") or constants.ENDPOINT).rstrip("/")
+        self.token = token if token is not None else (os.environ.get("HF_TOKEN") or None)
+        self.cache_dir = str(cache_dir) if cache_dir is not None else None
+        self.offline = bool(constants.HF_HUB_OFFLINE) if offline is None else offline
+        self.sleep = sleep
+        self.max_attempts = max(1, max_attempts)
+        self.backoff = backoff
+        self.max_template_bytes = max_template_bytes
+        self.max_config_bytes = max_config_bytes
+        self.api = HfApi(endpoint=self.endpoint, token=self.token)
+
+    # -- retry ----------------------------------------------------------------------------------------------
+
+    def _classify(self, exc: BaseException) -> tuple[str, bool]:
+        """(failure kind, retryable) for an exception out of huggingface_hub / httpx2."""
+        from huggingface_hub import errors
+
+        if isinstance(exc, errors.GatedRepoError):
+            return "gated", False
+        if isinstance(exc, errors.RepositoryNotFoundError):
+            return "missing_repo", False
+        if isinstance(exc, errors.RevisionNotFoundError):
+            return "missing_revision", False
+        if isinstance(exc, errors.RemoteEntryNotFoundError):
+            return "missing_file", False
+        if isinstance(exc, errors.OfflineModeIsEnabled):
+            return "offline", False
+        if isinstance(exc, errors.LocalEntryNotFoundError):
+            cause = exc.__cause__
+            if cause is not None and cause is not exc:
+                kind, retry = self._classify(cause)
+                if kind != "error":
+                    return kind, retry
+            return ("offline", False) if self.offline else ("network", True)
+        status = _status(exc)
+        if status is not None:
+            if status == 429:
+                return "rate_limited", True
+            if status >= 500:
+                return "server_error", True
+            if status in (401, 403):
+                return "gated", False
+            if status == 404:
+                return "missing_repo", False
+            return "error", False
+        if type(exc).__name__ in ("RemoteProtocolError", "IncompleteRead") or "Consistency check failed" in str(exc):
+            return "truncated", True
+        if type(exc).__module__.startswith(("httpx", "httpcore")) or isinstance(exc, ConnectionError | TimeoutError):
+            return "network", True
+        return "error", False
+
+    def _call(self, fn: Callable[[], T], repo_id: str, file: str | None) -> T:
+        """Run fn with a bounded exponential backoff on 429 / 5xx / broken transfers; other errors raise now."""
+        for attempt in range(self.max_attempts):
+            try:
+                return fn()
+            except HubError:
+                raise
+            except Exception as exc:
+                kind, retryable = self._classify(exc)
+                message = _one_line(exc)
+                if not retryable or attempt == self.max_attempts - 1:
+                    raise HubError(message, repo_id=repo_id, kind=kind) from exc
+                self.sleep(self.backoff * (2 ** attempt))
+        raise AssertionError("unreachable")  # pragma: no cover
+
+    # -- discovery ------------------------------------------------------------------------------------------
+
+    def discover(self, limit: int) -> list[str]:
+        """Ids of the `limit` most downloaded text-generation models."""
+        if limit <= 0 or self.offline:
+            return []
+
+        def run() -> list[str]:
+            models = self.api.list_models(filter="text-generation", sort="downloads", limit=limit)
+            return [m.id for m in models if isinstance(m.id, str)]
+
+        return self._call(run, "", None)
+
+    # -- one repo -------------------------------------------------------------------------------------------
+
+    def _download(self, repo_id: str, filename: str, revision: str) -> Path:
+        from huggingface_hub import hf_hub_download
+
+        def run() -> str:
+            return hf_hub_download(
+                repo_id, filename, revision=revision, endpoint=self.endpoint, token=self.token,
+                cache_dir=self.cache_dir, local_files_only=self.offline,
+            )
+
+        return Path(self._call(run, repo_id, filename))
+
+    def _limit(self, filename: str) -> int:
+        return self.max_config_bytes if filename == TOKENIZER_CONFIG else self.max_template_bytes
+
+    def fetch_repo(self, repo_id: str, known: RepoRecord | None = None, *, skip_if_revision: str | None = None
+                   ) -> RepoFetch:
+        """Fetch one repo. With skip_if_revision equal to the hub's current sha, nothing is downloaded."""
+        sizes: dict[str, int | None] = {}
+        if self.offline:
+            if known is None:
+                return RepoFetch(repo_id, None, failures=[Failure(
+                    repo_id, "offline", "offline mode and no earlier fetch recorded: revision unknown")])
+            revision = known.revision
+            sizes = {f: None for f in known.files}
+        else:
+            try:
+                info = self._call(lambda: self.api.model_info(repo_id, files_metadata=True), repo_id, None)
+            except HubError as e:
+                return RepoFetch(repo_id, None, failures=[Failure(repo_id, e.kind, _hub_message(e, repo_id))])
+            revision = info.sha or ""
+            if not revision:
+                return RepoFetch(repo_id, None, failures=[Failure(repo_id, "malformed", "model info has no sha")])
+            if skip_if_revision == revision:
+                return RepoFetch(repo_id, revision, files=list(known.files) if known else [], unchanged=True)
+            for s in info.siblings or []:
+                sizes[s.rfilename] = s.size
+        files = [f for f in TEMPLATE_FILES if f in sizes]
+        files += sorted(f for f in sizes if f.startswith(ADDITIONAL_DIR) and f.endswith(".jinja"))
+        result = RepoFetch(repo_id, revision, files=files)
+        if not files:
+            result.failures.append(Failure(repo_id, "no_template", "no chat template file in the repo"))
+            return result
+        for filename in files:
+            limit = self._limit(filename)
+            size = sizes.get(filename)
+            if size is not None and size > limit:
+                result.failures.append(Failure(
+                    repo_id, "oversize", f"{size} bytes, over the {limit}-byte limit: not downloaded", filename))
+                continue
+            try:
+                path = self._download(repo_id, filename, revision)
+                data = _read_capped(path, limit)
+                result.templates.extend(extract_templates(filename, data))
+            except HubError as e:
+                result.failures.append(Failure(repo_id, e.kind, _hub_message(e, repo_id), filename))
+            except OSError as e:
+                result.failures.append(Failure(repo_id, "error", f"cannot read download: {e.strerror or e}",
+                                               filename))
+        result.templates = _dedupe_defaults(result.templates)
+        return result
+
+
+
+def _hub_message(e: HubError, repo_id: str) -> str:
+    return str(e).removeprefix(f"{repo_id}: ") if repo_id else str(e)
+
+
+def _read_capped(path: Path, limit: int) -> bytes:
+    """The downloaded file, refused when over the limit (the metadata size is the hub's word, not proof)."""
+    size = path.stat().st_size
+    if size > limit:
+        raise HubError(f"{size} bytes, over the {limit}-byte limit", kind="oversize")
+    with path.open("rb") as f:
+        return f.read(limit + 1)
+
+
+def _dedupe_defaults(templates: list[Extracted]) -> list[Extracted]:
+    """One template per name; lower-precedence sources that disagree are kept under a source-qualified name.
+
+    TEMPLATE_FILES is ordered lowest precedence first, and additional_chat_templates/ override the named
+    templates of tokenizer_config.json, matching how transformers resolves them.
+    """
+    winners: dict[str, Extracted] = {}
+    for t in templates:  # later sources win
+        winners[t.template_name] = t
+    out = dict(winners)
+    for t in templates:
+        w = winners[t.template_name]
+        if t is w or t.data == w.data:
+            continue
+        stem = t.source_file.rsplit("/", 1)[-1].removesuffix(".json").removesuffix(".jinja")
+        alt = stem if t.template_name == "default" else f"{t.template_name}.{stem}"
+        out.setdefault(alt, Extracted(alt, t.source_file, t.source_key, t.data))
+    return [out[k] for k in sorted(out)]

@@ -1,0 +1,366 @@
+"""The refresh job: fetch every tracked repo, update corpus/, and write the change report.
+
+Crash safety. Each repo's changes are committed on their own: new template files first (hidden temp file +
+os.replace), then manifest.json, then files no longer named are deleted. When a changed template keeps its
+name, the manifest is first rewritten without the old entry, so at no moment does the manifest name a file
+whose bytes differ from its sha256. Before the first change of a run, the old state of every origin about to
+change is saved in `.refresh-journal.json`; the report is computed from that journal against the final
+manifest, so a run killed half way and resumed still reports every change once. The journal goes away when
+the report is written. A run that changes nothing writes nothing under corpus/.
+"""
+
+from __future__ import annotations
+
+import difflib
+import json
+import sys
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+from autoparser.corpus.fetcher import HubFetcher, RepoFetch
+from autoparser.corpus.manifest import (
+    TEMPLATES_DIR,
+    Failure,
+    Manifest,
+    ManifestEntry,
+    RepoRecord,
+    atomic_write_bytes,
+    entry_name,
+    safe_template_path,
+    sha256_hex,
+)
+from autoparser.errors import CorpusError
+
+__all__ = ["JOURNAL_NAME", "ChangeReport", "CorpusUpdater", "read_repo_ids", "refresh"]
+
+JOURNAL_NAME = ".refresh-journal.json"
+REPORT_JSON = "corpus-change-report.json"
+REPORT_MD = "corpus-change-report.md"
+
+
+def hub_origin(repo_id: str, template_name: str) -> str:
+    return f"hub:{repo_id}#{template_name}"
+
+
+def _now() -> str:
+    return datetime.now(timezone.utc).replace(microsecond=0).isoformat().replace("+00:00", "Z")
+
+
+def read_repo_ids(path: Path) -> list[str]:
+    """Repo ids, one a line; blank lines and # comments skipped; order kept, duplicates dropped."""
+    try:
+        lines = path.read_text(encoding="utf-8").splitlines()
+    except OSError as e:
+        raise CorpusError(f"cannot read repo id list {path}: {e.strerror or e}") from None
+    seen: dict[str, None] = {}
+    for line in lines:
+        rid = line.split("#", 1)[0].strip()
+        if rid:
+            seen.setdefault(rid, None)
+    return list(seen)
+
+
+@dataclass
+class ChangeReport:
+    added: list[dict[str, Any]] = field(default_factory=list)
+    changed: list[dict[str, Any]] = field(default_factory=list)
+    removed: list[dict[str, Any]] = field(default_factory=list)
+    failed: list[dict[str, Any]] = field(default_factory=list)
+    repos_checked: int = 0
+    repos_unchanged: int = 0
+    generated_at: str = ""
+    endpoint: str = ""
+    offline: bool = False
+
+    @property
+    def ok(self) -> bool:
+        return not self.failed
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "generated_at": self.generated_at, "endpoint": self.endpoint, "offline": self.offline,
+            "repos_checked": self.repos_checked, "repos_unchanged": self.repos_unchanged,
+            "summary": {"added": len(self.added), "changed": len(self.changed), "removed": len(self.removed),
+                        "failed": len(self.failed)},
+            "added": self.added, "changed": self.changed, "removed": self.removed, "failed": self.failed,
+        }
+
+    def to_markdown(self) -> str:
+        out = [
+            "# Corpus refresh report", "",
+            f"Generated {self.generated_at} from {self.endpoint}{' (offline, from the cache)' if self.offline else ''}:"
+            f" {self.repos_checked} repos checked, {self.repos_unchanged} unchanged.", "",
+            "| added | changed | removed | failed |", "|---|---|---|---|",
+            f"| {len(self.added)} | {len(self.changed)} | {len(self.removed)} | {len(self.failed)} |", "",
+        ]
+        if self.added:
+            out += ["## Added", ""] + [f"- `{a['origin']}` → `{a['name']}` ({a['source_file']})" for a in self.added]
+            out.append("")
+        if self.changed:
+            out += ["## Changed", ""]
+            for c in self.changed:
+                fence = "~~~~" if "~~~" in c["diff"] else "~~~"
+                out += [f"### `{c['origin']}` → `{c['name']}`", "", f"{fence}diff", c["diff"].rstrip("\n"), fence, ""]
+        if self.removed:
+            out += ["## Removed", ""] + [f"- `{r['origin']}` (was `{r['old_name']}`)" for r in self.removed]
+            out.append("")
+        if self.failed:
+            out += ["## Failed", "", "| repo | file | kind | message |", "|---|---|---|---|"]
+            for f in self.failed:
+                msg = str(f["message"]).replace("|", "\\|").replace("\n", " ")
+                out.append(f"| {f['repo_id']} | {f['file'] or ''} | {f['kind']} | {msg} |")
+            out.append("")
+        return "\n".join(out)
+
+    def write(self, out_dir: Path) -> tuple[Path, Path]:
+        out_dir.mkdir(parents=True, exist_ok=True)
+        jp, mp = out_dir / REPORT_JSON, out_dir / REPORT_MD
+        atomic_write_bytes(jp, (json.dumps(self.to_json(), indent=1, ensure_ascii=False) + "\n").encode())
+        atomic_write_bytes(mp, self.to_markdown().encode())
+        return jp, mp
+
+
+class CorpusUpdater:
+    """Applies RepoFetch results to a corpus directory, one crash-safe commit per repo."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = root
+        (root / TEMPLATES_DIR).mkdir(parents=True, exist_ok=True)
+        self.manifest = Manifest.read_or_empty(root)
+        self.journal_path = root / JOURNAL_NAME
+        self.journal: dict[str, dict[str, Any]] = self._read_journal()
+        self.failures: list[Failure] = []
+        self.checked = 0
+        self.unchanged = 0
+
+    def _read_journal(self) -> dict[str, dict[str, Any]]:
+        try:
+            raw = json.loads(self.journal_path.read_bytes())
+        except FileNotFoundError:
+            return {}
+        except (OSError, json.JSONDecodeError) as e:
+            raise CorpusError(f"{self.journal_path}: unreadable refresh journal ({e}); delete it to start over") from None
+        if not isinstance(raw, dict) or not isinstance(raw.get("origins"), dict):
+            raise CorpusError(f"{self.journal_path}: not a refresh journal; delete it to start over")
+        return {str(k): v for k, v in raw["origins"].items() if isinstance(v, dict)}
+
+    def skip_revision(self, repo_id: str) -> str | None:
+        """The revision at which re-fetching is pointless: recorded, and no failure pending for the repo."""
+        rec = self.manifest.repos.get(repo_id)
+        if rec is None or any(f.repo_id == repo_id for f in self.manifest.failures):
+            return None
+        return rec.revision
+
+    # -- applying one repo ----------------------------------------------------------------------------------
+
+    def apply(self, fetch: RepoFetch) -> None:
+        self.checked += 1
+        self.failures.extend(fetch.failures)
+        m = self.manifest
+        repo = fetch.repo_id
+        old_failures = [f for f in m.failures if f.repo_id == repo]
+        if fetch.unchanged:
+            self.unchanged += 1
+            return
+        if fetch.revision is None:  # the repo itself failed: keep what we had, record why
+            if old_failures != fetch.failures:
+                m.failures = [f for f in m.failures if f.repo_id != repo] + list(fetch.failures)
+                m.write(self.root)
+            return
+        old_rec = m.repos.get(repo)
+        old_t: dict[str, dict[str, Any]] = dict(old_rec.templates) if old_rec else {}
+        failed_files = {f.file for f in fetch.failures if f.file}
+        new_t: dict[str, dict[str, Any]] = {}
+        data_by_sha: dict[str, bytes] = {}
+        for x in fetch.templates:
+            digest = sha256_hex(x.data)
+            new_t[x.template_name] = {"sha256": digest, "source_file": x.source_file, "source_key": x.source_key}
+            data_by_sha[digest] = x.data
+        for tname, rec in old_t.items():  # a file we could not read this time says nothing about its templates
+            if tname not in new_t and rec.get("source_file") in failed_files:
+                new_t[tname] = rec
+        moved = {t for t in set(old_t) | set(new_t)
+                 if old_t.get(t, {}).get("sha256") != new_t.get(t, {}).get("sha256")}
+        now = _now()
+        self._journal(repo, moved, old_t)
+
+        by_sha = m.by_sha()
+        dropped: dict[str, ManifestEntry] = {}
+        for tname in sorted(moved):
+            old_sha = old_t.get(tname, {}).get("sha256")
+            entry = by_sha.get(old_sha) if old_sha else None
+            if entry is not None:
+                origin = hub_origin(repo, tname)
+                entry.origins = [o for o in entry.origins if o != origin]
+                if not entry.origins:
+                    dropped[entry.sha256] = entry
+        if dropped:
+            m.templates = [e for e in m.templates if e.sha256 not in dropped]
+
+        created: list[tuple[ManifestEntry, bytes]] = []
+        for tname in sorted(moved):
+            found = new_t.get(tname)
+            if found is None:
+                continue
+            digest = found["sha256"]
+            entry = next((e for e in m.templates if e.sha256 == digest), None)
+            if entry is None and digest in dropped:  # two templates swapped texts: revive the old file
+                entry = dropped.pop(digest)
+                entry.origins = []
+                m.templates.append(entry)
+            if entry is None:
+                entry = self._new_entry(repo, tname, digest, len(data_by_sha[digest]))
+                created.append((entry, data_by_sha[digest]))
+                m.templates.append(entry)
+            if hub_origin(repo, tname) not in entry.origins:  # a resumed run may have published it already
+                entry.origins.append(hub_origin(repo, tname))
+            self._attribute(entry, repo, fetch.revision, found, now)
+        for tname, rec in new_t.items():  # same text at a new revision: record where it now lives
+            if tname not in moved:
+                for e in m.templates:
+                    if e.sha256 == rec["sha256"] and e.repo_id == repo and e.revision != fetch.revision:
+                        e.revision = fetch.revision
+                        e.fetched_at = now
+
+        dropped_paths = {(self.root / e.file) for e in dropped.values()}
+        created_paths = {self.root / e.file for e, _ in created}
+        if dropped_paths & created_paths:
+            # the old file is about to be overwritten: first publish a manifest that no longer names it
+            m.templates = [e for e in m.templates if all(e is not c for c, _ in created)]
+            m.write(self.root)
+            m.templates.extend(e for e, _ in created)
+        for entry, data in created:
+            atomic_write_bytes(self.root / entry.file, data)
+
+        fresh = old_rec is None or old_rec.revision != fetch.revision or bool(moved)
+        m.repos[repo] = RepoRecord(revision=fetch.revision, files=list(fetch.files),
+                                   fetched_at=now if fresh or old_rec is None else old_rec.fetched_at,
+                                   templates=new_t)
+        m.failures = [f for f in m.failures if f.repo_id != repo] + list(fetch.failures)
+        m.write(self.root)
+        named = {self.root / e.file for e in m.templates}
+        for path in dropped_paths - named:
+            path.unlink(missing_ok=True)
+
+    def _new_entry(self, repo: str, tname: str, digest: str, size: int) -> ManifestEntry:
+        name = self.manifest.unique_name(entry_name(repo, tname))
+        path = safe_template_path(self.root, name)
+        return ManifestEntry(name=name, file=f"{TEMPLATES_DIR}/{path.name}", sha256=digest, size=size,
+                             licence_note=f"licence of the model repository {repo}")
+
+    @staticmethod
+    def _attribute(entry: ManifestEntry, repo: str, revision: str, rec: dict[str, Any], now: str) -> None:
+        if entry.repo_id in (None, repo):
+            entry.repo_id = repo
+            entry.revision = revision
+            entry.source_file = rec.get("source_file")
+            entry.source_key = rec.get("source_key")
+            entry.fetched_at = now
+        elif repo not in entry.shared_with:
+            entry.shared_with.append(repo)
+
+    def _journal(self, repo: str, moved: Iterable[str], old_t: dict[str, dict[str, Any]]) -> None:
+        """Save the pre-run state of every origin about to change (first record wins across resumed runs)."""
+        changed = False
+        by_sha = self.manifest.by_sha()
+        for tname in moved:
+            origin = hub_origin(repo, tname)
+            if origin in self.journal:
+                continue
+            old = old_t.get(tname)
+            entry = by_sha.get(old["sha256"]) if old else None
+            text = (self.root / entry.file).read_bytes().decode("utf-8", "surrogateescape") if entry else None
+            self.journal[origin] = {
+                "repo_id": repo, "template": tname, "sha256": old["sha256"] if old else None,
+                "name": entry.name if entry else None, "text": text,
+            }
+            changed = True
+        if changed:
+            data = json.dumps({"version": 1, "origins": self.journal}, indent=1, ensure_ascii=False).encode()
+            atomic_write_bytes(self.journal_path, data)
+
+    # -- report ---------------------------------------------------------------------------------------------
+
+    def report(self, endpoint: str, offline: bool) -> ChangeReport:
+        r = ChangeReport(generated_at=_now(), endpoint=endpoint, offline=offline, repos_checked=self.checked,
+                         repos_unchanged=self.unchanged,
+                         failed=[f.to_json() for f in sorted(self.failures, key=lambda f: (f.repo_id, f.file or ""))])
+        by_origin = {o: e for e in self.manifest.templates for o in e.origins}
+        for origin in sorted(self.journal):
+            old = self.journal[origin]
+            new = by_origin.get(origin)
+            rec = self.manifest.repos.get(str(old["repo_id"]))
+            src = rec.templates.get(str(old["template"]), {}) if rec else {}
+            base = {"origin": origin, "repo_id": old["repo_id"], "template": old["template"]}
+            if old["sha256"] is None and new is not None:
+                r.added.append({**base, "name": new.name, "sha256": new.sha256,
+                                "source_file": src.get("source_file"), "source_key": src.get("source_key")})
+            elif old["sha256"] is not None and new is None:
+                r.removed.append({**base, "old_name": old["name"], "old_sha256": old["sha256"]})
+            elif new is not None and old["sha256"] != new.sha256:
+                new_text = (self.root / new.file).read_bytes().decode("utf-8", "surrogateescape")
+                diff = "".join(difflib.unified_diff(
+                    str(old["text"] or "").splitlines(keepends=True), new_text.splitlines(keepends=True),
+                    fromfile=f"a/{old['name']}.jinja", tofile=f"b/{new.name}.jinja"))
+                r.changed.append({**base, "old_name": old["name"], "name": new.name, "old_sha256": old["sha256"],
+                                  "sha256": new.sha256, "source_file": src.get("source_file"), "diff": diff})
+        return r
+
+    def finish(self) -> None:
+        """The report is safely written: sweep what interrupted commits left behind, then drop the journal.
+
+        Only runs that changed something (or resumed one that did) have a journal, so an unchanged refresh
+        still touches nothing. Files the manifest does not name are invisible to the loader; removing them
+        keeps templates/ equal to the manifest.
+        """
+        if not self.journal_path.exists():
+            return
+        named = {Path(e.file).name for e in self.manifest.templates}
+        for path in (self.root / TEMPLATES_DIR).iterdir():
+            stray = path.suffix == ".jinja" and path.name not in named
+            leftover = path.name.startswith(".") and path.name.endswith(".tmp")
+            if path.is_file() and (stray or leftover):
+                path.unlink(missing_ok=True)
+        self.journal_path.unlink(missing_ok=True)
+
+
+def refresh(
+    corpus: Path,
+    repo_ids: Sequence[str],
+    fetcher: HubFetcher,
+    report_dir: Path | None = None,
+    *,
+    discover: int = 0,
+    progress: bool | None = None,
+) -> ChangeReport:
+    """Refresh `corpus` from the hub for `repo_ids` (+ the `discover` most downloaded text-generation models)."""
+    updater = CorpusUpdater(corpus)
+    ids = list(dict.fromkeys(repo_ids))
+    if discover > 0:
+        try:
+            ids += [i for i in fetcher.discover(discover) if i not in ids]
+        except CorpusError as e:
+            updater.failures.append(Failure("<discovery>", getattr(e, "kind", "error"), str(e)))
+    show = sys.stderr.isatty() if progress is None else progress
+    iterable: Iterable[str] = ids
+    if show:
+        import importlib
+
+        # tqdm ships no type information; it is only a progress display
+        tqdm: Any = importlib.import_module("tqdm").tqdm
+        iterable = tqdm(ids, desc="corpus refresh", unit="repo")
+    try:
+        for repo_id in iterable:
+            updater.apply(fetcher.fetch_repo(repo_id, updater.manifest.repos.get(repo_id),
+                                             skip_if_revision=updater.skip_revision(repo_id)))
+        report = updater.report(fetcher.endpoint, fetcher.offline)
+        if report_dir is not None:
+            report.write(report_dir)
+        updater.finish()
+    except OSError as e:
+        # stop at once: the in-memory manifest may be ahead of the disk, and the disk is the consistent one
+        raise CorpusError(f"cannot update {corpus}: {e.strerror or e}; re-run to resume") from e
+    return report

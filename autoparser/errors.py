@@ -1,0 +1,95 @@
+"""Every error autoparser raises. One hierarchy, so callers can catch `AutoparserError` and lose nothing.
+
+Inside the engines failure is a value (a FAIL parse result, a None diff); these exceptions exist only at the
+API edges, each carrying enough context (position, path, repo, rule) to act on without a traceback.
+"""
+
+from __future__ import annotations
+
+__all__ = [
+    "AnalysisError",
+    "AutoparserError",
+    "CorpusError",
+    "GrammarError",
+    "HubError",
+    "ParseError",
+    "SchemaError",
+    "SerializationError",
+    "TemplateError",
+]
+
+
+class AutoparserError(Exception):
+    """Base class of every error raised by autoparser."""
+
+
+class TemplateError(AutoparserError):
+    """A chat template could not be compiled or rendered (syntax error, raise_exception, sandbox limit)."""
+
+
+class AnalysisError(AutoparserError):
+    """The differential analyzer could not derive a consistent description of a template."""
+
+
+class GrammarError(AutoparserError):
+    """A PEG arena or GBNF grammar is malformed (unknown rule, invalid node, bad character class)."""
+
+
+class SerializationError(GrammarError):
+    """A serialised PEG arena could not be loaded (bad JSON, unknown node type, dangling id)."""
+
+
+class SchemaError(GrammarError):
+    """A JSON schema cannot be converted to GBNF. `path` points at the offending node (JSON pointer)."""
+
+    def __init__(self, message: str, path: str = "") -> None:
+        self.path = path
+        super().__init__(f"JSON schema error at {path or '/'}: {message}" if path else message)
+
+
+class CorpusError(AutoparserError):
+    """The template corpus or its manifest is inconsistent or cannot be written."""
+
+
+class HubError(CorpusError):
+    """The Hugging Face hub refused or broke a request (gated, missing, rate-limited, truncated body)."""
+
+    def __init__(self, message: str, repo_id: str = "", kind: str = "error") -> None:
+        self.repo_id = repo_id
+        self.kind = kind
+        super().__init__(f"{repo_id}: {message}" if repo_id else message)
+
+
+class ParseError(AutoparserError):
+    """Model output does not match the expected format.
+
+    Carries the byte-free position (code point index) where parsing stopped, what was expected there,
+    and a caret excerpt of the input so the message alone shows where things went wrong.
+    """
+
+    def __init__(self, message: str, *, text: str = "", position: int = 0, expected: str = "") -> None:
+        self.text = text
+        self.position = position
+        self.expected = expected
+        self.reason = message
+        super().__init__(self._render())
+
+    def excerpt(self, width: int = 60) -> str:
+        """Two lines: the input around `position` (newlines shown as ⏎) and a caret under it."""
+        lo = max(0, self.position - width // 2)
+        hi = min(len(self.text), self.position + width // 2)
+        before = self.text[lo:self.position].replace("\n", "⏎")
+        after = self.text[self.position:hi].replace("\n", "⏎")
+        lead = "…" if lo > 0 else ""
+        tail = "…" if hi < len(self.text) else ""
+        return f"{lead}{before}{after}{tail}\n{' ' * (len(lead) + len(before))}^"
+
+    def _render(self) -> str:
+        parts = [self.reason]
+        where = f"at position {self.position}"
+        if self.expected:
+            where += f", expected {self.expected}"
+        parts.append(where)
+        if self.text or self.position == 0:
+            parts.append(self.excerpt())
+        return "\n".join(parts)

@@ -1,0 +1,587 @@
+"""Evaluation of a PEG arena: SUCCESS / FAIL / NEED_MORE_INPUT as values, an AST, an optional trace.
+
+Each node is compiled once into a closure `f(ctx, pos) -> (type, end, nodes, invalid)`; the arena caches the
+closures. Results are plain tuples because they are created for every node visit (the hot path). Semantics
+follow llama.cpp's `parser_executor` exactly, including its lenient ("input may continue") rules; see
+SPEC section 1.4. There is no memoisation, as in the C++: results, AST node order and invalid-byte records
+stay identical to it.
+
+Scans that the C++ does byte by byte (literals, `until`, string content, character classes, whitespace) use
+str.startswith / str.find / compiled regular expressions here, falling back to an exact code-point walk only
+where the text holds undecodable bytes (surrogate escapes), which the fast paths cannot classify.
+"""
+
+from __future__ import annotations
+
+import re
+import sys
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from enum import IntEnum
+from typing import TYPE_CHECKING, Any
+
+from autoparser.errors import GrammarError, ParseError
+from autoparser.peg import nodes as N
+from autoparser.peg.ast import Ast, AstId, AstNode
+from autoparser.peg.nodes import ParserId
+from autoparser.peg.trie import COMPLETE_MATCH, NO_MATCH, Trie
+from autoparser.peg.utf8 import ESCAPED_BYTE, INCOMPLETE, INVALID, SUCCESS, decode_at, to_text
+
+if TYPE_CHECKING:
+    from autoparser.peg.arena import Arena
+
+FAIL_, SUCCESS_, NEED_MORE_ = 0, 1, 2
+_E: tuple[Any, ...] = ()
+
+# Rule nesting is where recursion happens (json-value inside json-array inside ...). Past this depth the
+# parse stops with a ParseError instead of exhausting the Python stack: real model output nests a few dozen
+# levels at most, and adversarial input must not crash the server.
+MAX_RULE_DEPTH = 1000
+_FRAMES_PER_RULE = 8
+
+Raw = tuple[int, int, tuple[AstId, ...], tuple[tuple[int, int], ...]]
+Fn = Callable[["Ctx", int], Raw]
+
+
+class ResultType(IntEnum):
+    FAIL = FAIL_
+    SUCCESS = SUCCESS_
+    NEED_MORE_INPUT = NEED_MORE_
+
+
+@dataclass(frozen=True, slots=True)
+class TraceEvent:
+    depth: int
+    parser: ParserId
+    what: str
+    start: int
+    type: ResultType
+    end: int
+
+
+@dataclass(frozen=True)
+class ParseResult:
+    """Outcome of one parse: type, span, the top-level AST node ids, and the AST they live in."""
+
+    type: ResultType
+    start: int
+    end: int
+    nodes: tuple[AstId, ...]
+    invalid_utf8: tuple[tuple[int, int], ...]
+    ast: Ast
+    text: str
+    trace: tuple[TraceEvent, ...] = field(default=(), repr=False)
+
+    @property
+    def success(self) -> bool:
+        return self.type == ResultType.SUCCESS
+
+    @property
+    def fail(self) -> bool:
+        return self.type == ResultType.FAIL
+
+    @property
+    def need_more_input(self) -> bool:
+        return self.type == ResultType.NEED_MORE_INPUT
+
+    def walk(self) -> list[AstNode]:
+        return list(self.ast.walk(self.nodes))
+
+    def tags(self) -> dict[str, str]:
+        """tag -> raw text of the last visited node with that tag (pre-order), as `parse_and_extract`."""
+        return {n.tag: n.text for n in self.ast.walk(self.nodes) if n.tag}
+
+    def raise_for_failure(self, message: str = "input does not match the grammar") -> None:
+        """Turn a FAIL into a ParseError with position and excerpt (the API edge of the engine)."""
+        if self.fail:
+            raise ParseError(message, text=self.text, position=self.end)
+
+
+class _TooDeep(Exception):
+    def __init__(self, pos: int) -> None:
+        self.pos = pos
+
+
+def _has_escaped_bytes(text: str) -> bool:
+    # isascii() and a strict encode are C-speed; only text that fails both is searched for escapes.
+    if text.isascii():
+        return False
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return ESCAPED_BYTE.search(text) is not None
+    return False
+
+
+class Ctx:
+    __slots__ = ("ast", "depth", "escapes", "lenient", "n", "text", "trace")
+
+    def __init__(self, text: str, lenient: bool) -> None:
+        self.text = text
+        self.n = len(text)
+        self.lenient = lenient
+        self.ast: list[AstNode] = []
+        self.depth = 0
+        self.trace: list[TraceEvent] | None = None
+        # whether the input holds undecodable bytes at all: decides fast scans vs the exact C++ walk
+        self.escapes = _has_escaped_bytes(text)
+
+
+# --- node compilers -------------------------------------------------------------------------------------------
+
+_SPACE = re.compile("[ \t\n\x0b\x0c\r]*")
+
+
+def _class_regex(node: N.Chars) -> re.Pattern[str]:
+    """A regex for one code point of the class, never matching a surrogate escape (those stop the scan)."""
+    parts = []
+    for r in node.ranges:
+        lo, hi = r.start, r.end
+        if hi < lo:
+            continue
+        parts.append(re.escape(chr(lo)) if lo == hi else f"{re.escape(chr(lo))}-{re.escape(chr(hi))}")
+    body = "".join(parts)
+    if node.negated:
+        return re.compile(f"[^{body}\udc80-\udcff]" if body else "[^\udc80-\udcff]")
+    if not body:
+        return re.compile("(?!)")
+    return re.compile(f"(?![\udc80-\udcff])[{body}]")
+
+
+def _compile_literal(s: str) -> Fn:
+    length = len(s)
+
+    def literal(ctx: Ctx, pos: int) -> Raw:
+        text = ctx.text
+        if text.startswith(s, pos):
+            return SUCCESS_, pos + length, _E, _E
+        remaining = ctx.n - pos
+        if remaining < length and s.startswith(text[pos:]):
+            # The input ran out inside the literal.
+            if ctx.lenient:
+                return NEED_MORE_, ctx.n, _E, _E
+        return FAIL_, pos, _E, _E
+
+    return literal
+
+
+def _compile_sequence(fns: list[Fn], children: tuple[ParserId, ...]) -> Fn:
+    kids = children
+
+    def sequence(ctx: Ctx, pos: int) -> Raw:
+        p = pos
+        nodes: tuple[AstId, ...] = _E
+        inv: tuple[tuple[int, int], ...] = _E
+        for cid in kids:
+            t, e, nd, iv = fns[cid](ctx, p)
+            if t == FAIL_:
+                return FAIL_, e, _E, _E
+            if nd:
+                nodes = nodes + nd if nodes else nd
+            if iv:
+                inv = inv + iv if inv else iv
+            if t == NEED_MORE_:
+                return NEED_MORE_, e, nodes, inv
+            p = e
+        return SUCCESS_, p, nodes, inv
+
+    return sequence
+
+
+def _compile_choice(fns: list[Fn], children: tuple[ParserId, ...]) -> Fn:
+    kids = children
+
+    def choice(ctx: Ctx, pos: int) -> Raw:
+        for cid in kids:
+            r = fns[cid](ctx, pos)
+            if r[0] != FAIL_:
+                return r
+        return FAIL_, pos, _E, _E
+
+    return choice
+
+
+def _compile_repetition(fns: list[Fn], child: ParserId, lo: int, hi: int) -> Fn:
+    def repetition(ctx: Ctx, pos: int) -> Raw:
+        f = fns[child]
+        p = pos
+        count = 0
+        nodes: tuple[AstId, ...] = _E
+        inv: tuple[tuple[int, int], ...] = _E
+        n = ctx.n
+        while hi == -1 or count < hi:
+            if p >= n:  # the child is never tried at the end of the input
+                break
+            t, e, nd, iv = f(ctx, p)
+            if t == SUCCESS_:
+                if e == p:  # an empty match would loop forever
+                    break
+                if nd:
+                    nodes = nodes + nd if nodes else nd
+                if iv:
+                    inv = inv + iv if inv else iv
+                p = e
+                count += 1
+                continue
+            if t == NEED_MORE_:
+                if nd:
+                    nodes = nodes + nd if nodes else nd
+                if iv:
+                    inv = inv + iv if inv else iv
+                return NEED_MORE_, e, nodes, inv
+            break
+        if lo > 0 and count < lo:
+            if p >= n and ctx.lenient:
+                return NEED_MORE_, p, nodes, inv
+            return FAIL_, p, _E, _E
+        return SUCCESS_, p, nodes, inv
+
+    return repetition
+
+
+def _compile_and(fns: list[Fn], child: ParserId) -> Fn:
+    def peek(ctx: Ctx, pos: int) -> Raw:
+        return fns[child](ctx, pos)[0], pos, _E, _E
+
+    return peek
+
+
+def _compile_not(fns: list[Fn], child: ParserId) -> Fn:
+    def negate(ctx: Ctx, pos: int) -> Raw:
+        t = fns[child](ctx, pos)[0]
+        if t == SUCCESS_:
+            return FAIL_, pos, _E, _E
+        if t == NEED_MORE_:
+            return NEED_MORE_, pos, _E, _E
+        return SUCCESS_, pos, _E, _E
+
+    return negate
+
+
+def _any(ctx: Ctx, pos: int) -> Raw:
+    if pos < ctx.n:
+        c = ctx.text[pos]
+        if not "\udc80" <= c <= "\udcff":
+            return SUCCESS_, pos + 1, _E, _E
+    status, _cp, length = decode_at(ctx.text, pos)
+    if status == INCOMPLETE:
+        return (NEED_MORE_ if ctx.lenient else FAIL_), pos, _E, _E
+    if status == INVALID:
+        return FAIL_, pos, _E, _E
+    return SUCCESS_, pos + length, _E, _E
+
+
+def _space(ctx: Ctx, pos: int) -> Raw:
+    m = _SPACE.match(ctx.text, pos)
+    return SUCCESS_, (m.end() if m else pos), _E, _E
+
+
+def _compile_chars(node: N.Chars) -> Fn:
+    one = _class_regex(node)
+    lo, hi = node.min_count, node.max_count
+    quant = f"{{0,{hi}}}" if hi >= 0 else "*"
+    scan = re.compile(f"(?:{one.pattern}){quant}")
+    ranges = node.ranges
+    negated = node.negated
+
+    def member(cp: int) -> bool:
+        hit = any(r.start <= cp <= r.end for r in ranges)
+        return hit != negated
+
+    def chars(ctx: Ctx, pos: int) -> Raw:
+        text, n = ctx.text, ctx.n
+        m = scan.match(text, pos)
+        p = m.end() if m else pos
+        count = p - pos
+        # Exact walk past escaped bytes, which the regex stops at (the C++ may still decode a few of them).
+        while (hi == -1 or count < hi) and p < n and "\udc80" <= text[p] <= "\udcff":
+            status, cp, length = decode_at(text, p)
+            if status == INVALID:
+                return (SUCCESS_, p, _E, _E) if count >= lo else (FAIL_, pos, _E, _E)
+            if status == INCOMPLETE:
+                break
+            if not member(cp):
+                break
+            p += length
+            count += 1
+            m2 = scan.match(text, p)
+            if m2 and m2.end() > p:
+                extra = m2.end() - p
+                if hi != -1:
+                    extra = min(extra, hi - count)
+                p += extra
+                count += extra
+        if hi != -1 and count >= hi:
+            return SUCCESS_, p, _E, _E
+        if p >= n:
+            status = INCOMPLETE
+        elif "\udc80" <= text[p] <= "\udcff":
+            status = decode_at(text, p)[0]
+        else:
+            status = SUCCESS  # a character outside the class
+        if status == INCOMPLETE:
+            if count >= lo:
+                return SUCCESS_, p, _E, _E
+            return (NEED_MORE_, p, _E, _E) if ctx.lenient else (FAIL_, pos, _E, _E)
+        if status == INVALID:
+            return (SUCCESS_, p, _E, _E) if count >= lo else (FAIL_, pos, _E, _E)
+        if count < lo:
+            return FAIL_, p, _E, _E
+        return SUCCESS_, p, _E, _E
+
+    return chars
+
+
+_HEXDIGITS = frozenset("0123456789abcdefABCDEF")
+
+
+def _compile_string(delim: str) -> Fn:
+    plain = re.compile("[^" + re.escape(delim) + "\\\\\udc80-\udcff]*")
+    simple_escapes = frozenset(delim + "\\/bfnrt")
+
+    def string(ctx: Ctx, pos: int) -> Raw:
+        text, n, lenient = ctx.text, ctx.n, ctx.lenient
+        p = pos
+        while True:
+            m = plain.match(text, p)
+            if m:
+                p = m.end()
+            if p >= n:
+                return (NEED_MORE_ if lenient else FAIL_), p, _E, _E
+            c = text[p]
+            if c == delim:
+                return SUCCESS_, p, _E, _E
+            if c == "\\":
+                if p + 1 >= n:
+                    # a lone backslash at the end: do not count it until the escape is complete
+                    return (NEED_MORE_, p, _E, _E) if lenient else (FAIL_, pos, _E, _E)
+                e = text[p + 1]
+                if e in simple_escapes:
+                    p += 2
+                    continue
+                if e == "u":
+                    q = p + 2
+                    for _ in range(4):
+                        if q >= n:
+                            return (NEED_MORE_, p, _E, _E) if lenient else (FAIL_, pos, _E, _E)
+                        if text[q] not in _HEXDIGITS:
+                            return FAIL_, pos, _E, _E
+                        q += 1
+                    p = q
+                    continue
+                return FAIL_, pos, _E, _E
+            # an escaped (undecodable) byte
+            status, _cp, length = decode_at(text, p)
+            if status == INCOMPLETE:
+                return (NEED_MORE_, p, _E, _E) if lenient else (FAIL_, pos, _E, _E)
+            if status == INVALID:
+                return FAIL_, pos, _E, _E
+            p += length
+
+    return string
+
+
+def _compile_until(delimiters: tuple[str, ...]) -> Fn:
+    trie = Trie(list(delimiters))
+    usable = sorted({d for d in delimiters if d}, key=len)
+    finder = re.compile("|".join(re.escape(d) for d in usable)) if usable else None
+    longest = max((len(d) for d in usable), default=0)
+
+    def partial_at(text: str, p: int) -> bool:
+        tail = text[p:]
+        return any(len(d) > len(tail) and d.startswith(tail) for d in usable)
+
+    def slow(ctx: Ctx, pos: int) -> Raw:
+        # Exact port of the C++ walk, used when the text holds escaped bytes.
+        text, n, lenient = ctx.text, ctx.n, ctx.lenient
+        p = last_valid = pos
+        invalid: list[tuple[int, int]] = []
+        while p < n:
+            status, _cp, length = decode_at(text, p)
+            if status == INCOMPLETE and lenient:
+                return NEED_MORE_, last_valid, _E, tuple(invalid)
+            if status != SUCCESS:
+                invalid.append((p, length))
+                p += length
+                last_valid = p
+                continue
+            if trie.check_at(text, p) != NO_MATCH:
+                return SUCCESS_, p, _E, tuple(invalid)
+            p += length
+            last_valid = p
+        if last_valid == n and lenient:
+            return NEED_MORE_, last_valid, _E, tuple(invalid)
+        return SUCCESS_, last_valid, _E, tuple(invalid)
+
+    def until(ctx: Ctx, pos: int) -> Raw:
+        text, n = ctx.text, ctx.n
+        m = finder.search(text, pos) if finder is not None else None
+        stop = m.start() if m else n
+        if ctx.escapes and ESCAPED_BYTE.search(text, pos, stop if stop == n else stop + longest):
+            return slow(ctx, pos)
+        # A delimiter cut off by the end of the input also ends the match, before it, in both modes.
+        for p in range(max(pos, n - longest + 1), stop):
+            if partial_at(text, p):
+                return SUCCESS_, p, _E, _E
+        if m:
+            return SUCCESS_, stop, _E, _E
+        return (NEED_MORE_ if ctx.lenient else SUCCESS_), n, _E, _E
+
+    return until
+
+
+def _compile_rule(fns: list[Fn], child: ParserId, name: str, tag: str) -> Fn:
+    def rule(ctx: Ctx, pos: int) -> Raw:
+        ctx.depth += 1
+        if ctx.depth > MAX_RULE_DEPTH:
+            raise _TooDeep(pos)
+        t, e, nd, iv = fns[child](ctx, pos)
+        ctx.depth -= 1
+        if t == FAIL_:
+            return t, e, nd, iv
+        ast = ctx.ast
+        nid = len(ast)
+        ast.append(AstNode(nid, name, tag, pos, e, ctx.text[pos:e] if pos < ctx.n else "", nd, t == NEED_MORE_, iv))
+        return t, e, (nid,), iv
+
+    return rule
+
+
+def _compile_atomic(fns: list[Fn], child: ParserId) -> Fn:
+    def atomic(ctx: Ctx, pos: int) -> Raw:
+        r = fns[child](ctx, pos)
+        if r[0] == NEED_MORE_ and r[2]:
+            return NEED_MORE_, r[1], _E, r[3]
+        return r
+
+    return atomic
+
+
+def _compile_ref(fns: list[Fn], arena: Arena, name: str) -> Fn:
+    rid = arena.rules.get(name)
+    if rid is None:
+        def missing(ctx: Ctx, pos: int) -> Raw:
+            raise GrammarError(f"Rule not found: {name}")
+
+        return missing
+
+    def ref(ctx: Ctx, pos: int) -> Raw:
+        return fns[rid](ctx, pos)
+
+    return ref
+
+
+def _compile_delegate(fns: list[Fn], child: ParserId) -> Fn:
+    def delegate(ctx: Ctx, pos: int) -> Raw:
+        return fns[child](ctx, pos)
+
+    return delegate
+
+
+def _ok(ctx: Ctx, pos: int) -> Raw:
+    return SUCCESS_, pos, _E, _E
+
+
+def _start(ctx: Ctx, pos: int) -> Raw:
+    return (SUCCESS_ if pos == 0 else FAIL_), pos, _E, _E
+
+
+def _end(ctx: Ctx, pos: int) -> Raw:
+    return (SUCCESS_ if pos >= ctx.n else FAIL_), pos, _E, _E
+
+
+def compile_node(arena: Arena, fns: list[Fn], pid: ParserId) -> Fn:
+    node = arena.parsers[pid]
+    match node:
+        case N.Epsilon():
+            return _ok
+        case N.Start():
+            return _start
+        case N.End():
+            return _end
+        case N.Literal(literal=s):
+            return _compile_literal(s)
+        case N.Sequence(children=ch):
+            return _compile_sequence(fns, ch)
+        case N.Choice(children=ch):
+            return _compile_choice(fns, ch)
+        case N.Repetition(child=c, min_count=lo, max_count=hi):
+            return _compile_repetition(fns, c, lo, hi)
+        case N.And(child=c):
+            return _compile_and(fns, c)
+        case N.Not(child=c):
+            return _compile_not(fns, c)
+        case N.Any_():
+            return _any
+        case N.Space():
+            return _space
+        case N.Chars():
+            return _compile_chars(node)
+        case N.String(delimiter=d):
+            return _compile_string(d)
+        case N.Until(delimiters=ds):
+            return _compile_until(ds)
+        case N.Rule(name=name, child=c):
+            return _compile_rule(fns, c, name, "")
+        case N.Tag(tag=t, child=c):
+            return _compile_rule(fns, c, "", t)
+        case N.Ref(name=name):
+            return _compile_ref(fns, arena, name)
+        case N.Atomic(child=c):
+            return _compile_atomic(fns, c)
+        case N.Schema(child=c) | N.Gbnf(child=c) | N.Ac(child=c):
+            return _compile_delegate(fns, c)
+    raise GrammarError(f"unknown parser node {node!r}")  # pragma: no cover
+
+
+def _traced(arena: Arena, pid: ParserId, inner: Fn) -> Fn:
+    what = arena.dump(pid)
+
+    def traced(ctx: Ctx, pos: int) -> Raw:
+        log = ctx.trace
+        depth = ctx.depth
+        r = inner(ctx, pos)
+        if log is not None:
+            log.append(TraceEvent(depth, pid, what, pos, ResultType(r[0]), r[1]))
+        return r
+
+    return traced
+
+
+def compile_arena(arena: Arena, trace: bool = False) -> list[Fn]:
+    fns: list[Fn] = []
+    for pid in range(len(arena.parsers)):
+        f = compile_node(arena, fns, pid)
+        fns.append(_traced(arena, pid, f) if trace else f)
+    return fns
+
+
+def run(arena: Arena, pid: ParserId, data: str | bytes, *, lenient: bool, start: int = 0,
+        trace: bool = False) -> ParseResult:
+    text = to_text(data)
+    if trace:
+        fns = compile_arena(arena, trace=True)
+    else:
+        fns = arena._compiled
+        if fns is None:
+            fns = arena._compiled = compile_arena(arena)
+    ctx = Ctx(text, lenient)
+    if trace:
+        ctx.trace = []
+    needed = MAX_RULE_DEPTH * _FRAMES_PER_RULE + 2000
+    if sys.getrecursionlimit() < needed:
+        # Evaluation recurses through Python frames; give it room for MAX_RULE_DEPTH nested rules so that the
+        # depth guard, not a RecursionError, is what stops pathological input.
+        sys.setrecursionlimit(needed)
+    try:
+        t, e, nd, iv = fns[pid](ctx, start)
+    except _TooDeep as deep:
+        raise ParseError(f"input nested more than {MAX_RULE_DEPTH} levels deep", text=text,
+                         position=deep.pos) from None
+    except RecursionError:
+        # Grammars whose nodes nest deeper than _FRAMES_PER_RULE between rules (or loaded arenas with a
+        # rule-free cycle) exhaust the Python stack before the rule-depth guard trips.
+        raise ParseError("grammar recursion too deep for this input", text=text, position=start) from None
+    ast = Ast()
+    ast.nodes = ctx.ast
+    return ParseResult(ResultType(t), start, e, nd, iv, ast, text, tuple(ctx.trace or ()))

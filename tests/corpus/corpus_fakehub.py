@@ -1,0 +1,231 @@
+"""A small fake Hugging Face hub for the fetcher tests: a real HTTP/1.1 server on 127.0.0.1.
+
+It implements what huggingface_hub 2.4 calls (TOOLING.md B.1): model listing, model info (with siblings and
+sizes), HEAD/GET resolve with X-Repo-Commit / ETag / Content-Length, X-Error-Code on errors, and LFS-style
+302 redirects to a second listener acting as the CDN. Faults are injected per path pattern.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+from urllib.parse import parse_qs, unquote, urlsplit
+
+
+def _sha(text: str) -> str:
+    return hashlib.sha1(text.encode()).hexdigest()
+
+
+@dataclass
+class FakeRepo:
+    files: dict[str, bytes]
+    gated: bool = False
+    downloads: int = 0
+    lfs: frozenset[str] = frozenset()  # files served through a 302 to the CDN listener
+    ghosts: frozenset[str] = frozenset()  # listed in model info, but 404 EntryNotFound on download
+    history: dict[str, dict[str, bytes]] = field(default_factory=dict)
+    sha: str = ""
+
+    def __post_init__(self) -> None:
+        self.commit(self.files)
+
+    def commit(self, files: dict[str, bytes]) -> str:
+        """A new revision: new sha, older revisions stay downloadable by sha."""
+        self.files = dict(files)
+        self.sha = _sha(json.dumps(sorted((k, v.hex()) for k, v in files.items())) + str(len(self.history)))
+        self.history[self.sha] = self.files
+        return self.sha
+
+
+@dataclass
+class Fault:
+    pattern: re.Pattern[str]
+    status: int
+    times: int
+    headers: dict[str, str]
+    truncate: bool = False  # send a Content-Length larger than the body, then close
+
+
+class FakeHub:
+    def __init__(self, repos: dict[str, FakeRepo], valid_tokens: frozenset[str] = frozenset({"hf_good"})) -> None:
+        self.repos = repos
+        self.valid_tokens = valid_tokens
+        self.faults: list[Fault] = []
+        self.requests: list[tuple[str, str, dict[str, str]]] = []
+        self.on_request: Callable[[str, str], None] | None = None
+        self._lock = threading.Lock()
+        hub = self
+
+        class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def log_message(self, format: str, *args: Any) -> None:
+                pass
+
+            def do_HEAD(self) -> None:
+                hub._handle(self, head=True, cdn=False)
+
+            def do_GET(self) -> None:
+                hub._handle(self, head=False, cdn=False)
+
+        class CdnHandler(Handler):
+            def do_HEAD(self) -> None:
+                hub._handle(self, head=True, cdn=True)
+
+            def do_GET(self) -> None:
+                hub._handle(self, head=False, cdn=True)
+
+        self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self._cdn = ThreadingHTTPServer(("127.0.0.1", 0), CdnHandler)
+        self._server.daemon_threads = True
+        self._cdn.daemon_threads = True
+        self.url = f"http://127.0.0.1:{self._server.server_address[1]}"
+        self.cdn_url = f"http://127.0.0.1:{self._cdn.server_address[1]}"
+        self._threads: list[threading.Thread] = []
+
+    # -- lifecycle ------------------------------------------------------------------------------------------
+
+    def __enter__(self) -> FakeHub:
+        for srv in (self._server, self._cdn):
+            t = threading.Thread(target=srv.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
+            t.start()
+            self._threads.append(t)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        for srv in (self._server, self._cdn):
+            srv.shutdown()
+            srv.server_close()
+
+    # -- test controls --------------------------------------------------------------------------------------
+
+    def inject(self, pattern: str, status: int, times: int = 1, headers: dict[str, str] | None = None,
+               truncate: bool = False) -> None:
+        with self._lock:
+            self.faults.append(Fault(re.compile(pattern), status, times, dict(headers or {}), truncate))
+
+    def paths(self, method: str | None = None) -> list[str]:
+        return [p for m, p, _ in self.requests if method is None or m == method]
+
+    # -- responses ------------------------------------------------------------------------------------------
+
+    def _send(self, h: BaseHTTPRequestHandler, status: int, body: bytes = b"", headers: dict[str, str] | None = None,
+              head: bool = False, truncate: bool = False) -> None:
+        h.send_response(status)
+        hdrs = {"Content-Type": "application/json", **(headers or {})}
+        for k, v in hdrs.items():
+            h.send_header(k, v)
+        h.send_header("Content-Length", str(len(body) + (1000 if truncate else 0)))
+        if truncate:
+            h.send_header("Connection", "close")
+            h.close_connection = True
+        h.end_headers()
+        if not head:
+            h.wfile.write(body)
+            h.wfile.flush()
+
+    def _error(self, h: BaseHTTPRequestHandler, status: int, code: str, head: bool,
+               extra: dict[str, str] | None = None) -> None:
+        body = json.dumps({"error": code}).encode()
+        self._send(h, status, body, {"X-Error-Code": code, **(extra or {})}, head=head)
+
+    def _handle(self, h: BaseHTTPRequestHandler, *, head: bool, cdn: bool) -> None:
+        raw = h.path
+        split = urlsplit(raw)
+        path = split.path
+        method = "HEAD" if head else "GET"
+        with self._lock:
+            self.requests.append((method, raw, dict(h.headers.items())))
+            fault = next((f for f in self.faults
+                          if f.times > 0 and f.pattern.search(path) and not (f.truncate and head)), None)
+            if fault is not None:
+                fault.times -= 1
+        if self.on_request is not None:
+            self.on_request(method, raw)
+        if fault is not None and not fault.truncate:
+            body = json.dumps({"error": f"injected {fault.status}"}).encode()
+            self._send(h, fault.status, body, fault.headers, head=head)
+            return
+        if path == "/api/agent-harnesses":
+            self._send(h, 200, b'{"standardEnvVars": [], "harnesses": {}}', head=head)
+            return
+        if path == "/api/models":
+            self._list_models(h, parse_qs(split.query), head)
+            return
+        m = re.fullmatch(r"/api/models/(.+?)(?:/revision/([^/]+))?", path)
+        if m:
+            self._model_info(h, unquote(m.group(1)), unquote(m.group(2)) if m.group(2) else None,
+                             "blobs=true" in split.query, head)
+            return
+        m = re.fullmatch(r"/(.+?)/resolve/([^/]+)/(.+)", path)
+        if m:
+            self._resolve(h, unquote(m.group(1)), unquote(m.group(2)), unquote(m.group(3)), head, cdn,
+                          truncate=fault is not None and fault.truncate)
+            return
+        self._send(h, 404, b'{"error": "no route"}', head=head)
+
+    def _list_models(self, h: BaseHTTPRequestHandler, query: dict[str, list[str]], head: bool) -> None:
+        ranked = sorted(self.repos.items(), key=lambda kv: (-kv[1].downloads, kv[0]))
+        limit = int(query.get("limit", ["1000"])[0])
+        body = [{"id": rid, "modelId": rid, "downloads": r.downloads, "pipeline_tag": "text-generation",
+                 "private": False, "tags": ["text-generation"]} for rid, r in ranked[:limit]]
+        self._send(h, 200, json.dumps(body).encode(), head=head)
+
+    def _model_info(self, h: BaseHTTPRequestHandler, repo_id: str, revision: str | None, blobs: bool,
+                    head: bool) -> None:
+        repo = self.repos.get(repo_id)
+        if repo is None:
+            self._error(h, 404, "RepoNotFound", head)
+            return
+        files = repo.files if revision in (None, "main") else repo.history.get(revision or "")
+        if files is None:
+            self._error(h, 404, "RevisionNotFound", head)
+            return
+        listed = {**files, **{g: b"" for g in repo.ghosts if g not in files}}
+        siblings = [{"rfilename": name, **({"size": len(data), "blobId": _sha(name)} if blobs else {})}
+                    for name, data in sorted(listed.items())]
+        sha = repo.sha if revision in (None, "main") else revision
+        body = {"id": repo_id, "modelId": repo_id, "sha": sha, "private": False,
+                "gated": "manual" if repo.gated else False, "siblings": siblings, "tags": [],
+                "downloads": repo.downloads}
+        self._send(h, 200, json.dumps(body).encode(), head=head)
+
+    def _resolve(self, h: BaseHTTPRequestHandler, repo_id: str, revision: str, filename: str, head: bool,
+                 cdn: bool, truncate: bool) -> None:
+        repo = self.repos.get(repo_id)
+        if repo is None:
+            self._error(h, 404, "RepoNotFound", head)
+            return
+        if repo.gated and not cdn:
+            auth = h.headers.get("Authorization", "")
+            token = auth.removeprefix("Bearer ").strip()
+            if not token:
+                self._error(h, 401, "GatedRepo", head)
+                return
+            if token not in self.valid_tokens:
+                self._error(h, 403, "GatedRepo", head)
+                return
+        sha = repo.sha if revision == "main" else revision
+        files = repo.history.get(sha)
+        if files is None:
+            self._error(h, 404, "RevisionNotFound", head)
+            return
+        data = files.get(filename)
+        if data is None:
+            self._error(h, 404, "EntryNotFound", head, {"X-Repo-Commit": sha})
+            return
+        etag = f'"{hashlib.sha1(data).hexdigest()}"'
+        if filename in repo.lfs and not cdn:
+            self._send(h, 302, b"", {
+                "Location": f"{self.cdn_url}/{repo_id}/resolve/{sha}/{filename}",
+                "X-Repo-Commit": sha, "X-Linked-Etag": etag, "X-Linked-Size": str(len(data)), "ETag": etag,
+            }, head=head)
+            return
+        self._send(h, 200, data, {"Content-Type": "application/octet-stream", "X-Repo-Commit": sha, "ETag": etag},
+                   head=head, truncate=truncate and not head)

@@ -1,0 +1,639 @@
+"""The hub fetcher and the refresh job against a real local HTTP server (no internet).
+
+huggingface_hub reads HF_* at import: telemetry is switched off before the import here (tox also sets it), and
+the constants are patched per test as well, in case another test module imported the library first.
+"""
+
+from __future__ import annotations
+
+import os
+
+os.environ.setdefault("HF_HUB_DISABLE_TELEMETRY", "1")
+os.environ.setdefault("HF_HUB_DISABLE_IMPLICIT_TOKEN", "1")
+
+import json
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import threading
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import huggingface_hub.constants as hf_constants
+import huggingface_hub.utils._http as hf_http
+import pytest
+from corpus_fakehub import FakeHub, FakeRepo
+
+import autoparser.corpus.manifest as manifest_mod
+import autoparser.corpus.refresh as refresh_mod
+from autoparser.cli import main as cli_main
+from autoparser.corpus import Corpus
+from autoparser.corpus.fetcher import HubFetcher, extract_templates
+from autoparser.corpus.manifest import Manifest, entry_name, safe_template_path, sanitize_component, sha256_hex
+from autoparser.corpus.refresh import JOURNAL_NAME, ChangeReport, refresh
+from autoparser.errors import CorpusError, HubError
+
+ALPHA_DEFAULT = "{% for m in messages %}<|{{ m.role }}|>{{ m.content }}\n{% endfor %}"
+ALPHA_TOOLS = "{%- if tools %}{{ tools | tojson }}{% endif %}{% for m in messages %}{{ m.content }}{% endfor %}"
+ALPHA_JINJA = "{# from chat_template.jinja #}\n{% for m in messages %}[{{ m.role }}] {{ m.content }}\n{% endfor %}"
+BETA = "<s>{% for m in messages %}{{ m.content }}</s>{% endfor %}\r\n"
+GAMMA = "{{ messages[0].content }}"
+GAMMA_RAG = "{% for d in documents %}{{ d.text }}{% endfor %}"
+
+
+def tokenizer_config(template: Any) -> bytes:
+    return json.dumps({"bos_token": "<s>", "chat_template": template}).encode()
+
+
+def fixture_repos() -> dict[str, FakeRepo]:
+    return {
+        "org/alpha": FakeRepo({
+            "config.json": b"{}",
+            "tokenizer_config.json": tokenizer_config([{"name": "default", "template": ALPHA_DEFAULT},
+                                                       {"name": "tool_use", "template": ALPHA_TOOLS}]),
+            "chat_template.jinja": ALPHA_JINJA.encode(),
+        }, downloads=50),
+        "org/beta": FakeRepo({"chat_template.jinja": BETA.encode()}, lfs=frozenset({"chat_template.jinja"}),
+                             downloads=90),
+        "org/gamma": FakeRepo({
+            "chat_template.json": json.dumps({"chat_template": GAMMA}).encode(),
+            "additional_chat_templates/rag.jinja": GAMMA_RAG.encode(),
+        }, downloads=10),
+        "org/gated": FakeRepo({"tokenizer_config.json": tokenizer_config(GAMMA + " gated")}, gated=True),
+        "org/ghost": FakeRepo({"chat_template.jinja": b"{{ 'ghost' }}"},
+                              ghosts=frozenset({"tokenizer_config.json"})),
+        "org/malformed": FakeRepo({"tokenizer_config.json": b'{"chat_template": "{{ messages'}),
+        "org/base": FakeRepo({"config.json": b"{}"}),
+    }
+
+
+GOOD = ["org/alpha", "org/beta", "org/gamma"]
+
+
+@pytest.fixture
+def hub(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[FakeHub]:
+    monkeypatch.setattr(hf_constants, "HF_HUB_CACHE", str(tmp_path / "hf-cache"))
+    monkeypatch.setattr(hf_constants, "HF_HUB_OFFLINE", False)
+    monkeypatch.setattr(hf_constants, "HF_HUB_DISABLE_TELEMETRY", True)
+    monkeypatch.setattr(hf_constants, "HF_HUB_DISABLE_IMPLICIT_TOKEN", True)
+    monkeypatch.setenv("HF_HOME", str(tmp_path / "hf-home"))
+    monkeypatch.delenv("HF_TOKEN", raising=False)
+    monkeypatch.delenv("HF_ENDPOINT", raising=False)
+    monkeypatch.setattr(hf_http.time, "sleep", lambda s: None)  # type: ignore[attr-defined]  # the library's own 429 backoff
+    with FakeHub(fixture_repos()) as h:
+        yield h
+
+
+@pytest.fixture
+def sleeps() -> list[float]:
+    return []
+
+
+@pytest.fixture
+def make_fetcher(hub: FakeHub, tmp_path: Path, sleeps: list[float]) -> Callable[..., HubFetcher]:
+    def make(**kw: Any) -> HubFetcher:
+        args: dict[str, Any] = {"endpoint": hub.url, "cache_dir": tmp_path / "hf-cache", "offline": False,
+                                "sleep": sleeps.append}
+        args.update(kw)
+        return HubFetcher(**args)
+
+    return make
+
+
+def run(corpus: Path, ids: list[str], fetcher: HubFetcher, report: Path | None = None, **kw: Any) -> ChangeReport:
+    return refresh(corpus, ids, fetcher, report, progress=False, **kw)
+
+
+def snapshot(root: Path) -> dict[str, tuple[int, int, int]]:
+    return {str(p.relative_to(root)): (p.stat().st_mtime_ns, p.stat().st_size, p.stat().st_ino)
+            for p in sorted(root.rglob("*"))}
+
+
+def assert_consistent(root: Path) -> Corpus:
+    corpus = Corpus.load(root)
+    for e in corpus.entries:
+        e.verify()
+        assert e.path.resolve().parent == (root / "templates").resolve()
+    return corpus
+
+
+# -- unit: extraction and names -----------------------------------------------------------------------------
+
+
+def test_extract_string_list_and_files() -> None:
+    [one] = extract_templates("tokenizer_config.json", tokenizer_config("abc"))
+    assert (one.template_name, one.source_key, one.data) == ("default", "chat_template", b"abc")
+    two = extract_templates("tokenizer_config.json", tokenizer_config([{"name": "default", "template": "a"},
+                                                                      {"name": "rag", "template": "b"}]))
+    assert [(t.template_name, t.source_key, t.data) for t in two] == [
+        ("default", "chat_template[default]", b"a"), ("rag", "chat_template[rag]", b"b")]
+    assert extract_templates("tokenizer_config.json", b'{"eos_token": "x"}') == []
+    [j] = extract_templates("chat_template.json", json.dumps({"chat_template": "é"}).encode())
+    assert j.data == "é".encode()
+    [r] = extract_templates("additional_chat_templates/rag.jinja", b"x\r\n")
+    assert (r.template_name, r.data) == ("rag", b"x\r\n")
+
+
+@pytest.mark.parametrize(("data", "match"), [
+    (b'{"chat_template": "{{ x', "invalid or truncated JSON"),
+    (b"[1, 2]", "not an object"),
+    (b'{"chat_template": 3}', "not a string or list"),
+    (b'{"chat_template": [{"name": "a"}]}', "name, template"),
+    (b"\xff\xfe{}", "not valid UTF-8"),
+    (b"[" * 100000 + b"]" * 100000, "JSON"),
+])
+def test_extract_rejects_malformed(data: bytes, match: str) -> None:
+    with pytest.raises(HubError, match=match) as info:
+        extract_templates("tokenizer_config.json", data)
+    assert info.value.kind == "malformed"
+
+
+@pytest.mark.parametrize(("repo_id", "template", "expected"), [
+    ("org/model", None, "org__model"),
+    ("org/model", "tool_use", "org__model__tool_use"),
+    ("gpt2", None, "gpt2"),
+    ("../../etc", None, "_____etc"),
+    ("org/../../etc/passwd", "../../x", "org______etc_passwd______x"),
+    ("a/b\\c", "n/a\x00b", "a__b_c__n_a_b"),
+    (".hidden/..", "..", "hidden______"),
+])
+def test_entry_names_are_safe(repo_id: str, template: str | None, expected: str) -> None:
+    name = entry_name(repo_id, template)
+    assert name == expected
+    assert re.fullmatch(r"[A-Za-z0-9_][A-Za-z0-9._-]*", name)
+    assert "/" not in name and ".." not in name
+
+
+def test_safe_template_path_refuses_escapes(tmp_path: Path) -> None:
+    assert safe_template_path(tmp_path, "org__m").parent == (tmp_path / "templates").resolve()
+    for bad in ("../x", "a/b", ".hidden", "", "..", "x\x00"):
+        with pytest.raises(CorpusError):
+            safe_template_path(tmp_path, bad)
+    assert sanitize_component("x" * 500) != sanitize_component("x" * 499)
+    assert len(sanitize_component("x" * 500)) <= 120
+
+
+# -- first fetch, unchanged re-fetch, changed revision ------------------------------------------------------
+
+
+def test_first_fetch(hub: FakeHub, make_fetcher: Callable[..., HubFetcher], tmp_path: Path) -> None:
+    corpus = tmp_path / "corpus"
+    report = run(corpus, GOOD, make_fetcher(), tmp_path / "reports")
+    assert report.ok and not report.changed and not report.removed
+    added = {a["origin"]: a["name"] for a in report.added}
+    assert added == {
+        "hub:org/alpha#default": "org__alpha",  # chat_template.jinja wins over tokenizer_config's default
+        "hub:org/alpha#tokenizer_config": "org__alpha__tokenizer_config",
+        "hub:org/alpha#tool_use": "org__alpha__tool_use",
+        "hub:org/beta#default": "org__beta",
+        "hub:org/gamma#default": "org__gamma",
+        "hub:org/gamma#rag": "org__gamma__rag",
+    }
+    c = assert_consistent(corpus)
+    assert c.by_name("org__alpha").read_text() == ALPHA_JINJA
+    assert c.by_name("org__alpha__tokenizer_config").read_text() == ALPHA_DEFAULT
+    assert c.by_name("org__beta").read_bytes() == BETA.encode()  # CRLF kept; came through the CDN redirect
+    alpha = c.by_name("org__alpha__tool_use")
+    assert alpha.repo_id == "org/alpha" and alpha.revision == hub.repos["org/alpha"].sha
+    assert (alpha.source_file, alpha.source_key) == ("tokenizer_config.json", "chat_template[tool_use]")
+    assert alpha.fetched_at and alpha.origins == ("hub:org/alpha#tool_use",)
+    m = Manifest.read(corpus)
+    assert m.repos["org/gamma"].files == ["additional_chat_templates/rag.jinja", "chat_template.json"]
+    assert not (corpus / JOURNAL_NAME).exists()
+    saved = json.loads((tmp_path / "reports" / "corpus-change-report.json").read_text())
+    assert saved["summary"] == {"added": 6, "changed": 0, "removed": 0, "failed": 0}
+    assert "| 6 | 0 | 0 | 0 |" in (tmp_path / "reports" / "corpus-change-report.md").read_text()
+    assert not any(p.rsplit("/", 1)[-1] == "config.json" for p in hub.paths())  # only template files fetched
+
+
+def test_unchanged_refetch_writes_nothing(hub: FakeHub, make_fetcher: Callable[..., HubFetcher],
+                                          tmp_path: Path) -> None:
+    corpus = tmp_path / "corpus"
+    run(corpus, GOOD, make_fetcher())
+    before = snapshot(corpus)
+    hub.requests.clear()
+    report = run(corpus, GOOD, make_fetcher())
+    assert report.ok and not (report.added or report.changed or report.removed)
+    assert report.repos_unchanged == 3
+    assert snapshot(corpus) == before
+    assert all(p.startswith("/api/models/") for p in hub.paths()), hub.paths()  # model info only
+
+
+def test_changed_revision_reports_diff(hub: FakeHub, make_fetcher: Callable[..., HubFetcher],
+                                       tmp_path: Path) -> None:
+    corpus = tmp_path / "corpus"
+    run(corpus, GOOD, make_fetcher())
+    old_file = Corpus.load(corpus).by_name("org__alpha__tool_use").path
+    alpha = hub.repos["org/alpha"]
+    new_jinja = ALPHA_JINJA.replace("[{{ m.role }}]", "<{{ m.role }}>")
+    alpha.commit({"tokenizer_config.json": tokenizer_config(ALPHA_DEFAULT),  # tool_use gone
+                  "chat_template.jinja": new_jinja.encode()})
+    gamma = hub.repos["org/gamma"]
+    gamma.commit({**gamma.files, "additional_chat_templates/tool_use.jinja": b"{{ tools }}"})
+    report = run(corpus, GOOD, make_fetcher(), tmp_path / "reports")
+    assert report.ok
+    [changed] = report.changed
+    assert changed["origin"] == "hub:org/alpha#default" and changed["name"] == "org__alpha"
+    assert "-{% for m in messages %}[{{ m.role }}] {{ m.content }}" in changed["diff"]
+    assert "+{% for m in messages %}<{{ m.role }}> {{ m.content }}" in changed["diff"]
+    assert changed["diff"].startswith("--- a/org__alpha.jinja\n+++ b/org__alpha.jinja\n")
+    assert [r["origin"] for r in report.removed] == ["hub:org/alpha#tool_use"]
+    assert [a["origin"] for a in report.added] == ["hub:org/gamma#tool_use"]
+    c = assert_consistent(corpus)
+    assert c.by_name("org__alpha").read_text() == new_jinja
+    assert c.by_name("org__alpha").revision == alpha.sha
+    assert not old_file.exists(), "a template no origin points at any more is deleted"
+    assert c.by_name("org__gamma").revision == gamma.sha  # same text, new commit recorded
+    md = (tmp_path / "reports" / "corpus-change-report.md").read_text()
+    assert "## Changed" in md and "+{% for m in messages %}<{{ m.role }}>" in md and "## Removed" in md
+
+
+def test_same_text_in_two_repos_is_one_file(hub: FakeHub, make_fetcher: Callable[..., HubFetcher],
+                                            tmp_path: Path) -> None:
+    hub.repos["org/beta-copy"] = FakeRepo({"tokenizer_config.json": tokenizer_config(BETA)})
+    corpus = tmp_path / "corpus"
+    run(corpus, ["org/beta", "org/beta-copy"], make_fetcher())
+    [entry] = Corpus.load(corpus).entries
+    assert entry.origins == ("hub:org/beta#default", "hub:org/beta-copy#default")
+    assert entry.repo_id == "org/beta" and entry.shared_with == ("org/beta-copy",)
+
+
+def test_fetched_text_equal_to_seed_joins_the_seed_entry(hub: FakeHub, make_fetcher: Callable[..., HubFetcher],
+                                                         tmp_path: Path) -> None:
+    corpus = tmp_path / "corpus"
+    (corpus / "templates").mkdir(parents=True)
+    (corpus / "templates" / "llama.cpp__x.jinja").write_bytes(BETA.encode())
+    m = Manifest(templates=[manifest_mod.ManifestEntry(
+        name="llama.cpp__x", file="templates/llama.cpp__x.jinja", sha256=sha256_hex(BETA.encode()),
+        size=len(BETA.encode()), origins=["seed:templates/x.jinja"])])
+    m.write(corpus)
+    run(corpus, ["org/beta"], make_fetcher())
+    [entry] = Corpus.load(corpus).entries
+    assert entry.name == "llama.cpp__x" and entry.repo_id == "org/beta"
+    assert entry.origins == ("seed:templates/x.jinja", "hub:org/beta#default")
+
+
+# -- failures -----------------------------------------------------------------------------------------------
+
+
+def test_gated_401_403_then_token(hub: FakeHub, make_fetcher: Callable[..., HubFetcher], tmp_path: Path) -> None:
+    corpus = tmp_path / "corpus"
+    report = run(corpus, ["org/gated"], make_fetcher())
+    assert [(f["kind"], f["file"]) for f in report.failed] == [("gated", "tokenizer_config.json")]
+    assert "401" in report.failed[0]["message"]
+    report = run(corpus, ["org/gated"], make_fetcher(token="hf_wrong"))
+    assert [f["kind"] for f in report.failed] == ["gated"] and "403" in report.failed[0]["message"]
+    assert [f.kind for f in Manifest.read(corpus).failures] == ["gated"]
+    report = run(corpus, ["org/gated"], make_fetcher(token="hf_good"))
+    assert report.ok and [a["name"] for a in report.added] == ["org__gated"]
+    assert Manifest.read(corpus).failures == []
+    assert any({k.lower(): v for k, v in h.items()}.get("authorization") == "Bearer hf_good"
+               for _, _, h in hub.requests)
+
+
+def test_hf_token_from_environment(hub: FakeHub, make_fetcher: Callable[..., HubFetcher], tmp_path: Path,
+                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("HF_TOKEN", "hf_good")
+    assert run(tmp_path / "corpus", ["org/gated"], make_fetcher()).ok
+
+
+def test_hf_endpoint_from_environment(hub: FakeHub, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("HF_ENDPOINT", hub.url + "/")
+    fetcher = HubFetcher(cache_dir=tmp_path / "hf-cache", offline=False)
+    assert fetcher.endpoint == hub.url
+    assert run(tmp_path / "corpus", ["org/beta"], fetcher).ok
+    assert hub.paths()
+
+
+def test_persistent_failures_do_not_rewrite_the_manifest(hub: FakeHub, make_fetcher: Callable[..., HubFetcher],
+                                                         tmp_path: Path) -> None:
+    corpus = tmp_path / "corpus"
+    ids = ["org/beta", "org/gated", "org/nope", "org/ghost", "org/malformed"]
+    first = run(corpus, ids, make_fetcher())
+    before = snapshot(corpus)
+    again = run(corpus, ids, make_fetcher())
+    assert again.failed == first.failed and len(again.failed) == 4
+    assert not (again.added or again.changed or again.removed)
+    assert snapshot(corpus) == before
+
+
+def test_missing_repo_and_missing_file(hub: FakeHub, make_fetcher: Callable[..., HubFetcher],
+                                       tmp_path: Path) -> None:
+    corpus = tmp_path / "corpus"
+    report = run(corpus, ["org/nope", "org/ghost", "org/base"], make_fetcher())
+    kinds = {(f["repo_id"], f["kind"], f["file"]) for f in report.failed}
+    assert kinds == {("org/nope", "missing_repo", None), ("org/ghost", "missing_file", "tokenizer_config.json"),
+                     ("org/base", "no_template", None)}
+    assert [a["origin"] for a in report.added] == ["hub:org/ghost#default"]  # the file that exists still counts
+    m = Manifest.read(corpus)
+    assert {(f.repo_id, f.kind) for f in m.failures} == {(r, k) for r, k, _ in kinds}
+    assert_consistent(corpus)
+
+
+def test_malformed_json_rejected_with_record(hub: FakeHub, make_fetcher: Callable[..., HubFetcher],
+                                             tmp_path: Path) -> None:
+    report = run(tmp_path / "corpus", ["org/malformed"], make_fetcher())
+    [f] = report.failed
+    assert (f["kind"], f["file"]) == ("malformed", "tokenizer_config.json")
+    assert "invalid or truncated JSON" in f["message"]
+    assert Corpus.load(tmp_path / "corpus").entries == ()
+
+
+def test_429_then_success(hub: FakeHub, make_fetcher: Callable[..., HubFetcher], tmp_path: Path,
+                          sleeps: list[float]) -> None:
+    hub.inject(r"^/api/models/org/alpha$", 429, times=2, headers={"RateLimit": '"api";r=0;t=1', "Retry-After": "1"})
+    hub.inject(r"^/org/beta/resolve/", 429, times=2, headers={"RateLimit": '"api";r=0;t=1'})
+    hub.inject(r"^/api/models/org/gamma$", 503, times=1)
+    report = run(tmp_path / "corpus", GOOD, make_fetcher())
+    assert report.ok and len(report.added) == 6
+    assert sleeps == [2.0, 4.0, 2.0]  # our backoff around model_info (the library does not retry it)
+    assert hub.paths().count("/api/models/org/alpha?blobs=true") == 3
+
+
+def test_persistent_5xx_is_a_bounded_failure(hub: FakeHub, make_fetcher: Callable[..., HubFetcher],
+                                             tmp_path: Path, sleeps: list[float]) -> None:
+    hub.inject(r"^/api/models/org/beta$", 502, times=100)
+    report = run(tmp_path / "corpus", ["org/beta"], make_fetcher(max_attempts=3))
+    assert [f["kind"] for f in report.failed] == ["server_error"]
+    assert sleeps == [2.0, 4.0]
+
+
+def test_body_cut_short(hub: FakeHub, make_fetcher: Callable[..., HubFetcher], tmp_path: Path,
+                        caplog: pytest.LogCaptureFixture) -> None:
+    corpus = tmp_path / "corpus"
+    hub.inject(r"^/org/gamma/resolve/.*chat_template.json$", 200, times=1, truncate=True)
+    report = run(corpus, ["org/gamma"], make_fetcher())
+    assert report.ok  # one cut: the download is retried and the text is whole
+    assert Corpus.load(corpus).by_name("org__gamma").read_text() == GAMMA
+    gamma = hub.repos["org/gamma"]
+    gamma.commit({**gamma.files, "chat_template.json": json.dumps({"chat_template": GAMMA + "!"}).encode()})
+    hub.inject(r"^/org/gamma/resolve/.*chat_template.json$", 200, times=1000, truncate=True)
+    report = run(corpus, ["org/gamma"], make_fetcher(max_attempts=2))
+    assert [(f["kind"], f["file"]) for f in report.failed] == [("truncated", "chat_template.json")]
+    c = assert_consistent(corpus)
+    assert c.by_name("org__gamma").read_text() == GAMMA  # the old text stays; nothing half-written
+    assert not report.changed and not report.removed
+
+
+def test_oversize_refused_before_download(hub: FakeHub, make_fetcher: Callable[..., HubFetcher],
+                                          tmp_path: Path) -> None:
+    report = run(tmp_path / "corpus", ["org/alpha"], make_fetcher(max_template_bytes=20, max_config_bytes=30))
+    over = {f["file"] for f in report.failed if f["kind"] == "oversize"}
+    assert over == {"chat_template.jinja", "tokenizer_config.json"}
+    assert not any("/resolve/" in p for p in hub.paths())
+
+
+def test_oversize_checked_after_download(hub: FakeHub, make_fetcher: Callable[..., HubFetcher],
+                                         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # the hub's size metadata is not trusted: a file larger than announced is refused once on disk
+    hub.repos["org/big"] = FakeRepo({"chat_template.jinja": b"x" * 5000})
+    fetcher = make_fetcher(max_template_bytes=4000)
+    import huggingface_hub
+
+    real = huggingface_hub.HfApi.model_info
+
+    def lying_info(self: Any, *a: Any, **kw: Any) -> Any:
+        info = real(self, *a, **kw)
+        for s in info.siblings or []:
+            s.size = 10
+        return info
+
+    monkeypatch.setattr(huggingface_hub.HfApi, "model_info", lying_info)
+    report = run(tmp_path / "corpus", ["org/big"], fetcher)
+    assert [(f["kind"], f["file"]) for f in report.failed] == [("oversize", "chat_template.jinja")]
+
+
+def test_malicious_names_stay_inside_corpus(hub: FakeHub, make_fetcher: Callable[..., HubFetcher],
+                                            tmp_path: Path) -> None:
+    hub.repos["org/evil"] = FakeRepo({
+        "tokenizer_config.json": tokenizer_config([{"name": "../../../../etc/passwd", "template": "a"},
+                                                   {"name": "..", "template": "b"},
+                                                   {"name": "x/../../y", "template": "c"}]),
+    })
+    corpus = tmp_path / "work" / "corpus"
+    report = run(corpus, ["org/evil", "../../etc", "org/../x"], make_fetcher())
+    assert {f["repo_id"] for f in report.failed} == {"../../etc", "org/../x"}  # refused by the client
+    outside = [p for p in (tmp_path / "work").rglob("*") if corpus not in p.parents and p != corpus]
+    assert outside == []
+    c = assert_consistent(corpus)
+    assert sorted(e.name for e in c.entries) == ["org__evil___", "org__evil__________etc_passwd", "org__evil__x_____y"]
+    assert all(e.path.parent == corpus / "templates" for e in c.entries)
+
+
+# -- offline, discovery, CLI --------------------------------------------------------------------------------
+
+
+def test_offline_from_cache(hub: FakeHub, make_fetcher: Callable[..., HubFetcher], tmp_path: Path,
+                            monkeypatch: pytest.MonkeyPatch) -> None:
+    corpus = tmp_path / "corpus"
+    run(corpus, GOOD, make_fetcher())
+    hub.requests.clear()
+    hub.inject(r".", 500, times=10**6)  # any request now would fail loudly
+    before = snapshot(corpus)
+    monkeypatch.setattr(hf_constants, "HF_HUB_OFFLINE", True)
+    fetcher = make_fetcher(offline=None)
+    assert fetcher.offline
+    report = run(corpus, [*GOOD, "org/never-fetched"], fetcher)
+    assert hub.requests == []
+    assert not (report.added or report.changed or report.removed)
+    assert [(f["repo_id"], f["kind"]) for f in report.failed] == [("org/never-fetched", "offline")]
+    assert [(f.repo_id, f.kind) for f in Manifest.read(corpus).failures] == [("org/never-fetched", "offline")]
+    assert {k: v for k, v in snapshot(corpus).items() if k != "manifest.json"} == \
+        {k: v for k, v in before.items() if k != "manifest.json"}  # templates untouched, only the record added
+    # a corpus that lost a template file is rebuilt from the cache alone
+    lost = Corpus.load(corpus).by_name("org__gamma__rag")
+    m = Manifest.read(corpus)
+    m.templates = [e for e in m.templates if e.name != lost.name]
+    m.repos["org/gamma"].templates.pop("rag")
+    m.write(corpus)
+    lost.path.unlink()
+    report = run(corpus, ["org/gamma"], make_fetcher(offline=True))
+    assert [a["name"] for a in report.added] == ["org__gamma__rag"] and report.ok
+    assert Corpus.load(corpus).by_name("org__gamma__rag").read_text() == GAMMA_RAG
+    assert hub.requests == []
+
+
+def test_discovery_adds_most_downloaded(hub: FakeHub, make_fetcher: Callable[..., HubFetcher],
+                                        tmp_path: Path) -> None:
+    report = run(tmp_path / "corpus", ["org/gamma"], make_fetcher(), discover=2)
+    assert {a["repo_id"] for a in report.added} == {"org/gamma", "org/beta", "org/alpha"}
+    assert any(p.startswith("/api/models?") and "sort=downloads" in p and "limit=2" in p for p in hub.paths())
+
+
+def test_cli_exit_codes_and_report(hub: FakeHub, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    corpus = tmp_path / "corpus"
+    ids = tmp_path / "ids.txt"
+    ids.write_text("# tracked\norg/alpha\n\norg/beta  # lfs\norg/alpha\n")
+    argv = ["corpus", "refresh", "--corpus", str(corpus), "--ids", str(ids), "--endpoint", hub.url,
+            "--report", str(tmp_path / "rep")]
+    assert cli_main(argv) == 0
+    assert "4 added" in capsys.readouterr().out
+    ids.write_text("org/alpha\norg/nope\n")
+    assert cli_main(argv) == 1
+    data = json.loads((tmp_path / "rep" / "corpus-change-report.json").read_text())
+    assert [(f["repo_id"], f["kind"]) for f in data["failed"]] == [("org/nope", "missing_repo")]
+    assert cli_main(["corpus", "refresh", "--corpus", str(corpus), "--ids", str(tmp_path / "none.txt")]) == 2
+    assert cli_main(["corpus", "report", "--corpus", str(corpus)]) == 2
+    assert "not implemented" in capsys.readouterr().err
+
+
+def test_default_ids_file_in_corpus(hub: FakeHub, tmp_path: Path) -> None:
+    corpus = tmp_path / "corpus"
+    corpus.mkdir()
+    (corpus / "model-ids.txt").write_text("org/beta\n")
+    assert cli_main(["corpus", "refresh", "--corpus", str(corpus), "--endpoint", hub.url,
+                     "--report", str(tmp_path / "rep")]) == 0
+    assert Corpus.load(corpus).names() == ("org__beta",)
+
+
+# -- kill and resume ----------------------------------------------------------------------------------------
+
+
+class Killed(BaseException):
+    """Stands in for SIGKILL at a write: nothing after it runs, no cleanup handlers of ours."""
+
+
+def _changed_hub(hub: FakeHub) -> None:
+    alpha, beta, gamma = hub.repos["org/alpha"], hub.repos["org/beta"], hub.repos["org/gamma"]
+    alpha.commit({"tokenizer_config.json": tokenizer_config(ALPHA_DEFAULT),
+                  "chat_template.jinja": (ALPHA_JINJA + "{# v2 #}").encode()})
+    beta.commit({"chat_template.jinja": b"{{ 'beta v2' }}"})
+    gamma.commit({**gamma.files, "additional_chat_templates/extra.jinja": b"{{ 'extra' }}"})
+
+
+def _strip_times(m: Manifest) -> dict[str, Any]:
+    raw = m.to_json()
+    for t in raw["templates"]:
+        t["fetched_at"] = None
+    for r in raw["repos"].values():
+        r["fetched_at"] = None
+    return raw
+
+
+def _report_key(r: ChangeReport) -> tuple[Any, ...]:
+    return (sorted((a["origin"], a["name"]) for a in r.added),
+            sorted((c["origin"], c["name"], c["diff"]) for c in r.changed),
+            sorted(x["origin"] for x in r.removed), r.failed)
+
+
+def test_kill_at_every_write_then_resume(hub: FakeHub, make_fetcher: Callable[..., HubFetcher], tmp_path: Path,
+                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    base = tmp_path / "base"
+    run(base, GOOD, make_fetcher())
+    _changed_hub(hub)
+
+    writes: list[Path] = []
+    real_write = manifest_mod.atomic_write_bytes
+    kill_at: list[int] = [-1]
+
+    def counting_write(path: Path, data: bytes) -> None:
+        if len(writes) == kill_at[0]:
+            raise Killed
+        writes.append(path)
+        real_write(path, data)
+
+    monkeypatch.setattr(manifest_mod, "atomic_write_bytes", counting_write)
+    monkeypatch.setattr(refresh_mod, "atomic_write_bytes", counting_write)
+
+    ref = tmp_path / "ref"
+    shutil.copytree(base, ref)
+    expected = run(ref, GOOD, make_fetcher())
+    expected_manifest = _strip_times(Manifest.read(ref))
+    total = len(writes)
+    assert total >= 6 and expected.changed and expected.added and expected.removed
+
+    assert total == 11  # journal, then per repo: [interim manifest], new files, manifest
+    real_finish = refresh_mod.CorpusUpdater.finish
+
+    def killed_finish(self: refresh_mod.CorpusUpdater) -> None:
+        raise Killed
+
+    for k in range(total + 1):  # k == total: every write done, killed before the sweep and the report
+        root = tmp_path / f"k{k}"
+        shutil.copytree(base, root)
+        writes.clear()
+        kill_at[0] = k
+        if k == total:
+            monkeypatch.setattr(refresh_mod.CorpusUpdater, "finish", killed_finish)
+        with pytest.raises(Killed):
+            run(root, GOOD, make_fetcher())
+        monkeypatch.setattr(refresh_mod.CorpusUpdater, "finish", real_finish)
+        assert_consistent(root)  # whatever the manifest names is there, byte for byte
+        kill_at[0] = -1
+        resumed = run(root, GOOD, make_fetcher())
+        assert _strip_times(Manifest.read(root)) == expected_manifest, f"kill at write {k}"
+        assert _report_key(resumed) == _report_key(expected), f"kill at write {k}"
+        assert not (root / JOURNAL_NAME).exists()
+        on_disk = {p.name for p in (root / "templates").iterdir()}
+        assert on_disk == {Path(e.file).name for e in Manifest.read(root).templates}, f"kill at write {k}"
+
+
+@pytest.mark.parametrize("kill_after", [3, 6])
+def test_sigkill_subprocess_then_resume(hub: FakeHub, make_fetcher: Callable[..., HubFetcher], tmp_path: Path,
+                                        kill_after: int) -> None:
+    corpus = tmp_path / "corpus"
+    ids = tmp_path / "ids.txt"
+    ids.write_text("\n".join(GOOD) + "\n")
+    env = {**os.environ, "HF_HUB_DISABLE_TELEMETRY": "1", "HF_HUB_DISABLE_IMPLICIT_TOKEN": "1",
+           "HF_HUB_CACHE": str(tmp_path / "hf-cache"), "HF_HOME": str(tmp_path / "hf-home")}
+    env.pop("HF_TOKEN", None)
+    env.pop("HF_HUB_OFFLINE", None)
+    seen: list[str] = []
+    killed = threading.Event()
+    proc_box: list[subprocess.Popen[bytes]] = []
+
+    def hook(method: str, path: str) -> None:
+        seen.append(path)
+        if len(seen) == kill_after and proc_box:
+            os.kill(proc_box[0].pid, signal.SIGKILL)
+            killed.set()
+
+    hub.on_request = hook
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "autoparser", "corpus", "refresh", "--corpus", str(corpus), "--ids", str(ids),
+         "--endpoint", hub.url, "--report", str(tmp_path / "rep")],
+        env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    proc_box.append(proc)
+    proc.wait(timeout=60)
+    hub.on_request = None
+    assert killed.is_set() and proc.returncode == -signal.SIGKILL
+    if (corpus / "manifest.json").exists():
+        assert_consistent(corpus)
+    report = run(corpus, GOOD, make_fetcher())
+    assert report.ok
+    c = assert_consistent(corpus)
+    assert set(c.names()) == {"org__alpha", "org__alpha__tokenizer_config", "org__alpha__tool_use", "org__beta",
+                              "org__gamma", "org__gamma__rag"}
+
+
+def test_disk_error_stops_the_run_cleanly(hub: FakeHub, make_fetcher: Callable[..., HubFetcher], tmp_path: Path,
+                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    corpus = tmp_path / "corpus"
+    run(corpus, ["org/beta"], make_fetcher())
+
+    def full(path: Path, data: bytes) -> None:
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(refresh_mod, "atomic_write_bytes", full)
+    monkeypatch.setattr(manifest_mod, "atomic_write_bytes", full)
+    with pytest.raises(CorpusError, match="No space left on device; re-run to resume"):
+        run(corpus, GOOD, make_fetcher())
+    assert Corpus.load(corpus).names() == ("org__beta",)
+    assert_consistent(corpus)
+
+
+def test_two_templates_swap_texts(hub: FakeHub, make_fetcher: Callable[..., HubFetcher], tmp_path: Path) -> None:
+    corpus = tmp_path / "corpus"
+    run(corpus, ["org/gamma"], make_fetcher())
+    gamma = hub.repos["org/gamma"]
+    gamma.commit({"chat_template.json": json.dumps({"chat_template": GAMMA_RAG}).encode(),
+                  "additional_chat_templates/rag.jinja": GAMMA.encode()})
+    report = run(corpus, ["org/gamma"], make_fetcher())
+    assert sorted(c["origin"] for c in report.changed) == ["hub:org/gamma#default", "hub:org/gamma#rag"]
+    c = assert_consistent(corpus)
+    assert c.by_origin("hub:org/gamma#default").read_text() == GAMMA_RAG
+    assert c.by_origin("hub:org/gamma#rag").read_text() == GAMMA
+    assert len(c.entries) == 2

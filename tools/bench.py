@@ -1,0 +1,161 @@
+"""`tox -e bench`: benchmarks, reported as absolute times and as ratios measured in the same run.
+
+Never a pass/fail test: speed is tracked here, not asserted in the test suite.
+
+Sections (each skipped with a note when the stage it measures does not exist yet):
+- engine: the PEG engine alone (JSON of 10 KB, `until` over 100 KB, long content with a late delimiter);
+- analysis: analysing every seed template of the corpus (issue target: <= 5 s; the C++ takes 2.2 s);
+- parse: the requests of tools/data/parse_bench.jsonl, full parse and 4-bytes-at-a-time streaming.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import random
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def timeit(fn: Callable[[], object], *, min_time: float = 0.3, repeat: int = 5) -> float:
+    """Best-of-`repeat` mean time per call, in seconds."""
+    fn()
+    n = 1
+    while True:
+        t0 = time.perf_counter()
+        for _ in range(n):
+            fn()
+        dt = time.perf_counter() - t0
+        if dt >= min_time / repeat or n > 1_000_000:
+            break
+        n *= 2
+    best = dt / n
+    for _ in range(repeat - 1):
+        t0 = time.perf_counter()
+        for _ in range(n):
+            fn()
+        best = min(best, (time.perf_counter() - t0) / n)
+    return best
+
+
+def fmt(seconds: float) -> str:
+    if seconds < 1e-3:
+        return f"{seconds * 1e6:8.1f} µs"
+    if seconds < 1:
+        return f"{seconds * 1e3:8.2f} ms"
+    return f"{seconds:8.2f} s "
+
+
+def _json_doc(size: int, seed: int = 7) -> str:
+    rnd = random.Random(seed)
+    words = ["alpha", "beta", "gamma", "delta", "città", "naïve", "quote\"d", "line\nbreak", "tab\t"]
+    items: list[object] = []
+    while len(json.dumps(items)) < size:
+        items.append({"id": rnd.randrange(10**6), "name": rnd.choice(words), "score": rnd.random() * 100,
+                      "tags": [rnd.choice(words) for _ in range(3)], "ok": rnd.random() < 0.5, "none": None,
+                      "nested": {"depth": [1, [2, [3, {"k": "v"}]]]}})
+    return json.dumps(items, ensure_ascii=False)
+
+
+def bench_engine() -> list[tuple[str, str]]:
+    from autoparser.peg import build_peg_parser
+
+    rows: list[tuple[str, str]] = []
+    doc = _json_doc(10_000)
+    json_parser = build_peg_parser(lambda b: b.json() + b.end())
+    assert json_parser.parse(doc).success
+    t_json = timeit(lambda: json_parser.parse(doc))
+    t_loads = timeit(lambda: json.loads(doc))
+    rows.append((f"json() over {len(doc)} chars", f"{fmt(t_json)}  ({len(doc) / t_json / 1e6:.2f} MB/s; "
+                                                    f"{t_json / t_loads:.0f}x json.loads)"))
+    t_json_l = timeit(lambda: json_parser.parse(doc[:-1], lenient=True))
+    rows.append(("json() same, truncated, lenient", fmt(t_json_l)))
+
+    filler = ("lorem ipsum dolor sit amet <b>bold</b> [x] " * 3000)[:100_000]
+    text = filler + "</think>after"
+    until_parser = build_peg_parser(lambda b: b.tag("r", b.until("</think>")) + "</think>" + b.rest())
+    assert until_parser.parse(text).success
+    t_until = timeit(lambda: until_parser.parse(text))
+    rows.append((f"until('</think>') over {len(filler)} chars", f"{fmt(t_until)}  ({len(filler) / t_until / 1e6:.0f} MB/s)"))
+    multi = build_peg_parser(lambda b: b.until_one_of(["<tool_call>", "<function=", "</think>", "<|im_end|>"]) + b.rest())
+    t_multi = timeit(lambda: multi.parse(text))
+    rows.append(("until_one_of(4 delimiters) same text", fmt(t_multi)))
+    t_rest = timeit(lambda: build_peg_parser(lambda b: b.rest()).parse(filler, lenient=True), repeat=3)
+    rows.append(("build + rest() over 100 KB, lenient", fmt(t_rest)))
+    return rows
+
+
+def bench_analysis() -> list[tuple[str, str]]:
+    try:
+        from autoparser.analysis.analyzer import analyze_template
+        from autoparser.corpus import Corpus
+    except ImportError as e:
+        return [("analysis", f"not available yet ({e})")]
+    corpus = Corpus.load(ROOT / "corpus")
+    seeds = [e for e in corpus.entries if any(o.startswith("seed:templates/") for o in e.origins)]
+    sources = [e.read_text() for e in seeds]
+    t0 = time.perf_counter()
+    failures = 0
+    for src in sources:
+        try:
+            analyze_template(src)
+        except Exception:
+            failures += 1
+    total = time.perf_counter() - t0
+    return [(f"analyse {len(sources)} seed templates", f"{fmt(total)}  (target <= 5 s; C++ 2.2 s; "
+                                                       f"{failures} raised)")]
+
+
+def bench_parse() -> list[tuple[str, str]]:
+    path = ROOT / "tools" / "data" / "parse_bench.jsonl"
+    try:
+        import autoparser
+
+        generate = autoparser.generate  # type: ignore[attr-defined]
+        from autoparser.corpus import Corpus
+    except (ImportError, AttributeError) as e:
+        return [("parse", f"not available yet ({e})")]
+    corpus = Corpus.load(ROOT / "corpus")
+    cpp_full = {"qwen3-reasoning-content-4k": 88e-6, "qwen3-reasoning-toolcall": 58e-6,
+                "qwen3coder-xml-code-arg": 174e-6, "llama31-content-16k": 239e-6}
+    rows = []
+    for line in path.read_text(encoding="utf-8").splitlines():
+        case = json.loads(line)
+        entry = corpus.by_origin(f"seed:templates/{case['template']}")
+        request = {"messages": case["messages"], "tools": case.get("tools") or [], "reasoning_format": "auto",
+                   "now": "2024-07-26"}
+        params = generate(entry.read_text(), request)
+        for out in case["outputs"]:
+            full = timeit(lambda out=out: params.parse(out), repeat=3)
+
+            def streamed(out: str = out) -> None:
+                for i in range(4, len(out) + 4, 4):
+                    params.parse(out[:i], is_partial=i < len(out))
+
+            st = timeit(streamed, min_time=0.5, repeat=1)
+            ratio = f"C++ full {fmt(cpp_full[case['id']])}, ours/C++ {full / cpp_full[case['id']]:.1f}x" \
+                if case["id"] in cpp_full else ""
+            rows.append((f"{case['id']} ({len(out)} chars)",
+                         f"full {fmt(full)}  streamed {fmt(st)}  streamed/full {st / full:.0f}x  {ratio}"))
+    return rows
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
+    ap.add_argument("sections", nargs="*", default=["engine", "analysis", "parse"])
+    args = ap.parse_args(argv)
+    table = {"engine": bench_engine, "analysis": bench_analysis, "parse": bench_parse}
+    print(f"python {sys.version.split()[0]}; times are best-of-N means; ratios come from this run only")
+    for name in args.sections:
+        print(f"\n== {name} ==")
+        for label, value in table[name]():
+            print(f"  {label:<44} {value}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
