@@ -1,0 +1,500 @@
+"""The chat-level PEG builder: the tags the mapper understands and the tool-call helpers (`common_chat_peg_builder`).
+
+Tags mark what a span of model output *means* (reasoning, content, a tool name, an argument value); the mapper
+turns the tagged AST into a `ChatMessage`. Tags that delimit structure the mapper must never see half-parsed
+(tool open/close, tool names and ids, argument names) are wrapped in `atomic`, so a streamed prefix such as
+`<function=special_fun` never yields a tool call named `special_fun`.
+
+Node creation order follows the C++ builder call by call, since GBNF rule names embed node ids.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+from autoparser.errors import GrammarError
+from autoparser.peg import Arena, Builder, P
+from autoparser.types import ToolDef, tool_parameters, tools_to_openai
+
+__all__ = [
+    "COMMON_CHAT_MAX_PERMUTE",
+    "CONTENT",
+    "REASONING",
+    "REASONING_BLOCK",
+    "TOOL",
+    "TOOL_ARG",
+    "TOOL_ARGS",
+    "TOOL_ARG_CLOSE",
+    "TOOL_ARG_NAME",
+    "TOOL_ARG_OPEN",
+    "TOOL_ARG_STRING_VALUE",
+    "TOOL_ARG_VALUE",
+    "TOOL_CLOSE",
+    "TOOL_ID",
+    "TOOL_NAME",
+    "TOOL_OPEN",
+    "ChatBuilder",
+    "build_chat_peg_parser",
+]
+
+REASONING_BLOCK = "reasoning-block"
+REASONING = "reasoning"
+CONTENT = "content"
+TOOL = "tool"
+TOOL_OPEN = "tool-open"
+TOOL_CLOSE = "tool-close"
+TOOL_ID = "tool-id"
+TOOL_NAME = "tool-name"
+TOOL_ARGS = "tool-args"
+TOOL_ARG = "tool-arg"
+TOOL_ARG_OPEN = "tool-arg-open"
+TOOL_ARG_CLOSE = "tool-arg-close"
+TOOL_ARG_NAME = "tool-arg-name"
+TOOL_ARG_VALUE = "tool-arg-value"
+TOOL_ARG_STRING_VALUE = "tool-arg-string-value"  # schema says "string": the value is text, never JSON
+
+# Beyond this many parsers a permutation would need 2^n rules; fall back to the given order.
+COMMON_CHAT_MAX_PERMUTE = 6
+
+_C_SPACE = " \t\n\v\f\r"
+
+Tools = Sequence[ToolDef | Mapping[str, Any]] | None
+
+
+def _split_key(key: str) -> tuple[str, str]:
+    """`"function.name"` -> ("function", "name"); a key without a dot is top level: ("", key)."""
+    prefix, dot, field = key.partition(".")
+    return (prefix, field) if dot else ("", key)
+
+
+def _functions(tools: Any) -> list[tuple[str, Any]]:
+    """(name, parameters schema) of every `{"function": {...}}` entry; other entries are skipped, as in the C++."""
+    out: list[tuple[str, Any]] = []
+    for tool in tools:
+        if not isinstance(tool, Mapping) or "function" not in tool:
+            continue
+        function = tool["function"]
+        name = function.get("name") if isinstance(function, Mapping) else None
+        if not isinstance(name, str):
+            raise GrammarError(f"tool definition without a function name: {tool!r}")
+        out.append((name, tool_parameters(function)))
+    return out
+
+
+def _properties(params: Any) -> Mapping[str, Any]:
+    props = params.get("properties") if isinstance(params, Mapping) else None
+    return props if isinstance(props, Mapping) else {}
+
+
+class ChatBuilder(Builder):
+    """`Builder` plus the chat tags and the tool-call helpers of llama.cpp's `common_chat_peg_builder`."""
+
+    REASONING_BLOCK = REASONING_BLOCK
+    REASONING = REASONING
+    CONTENT = CONTENT
+    TOOL = TOOL
+    TOOL_OPEN = TOOL_OPEN
+    TOOL_CLOSE = TOOL_CLOSE
+    TOOL_ID = TOOL_ID
+    TOOL_NAME = TOOL_NAME
+    TOOL_ARGS = TOOL_ARGS
+    TOOL_ARG = TOOL_ARG
+    TOOL_ARG_OPEN = TOOL_ARG_OPEN
+    TOOL_ARG_CLOSE = TOOL_ARG_CLOSE
+    TOOL_ARG_NAME = TOOL_ARG_NAME
+    TOOL_ARG_VALUE = TOOL_ARG_VALUE
+    TOOL_ARG_STRING_VALUE = TOOL_ARG_STRING_VALUE
+
+    # --- tags (plain) ------------------------------------------------------------------------------------
+
+    def reasoning_block(self, p: P | str) -> P:
+        return self.tag(REASONING_BLOCK, p)
+
+    def reasoning(self, p: P | str) -> P:
+        return self.tag(REASONING, p)
+
+    def content(self, p: P | str) -> P:
+        return self.tag(CONTENT, p)
+
+    def tool(self, p: P | str) -> P:
+        return self.tag(TOOL, p)
+
+    def tool_args(self, p: P | str) -> P:
+        return self.tag(TOOL_ARGS, p)
+
+    def tool_arg(self, p: P | str) -> P:
+        return self.tag(TOOL_ARG, p)
+
+    def tool_arg_value(self, p: P | str) -> P:
+        return self.tag(TOOL_ARG_VALUE, p)
+
+    def tool_arg_json_value(self, p: P | str) -> P:
+        return self.tag(TOOL_ARG_VALUE, p)
+
+    def tool_arg_string_value(self, p: P | str) -> P:
+        return self.tag(TOOL_ARG_STRING_VALUE, p)
+
+    # --- tags wrapped in atomic: never reported half-parsed ----------------------------------------------
+
+    def tool_open(self, p: P | str) -> P:
+        return self.atomic(self.tag(TOOL_OPEN, p))
+
+    def tool_close(self, p: P | str) -> P:
+        return self.atomic(self.tag(TOOL_CLOSE, p))
+
+    def tool_id(self, p: P | str) -> P:
+        return self.atomic(self.tag(TOOL_ID, p))
+
+    def tool_name(self, p: P | str) -> P:
+        return self.atomic(self.tag(TOOL_NAME, p))
+
+    def tool_arg_open(self, p: P | str) -> P:
+        return self.atomic(self.tag(TOOL_ARG_OPEN, p))
+
+    def tool_arg_close(self, p: P | str) -> P:
+        return self.atomic(self.tag(TOOL_ARG_CLOSE, p))
+
+    def tool_arg_name(self, p: P | str) -> P:
+        return self.atomic(self.tag(TOOL_ARG_NAME, p))
+
+    # --- small helpers -------------------------------------------------------------------------------------
+
+    def tag_with_safe_content(self, tag_name: str, marker: str, p: P | str) -> P:
+        """`(p | content-chunk)*`, where a content chunk never starts with `marker` (one char if no marker)."""
+        if not marker:
+            return self.zero_or_more(self.choice([p, self.rule(tag_name, self.content(self.any()))]))
+        chunk = self.rule(tag_name, self.content(self.negate(self.literal(marker)) + self.any() + self.until(marker)))
+        return self.zero_or_more(self.choice([p, chunk]))
+
+    def permute(self, rule_prefix: str, parsers: Sequence[P]) -> P:
+        """Every parser exactly once, in any order: one rule per set of parsers still to match (bit mask)."""
+        if not parsers:
+            return self.eps()
+        if len(parsers) == 1 or len(parsers) > COMMON_CHAT_MAX_PERMUTE:
+            return self.sequence(parsers)
+        rules: dict[int, P] = {}
+
+        def remaining_of(remaining: int) -> P:
+            if remaining == 0:
+                return self.eps()
+            cached = rules.get(remaining)
+            if cached is not None:
+                return cached
+            alternatives = self.choice()
+            for i, parser in enumerate(parsers):
+                bit = 1 << i
+                if remaining & bit:
+                    alternatives |= parser + remaining_of(remaining & ~bit)
+            ref = self.rule(f"{rule_prefix}-{remaining}", alternatives)
+            rules[remaining] = ref
+            return ref
+
+        return remaining_of((1 << len(parsers)) - 1)
+
+    def prefix(self, s: str, delimiter: str = "") -> P:
+        """`s` up to (not including) the first `delimiter` (all of it if absent or no delimiter given)."""
+        if not s:
+            return self.eps()
+        if not delimiter:
+            return self.literal(s)
+        cut = s.find(delimiter)
+        return self.literal(s if cut < 0 else s[:cut])
+
+    def optspace(self, tag: str) -> P:
+        """`tag` with each of its leading and trailing whitespace characters made optional."""
+        parser = self.eps()
+        n = len(tag)
+        end_of_prefix = next((i for i, ch in enumerate(tag) if ch not in _C_SPACE), n)
+        start_of_suffix = next((i + 1 for i in range(n - 1, -1, -1) if tag[i] not in _C_SPACE), n)
+        for ch in tag[:end_of_prefix]:
+            parser += self.optional(self.literal(ch))
+        parser += self.literal(tag[end_of_prefix:start_of_suffix])
+        for ch in tag[start_of_suffix:]:
+            parser += self.optional(self.literal(ch))
+        return parser
+
+    def _args_schema(self, name: str, params: Any) -> P:
+        return self.tool_args(self.schema(self.json(), f"tool-{name}-schema", params))
+
+    def _gen_id_value(self) -> P:
+        """A generated call id: a quoted string or a bare number (`"tool_call_id": 0`)."""
+        return self.choice([self.literal('"') + self.tool_id(self.string_content('"')) + self.literal('"'),
+                            self.tool_id(self.json_number())])
+
+    # --- JSON tool calls -------------------------------------------------------------------------------------
+
+    def standard_json_tools(self, section_start: str, section_end: str, tools: Tools, parallel_tool_calls: bool,
+                            force_tool_calls: bool, name_key: str = "", args_key: str = "",
+                            array_wrapped: bool = False, function_is_key: bool = False, call_id_key: str = "",
+                            gen_call_id_key: str = "", parameters_order: Sequence[str] = (),
+                            accept_openai_wrapper: bool = False) -> P:
+        """Tool calls written as JSON objects inside `section_start ... section_end`.
+
+        Three layouts: the function name as the key (`{"fn": {...}}`), nested keys in dot notation
+        (`function.name` / `function.arguments`), or flat keys whose order follows `parameters_order`.
+        """
+        tools_json = tools_to_openai(tools)
+        if not tools_json:
+            return self.eps()
+        eff_name_key = name_key or "name"
+        eff_args_key = args_key or "arguments"
+
+        # The C++ initialises its result with eps() before dispatching; created here too so that node ids match.
+        self.eps()
+        if function_is_key:
+            choices = self._json_tools_function_is_key(tools_json, args_key, eff_args_key, call_id_key,
+                                                       gen_call_id_key)
+        elif _split_key(eff_name_key)[0] or _split_key(eff_args_key)[0]:
+            choices = self._json_tools_nested_keys(tools_json, eff_name_key, eff_args_key, call_id_key,
+                                                   gen_call_id_key)
+        else:
+            choices = self._json_tools_flat_keys(tools_json, eff_name_key, eff_args_key, call_id_key,
+                                                 gen_call_id_key, parameters_order, accept_openai_wrapper)
+
+        calls = choices
+        if parallel_tool_calls:
+            calls = calls + self.zero_or_more(self.space() + self.literal(",") + self.space() + choices)
+        if array_wrapped:
+            calls = self.literal("[") + self.space() + calls + self.space() + self.literal("]")
+        section = self.trigger_rule("tool-call", self.literal(section_start) + self.space() + calls + self.space()
+                                    + self.literal(section_end))
+        return section if force_tool_calls else self.optional(section)
+
+    def _json_tools_function_is_key(self, tools: Any, args_key: str, eff_args_key: str, call_id_key: str,
+                                    gen_call_id_key: str) -> P:
+        choices = self.choice()
+        for name, params in _functions(tools):
+            fields: list[P] = []
+            if call_id_key:
+                id_parser = self.atomic(self.literal(f'"{call_id_key}"') + self.space() + self.literal(":")
+                                        + self.space() + self.literal('"') + self.tool_id(self.string_content('"'))
+                                        + self.literal('"'))
+                fields.append(self.optional(id_parser + self.space()
+                                            + self.optional(self.literal(",") + self.space())))
+            if gen_call_id_key:
+                gen_id_parser = self.atomic(self.literal(f'"{gen_call_id_key}"') + self.space() + self.literal(":")
+                                            + self.space() + self._gen_id_value())
+                fields.append(self.optional(gen_id_parser + self.space()
+                                            + self.optional(self.literal(",") + self.space())))
+            self.eps()  # the C++ default-initialises args_parser (ids follow it)
+            if not args_key:
+                args_parser = self._args_schema(name, params)
+            else:
+                args_parser = (self.literal(f'"{eff_args_key}"') + self.space() + self.literal(":") + self.space()
+                               + self._args_schema(name, params))
+            fields.append(args_parser)
+
+            self.eps()  # likewise for inner_object
+            if not args_key and len(fields) == 1:
+                inner = fields[0]
+            else:
+                inner = self.literal("{") + self.space()
+                for i, f in enumerate(fields):
+                    inner = inner + f
+                    if i < len(fields) - 1:
+                        inner = inner + self.space()
+                inner = inner + self.space() + self.literal("}")
+
+            tool_parser = self.tool(self.tool_open(self.literal("{")) + self.space() + self.literal('"')
+                                    + self.tool_name(self.literal(name)) + self.literal('"') + self.space()
+                                    + self.literal(":") + self.space() + inner + self.space()
+                                    + self.tool_close(self.literal("}")))
+            choices |= self.rule(f"tool-{name}", tool_parser)
+        return choices
+
+    def _json_tools_nested_keys(self, tools: Any, eff_name_key: str, eff_args_key: str, call_id_key: str,
+                                gen_call_id_key: str) -> P:
+        choices = self.choice()
+        name_prefix, name_field = _split_key(eff_name_key)
+        args_prefix, args_field = _split_key(eff_args_key)
+        nested_prefix = name_prefix or args_prefix
+        nested_name_field = name_field if name_prefix else eff_name_key
+        nested_args_field = args_field if args_prefix else eff_args_key
+
+        for name, params in _functions(tools):
+            nested_name = (self.literal(f'"{nested_name_field}"') + self.space() + self.literal(":") + self.space()
+                           + self.atomic(self.literal('"') + self.tool_name(self.literal(name)) + self.literal('"')))
+            nested_args = (self.literal(f'"{nested_args_field}"') + self.space() + self.literal(":") + self.space()
+                           + self._args_schema(name, params))
+            nested_object = (self.literal("{") + self.space() + nested_name + self.space() + self.literal(",")
+                             + self.space() + nested_args + self.space() + self.literal("}"))
+
+            body = self.tool_open(self.literal("{")) + self.space()
+            if call_id_key and not _split_key(call_id_key)[0]:
+                id_parser = self.atomic(self.literal(f'"{call_id_key}"') + self.space() + self.literal(":")
+                                        + self.space() + self.literal('"') + self.tool_id(self.string_content('"'))
+                                        + self.literal('"'))
+                body = body + self.optional(id_parser + self.space() + self.literal(",") + self.space())
+            if gen_call_id_key and not _split_key(gen_call_id_key)[0]:
+                gen_id_parser = self.atomic(self.literal(f'"{gen_call_id_key}"') + self.space() + self.literal(":")
+                                            + self.space() + self._gen_id_value())
+                body = body + self.optional(gen_id_parser + self.space() + self.literal(",") + self.space())
+
+            nested_field = (self.literal(f'"{nested_prefix}"') + self.space() + self.literal(":") + self.space()
+                            + nested_object)
+            body = body + nested_field + self.space() + self.tool_close(self.literal("}"))
+            choices |= self.rule(f"tool-{name}", self.tool(body))
+        return choices
+
+    def _json_tools_flat_keys(self, tools: Any, eff_name_key: str, eff_args_key: str, call_id_key: str,
+                              gen_call_id_key: str, parameters_order: Sequence[str],
+                              accept_openai_wrapper: bool) -> P:
+        choices = self.choice()
+        name_key_parser = self.literal(f'"{eff_name_key}"')
+        args_key_parser = self.literal(f'"{eff_args_key}"')
+        order = list(parameters_order)
+
+        def rank(key: str) -> int:
+            return order.index(key) if key in order else len(order)
+
+        for name, params in _functions(tools):
+            name_field = (name_key_parser + self.space() + self.literal(":") + self.space()
+                          + self.atomic(self.literal('"') + self.tool_name(self.literal(name)) + self.literal('"')))
+            args_field = (args_key_parser + self.space() + self.literal(":") + self.space()
+                          + self._args_schema(name, params))
+
+            id_parser = self.eps()
+            if call_id_key:
+                id_parser = self.atomic(self.literal(f'"{call_id_key}"') + self.space() + self.literal(":")
+                                        + self.space() + self._gen_id_value())
+            gen_id_parser = self.eps()
+            if gen_call_id_key:
+                gen_id_parser = self.atomic(self.literal(f'"{gen_call_id_key}"') + self.space() + self.literal(":")
+                                            + self.space() + self._gen_id_value())
+
+            pairs: list[tuple[P, str]] = [(name_field, eff_name_key), (args_field, eff_args_key)]
+            if call_id_key:
+                pairs.append((self.optional(id_parser), call_id_key))
+            if gen_call_id_key:
+                pairs.append((self.optional(gen_id_parser), gen_call_id_key))
+            # sorted() is stable, which the field order relies on when keys are missing from parameters_order
+            pairs = sorted(pairs, key=lambda pair: rank(pair[1]))
+
+            type_field = self.eps()
+            if accept_openai_wrapper:
+                type_field = self.optional(self.literal('"type"') + self.space() + self.literal(":") + self.space()
+                                           + self.literal('"function"') + self.space() + self.literal(",")
+                                           + self.space())
+            body = self.tool_open(self.literal("{")) + self.space() + type_field
+            for i, (field_parser, _key) in enumerate(pairs):
+                body = body + field_parser
+                if i < len(pairs) - 1:
+                    body = body + self.space() + self.literal(",") + self.space()
+            body = body + self.space() + self.tool_close(self.literal("}"))
+            choices |= self.rule(f"tool-{name}", self.tool(body))
+        return choices
+
+    # --- tagged (XML-like) tool calls ---------------------------------------------------------------------
+
+    def standard_constructed_tools(self, markers: Mapping[str, str], tools: Tools, parallel_tool_calls: bool,
+                                   force_tool_calls: bool) -> P:
+        """`<tool_call><function=NAME><param=ARG>value</param>...</function></tool_call>` with marker overrides."""
+        tools_json = tools_to_openai(tools)
+        if not tools_json:
+            return self.eps()
+
+        def marker(key: str, default: str) -> str:
+            return markers.get(key, default)
+
+        section_start = marker("tool_call_start_marker", "<tool_call>")
+        section_end = marker("tool_call_end_marker", "</tool_call>")
+        func_opener = marker("function_opener", "<function=")
+        func_name_suffix = marker("function_name_suffix", ">")
+        func_closer = marker("function_closer", "</function>")
+        param_key_prefix = marker("parameter_key_prefix", "<param=")
+        param_key_suffix = marker("parameter_key_suffix", ">")
+        param_closer = marker("parameter_closer", "</param>")
+
+        choices = self.choice()
+        for name, params in _functions(tools_json):
+            args = self.eps()
+            props = _properties(params)
+            if props:
+                arg_choice = self.choice()
+                for prop_name in props:
+                    arg_name = self.choice([self.literal(prop_name), self.literal(f'"{prop_name}"'),
+                                            self.literal(f"'{prop_name}'")])
+                    arg_choice |= self.tool_arg(self.tool_arg_open(self.literal(param_key_prefix))
+                                                + self.tool_arg_name(arg_name) + self.literal(param_key_suffix)
+                                                + self.tool_arg_value(self.until(param_closer))
+                                                + self.tool_arg_close(self.literal(param_closer)))
+                args = self.zero_or_more(arg_choice + self.space())
+            tool_parser = self.tool(self.tool_open(self.literal(func_opener) + self.tool_name(self.literal(name))
+                                                   + self.literal(func_name_suffix))
+                                    + self.space() + self.tool_args(args) + self.space()
+                                    + self.tool_close(self.literal(func_closer)))
+            choices |= self.rule(f"tool-{name}", tool_parser)
+
+        if parallel_tool_calls:
+            section = self.trigger_rule("tool-call", self.literal(section_start) + self.space()
+                                        + self.one_or_more(choices + self.space()) + self.literal(section_end))
+        else:
+            section = self.trigger_rule("tool-call", self.literal(section_start) + self.space() + choices
+                                        + self.space() + self.literal(section_end))
+        return section if force_tool_calls else self.optional(section)
+
+    # --- python-style tool calls (LFM2) -------------------------------------------------------------------
+
+    def python_or_json_value(self) -> P:
+        """A python value whose leaves also accept JSON `true`/`false`/`null`."""
+
+        def body() -> P:
+            ws = self.space()
+            value = self.python_or_json_value()
+            member = self.sequence([self.python_string(), ws, self.literal(":"), ws, value])
+            members = self.sequence([member, self.zero_or_more(self.sequence([ws, self.literal(","), ws, member]))])
+            dict_ = self.rule("python-or-json-dict", lambda: self.sequence([
+                self.literal("{"), ws,
+                self.choice([self.literal("}"), self.sequence([members, ws, self.literal("}")])]), ws]))
+            elements = self.sequence([value, self.zero_or_more(self.sequence([self.literal(","), ws, value]))])
+            array = self.rule("python-or-json-array", lambda: self.sequence([
+                self.literal("["), ws,
+                self.choice([self.literal("]"), self.sequence([elements, ws, self.literal("]")])]), ws]))
+            return self.choice([dict_, array, self.python_string(), self.python_number(), self.python_bool(),
+                                self.python_null(), self.json_bool(), self.json_null()])
+
+        return self.rule("python-or-json-value", body)
+
+    def python_style_tool_calls(self, tools: Tools, parallel_tool_calls: bool, allow_json_literals: bool) -> P:
+        """`[name(arg="value", n=1), ...]`: each tool's arguments as python keyword arguments."""
+        tools_json = tools_to_openai(tools)
+        if not tools_json:
+            return self.eps()
+        choices = self.choice()
+        for name, params in _functions(tools_json):
+            args = self.eps()
+            props = _properties(params)
+            if props:
+                arg_choice = self.choice()
+                for prop_name, prop_def in props.items():
+                    is_string = isinstance(prop_def, Mapping) and prop_def.get("type") == "string"
+                    arg_name = self.literal(prop_name)
+                    self.eps()  # the C++ default-initialises the value parser (ids follow it)
+                    string_value = self.tool_arg_value(self.choice([
+                        self.literal('"') + self.string_content('"') + self.literal('"'),
+                        self.literal("'") + self.string_content("'") + self.literal("'")]))
+                    if is_string:
+                        value = string_value
+                    else:
+                        value = self.tool_arg_value(self.python_or_json_value() if allow_json_literals
+                                                    else self.python_value())
+                    arg_choice |= self.tool_arg(self.tool_arg_open(self.tool_arg_name(arg_name) + self.literal("="))
+                                                + value + self.tool_arg_close(self.eps()))
+                args = arg_choice + self.zero_or_more("," + self.space() + arg_choice)
+            tool_parser = self.tool(self.tool_open(self.tool_name(self.literal(name)) + self.literal("("))
+                                    + self.space() + self.tool_args(args) + self.space()
+                                    + self.tool_close(self.literal(")")))
+            choices |= self.rule(f"tool-{name}", tool_parser)
+
+        if parallel_tool_calls:
+            return ("[" + self.space() + choices + self.zero_or_more("," + self.space() + choices) + self.space()
+                    + "]")
+        return "[" + self.space() + choices + self.space() + "]"
+
+
+def build_chat_peg_parser(fn: Callable[[ChatBuilder], P | str]) -> Arena:
+    """New chat builder, root = fn(builder), build."""
+    b = ChatBuilder()
+    root = fn(b)
+    return b.build(root)

@@ -1,0 +1,528 @@
+"""From a tagged AST to a `ChatMessage`, and the parse entry point (`common_chat_peg_parse`).
+
+The generic mapper walks the AST once, pre-order, and reacts to the chat tags of `builder.py`. Tool-call
+arguments are assembled as JSON *text* so that every prefix of a streamed output maps to a prefix of the final
+arguments (what makes streaming deltas append-only): JSON formats copy the raw argument text, tagged formats
+build `{"name":"value",...}` piece by piece, leaving quotes and braces open until the closing tag is seen.
+
+Two formats whose arguments are nested XML-ish or custom value syntaxes have their own mappers (Gemma 4,
+MiniMax-M3); they rebuild the arguments from rule-named / tagged sub-nodes.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+
+from autoparser.chat.builder import (
+    CONTENT,
+    REASONING,
+    TOOL,
+    TOOL_ARG,
+    TOOL_ARG_CLOSE,
+    TOOL_ARG_NAME,
+    TOOL_ARG_OPEN,
+    TOOL_ARG_STRING_VALUE,
+    TOOL_ARG_VALUE,
+    TOOL_ARGS,
+    TOOL_CLOSE,
+    TOOL_ID,
+    TOOL_NAME,
+    TOOL_OPEN,
+    ChatBuilder,
+)
+from autoparser.errors import ParseError
+from autoparser.peg import Arena, Ast, AstNode, ParseResult
+from autoparser.peg.ast import INVALID_AST_ID, AstId
+from autoparser.peg.utf8 import ESCAPED_BYTE, to_text
+from autoparser.types import ChatFormat, ChatMessage, ToolCall
+
+__all__ = [
+    "TOOL_ARG_ARRAY",
+    "TOOL_ARG_ITEM",
+    "TOOL_ARG_OBJECT",
+    "ChatPegMapper",
+    "Gemma4Mapper",
+    "MiniMaxM3Mapper",
+    "map_result",
+    "normalize_quotes_to_json",
+    "peg_parse",
+]
+
+# Tags of the MiniMax-M3 recursive XML argument values.
+TOOL_ARG_OBJECT = "tool-arg-object"
+TOOL_ARG_ARRAY = "tool-arg-array"
+TOOL_ARG_ITEM = "tool-arg-item"
+
+_C_SPACE = " \t\n\v\f\r"
+
+
+def _dump_string(s: str) -> str:
+    """JSON string literal as nlohmann's dump() writes it: non-ASCII raw, control characters escaped.
+
+    Undecodable bytes (surrogate escapes) become U+FFFD: the C++ would throw on them, and a message field
+    must stay encodable.
+    """
+    if not s.isascii():
+        s = ESCAPED_BYTE.sub("\ufffd", s)
+    return json.dumps(s, ensure_ascii=False)
+
+
+def _escape_inner(s: str) -> str:
+    """The body of a JSON string literal, without the surrounding quotes."""
+    return _dump_string(s)[1:-1]
+
+
+def _rstrip_c(s: str) -> str:
+    return s.rstrip(_C_SPACE)
+
+
+def _is_word_char(ch: str) -> bool:
+    # C isalnum on bytes: ASCII letters and digits only
+    return ch == "_" or (ch.isascii() and ch.isalnum())
+
+
+_PY_LITERALS = (("True", "true"), ("False", "false"), ("None", "null"))
+
+
+def normalize_quotes_to_json(s: str) -> str:
+    """Python-ish value text -> JSON text: single-quoted strings, True/False/None.
+
+    Works on prefixes too (a streamed value is normalised on every chunk): a partial literal maps to the
+    same-length prefix of its JSON spelling (`Tr` -> `tr`), so outputs only ever grow.
+    """
+    out: list[str] = []
+    in_single = in_double = False
+    i = 0
+    n = len(s)
+    while i < n:
+        c = s[i]
+        if c == "\\" and i + 1 < n:
+            nxt = s[i + 1]
+            if in_single:
+                if nxt == "'":
+                    out.append("'")
+                elif nxt == '"':
+                    out.append('\\"')
+                else:
+                    out.append(c + nxt)
+                i += 2
+                continue
+            if in_double:
+                out.append(c + nxt)
+                i += 2
+                continue
+            out.append(c)  # outside strings only the backslash is copied; the next char is processed normally
+            i += 1
+            continue
+        if c == '"':
+            if in_single:
+                out.append('\\"')
+            else:
+                in_double = not in_double
+                out.append(c)
+        elif c == "'":
+            if in_double:
+                out.append(c)
+            else:
+                in_single = not in_single
+                out.append('"')
+        elif not in_single and not in_double and c in "TFN" and (i == 0 or not _is_word_char(s[i - 1])):
+            j = i
+            while j < n and _is_word_char(s[j]):
+                j += 1
+            token = s[i:j]
+            for py, js in _PY_LITERALS:
+                if py.startswith(token):
+                    out.append(js[: len(token)])
+                    i = j
+                    break
+            else:
+                out.append(c)
+                i += 1
+            continue
+        else:
+            out.append(c)
+        i += 1
+    return "".join(out)
+
+
+def _json_brace_depth(s: str) -> int:
+    """Unclosed `{` in JSON-ish text, ignoring braces inside double-quoted strings (`[` is not tracked)."""
+    depth = 0
+    in_string = escaped = False
+    for c in s:
+        if escaped:
+            escaped = False
+        elif c == "\\" and in_string:
+            escaped = True
+        elif c == '"':
+            in_string = not in_string
+        elif not in_string:
+            if c == "{":
+                depth += 1
+            elif c == "}":
+                depth -= 1
+    return depth
+
+
+@dataclass
+class _Call:
+    name: str = ""
+    arguments: str = ""
+    id: str = ""
+
+    def freeze(self) -> ToolCall:
+        return ToolCall(self.name, self.arguments, self.id)
+
+
+class _Message:
+    """Mutable message under construction."""
+
+    __slots__ = ("content", "reasoning_content", "tool_calls")
+
+    def __init__(self) -> None:
+        self.content = ""
+        self.reasoning_content = ""
+        self.tool_calls: list[_Call] = []
+
+    def freeze(self) -> ChatMessage:
+        return ChatMessage("assistant", self.content, self.reasoning_content,
+                           tuple(c.freeze() for c in self.tool_calls))
+
+
+class ChatPegMapper:
+    """The generic mapper (`common_chat_peg_mapper`). One instance maps one parse result."""
+
+    def __init__(self) -> None:
+        self.msg = _Message()
+        self._pending: _Call | None = None  # opened, not yet published (no name seen)
+        self._current: _Call | None = None  # the call being filled: the pending one or the last published
+        self._arg_count = 0
+        self._closing_quote_pending = False
+        self._args_buffer = ""  # arguments seen before the tool name
+
+    # Arguments go to the current call once it has a name, to the buffer before that.
+    def _target(self) -> str:
+        cur = self._current
+        return cur.arguments if cur is not None and cur.name else self._args_buffer
+
+    def _set_target(self, value: str) -> None:
+        cur = self._current
+        if cur is not None and cur.name:
+            cur.arguments = value
+        else:
+            self._args_buffer = value
+
+    def from_ast(self, ast: Ast, result: ParseResult) -> ChatMessage:
+        for node in ast.walk(result.nodes):
+            self.map(node)
+        pending = self._pending
+        if pending is not None and pending.name:
+            if self._args_buffer:
+                pending.arguments = self._args_buffer
+            if self._closing_quote_pending and pending.arguments:
+                pending.arguments += '"'
+            self.msg.tool_calls.append(pending)
+            self._pending = None
+        # A reasoning block holding only whitespace (e.g. a `<think></think>` prefill) is no reasoning.
+        if self.msg.reasoning_content and not self.msg.reasoning_content.strip(" \n\r\t"):
+            self.msg.reasoning_content = ""
+        return self.msg.freeze()
+
+    def map(self, node: AstNode) -> None:
+        tag = node.tag
+        if not tag:
+            return
+        msg = self.msg
+        if tag == REASONING:
+            msg.reasoning_content += node.sanitized_text()
+        elif tag == CONTENT:
+            msg.content += node.sanitized_text()
+        elif tag == TOOL_OPEN:
+            self._pending = self._current = _Call()
+            self._arg_count = 0
+            self._args_buffer = ""
+            self._closing_quote_pending = False
+        elif tag == TOOL_ID:
+            if self._current is not None:
+                text = _rstrip_c(node.text)
+                if len(text) >= 2 and text[0] == '"' and text[-1] == '"':
+                    text = text[1:-1]
+                self._current.id = text
+        elif tag == TOOL_NAME:
+            cur = self._current
+            if cur is not None:
+                cur.name = _rstrip_c(node.text)
+                if self._args_buffer:
+                    cur.arguments = self._args_buffer
+                    self._args_buffer = ""
+                elif not cur.arguments:
+                    cur.arguments = "{"
+                # publish as soon as the name is known, so a streamed call shows up before it is complete
+                if self._pending is not None:
+                    msg.tool_calls.append(self._pending)
+                    self._current = self._pending
+                    self._pending = None
+        elif tag == TOOL_ARGS:
+            if self._current is not None:
+                text = _rstrip_c(node.text)
+                if text.startswith("{"):
+                    self._set_target(text)
+        elif tag == TOOL_ARG_OPEN:
+            self._closing_quote_pending = False
+        elif tag == TOOL_ARG_NAME:
+            if self._current is not None:
+                name = node.text
+                if name and name[0] in _C_SPACE:
+                    name = name[1:]  # at most one leading whitespace character is dropped
+                entry = ("," if self._arg_count > 0 else "") + _dump_string(_rstrip_c(name)) + ":"
+                self._arg_count += 1
+                self._set_target((self._target() or "{") + entry)
+        elif tag in (TOOL_ARG_VALUE, TOOL_ARG_STRING_VALUE):
+            if self._current is not None:
+                self._map_value(node.text, tag == TOOL_ARG_STRING_VALUE)
+        elif tag == TOOL_ARG_CLOSE:
+            if self._current is not None and self._closing_quote_pending:
+                self._set_target(self._target() + '"')
+                self._closing_quote_pending = False
+        elif tag == TOOL_CLOSE:
+            self._close_tool()
+
+    def _map_value(self, value: str, is_string: bool) -> None:
+        if is_string:
+            add = ""
+            if not value:
+                # an empty string value: the closing quote comes with the arg-close tag
+                add = '"'
+                self._closing_quote_pending = True
+            else:
+                if not self._closing_quote_pending:
+                    add = '"'
+                    self._closing_quote_pending = True
+                add += _escape_inner(value)
+        elif value:
+            add = normalize_quotes_to_json(value)
+        else:
+            add = ""
+        self._set_target(self._target() + add)
+
+    def _close_tool(self) -> None:
+        cur = self._current
+        if cur is None:
+            return
+        if not cur.name and self._args_buffer:
+            cur.arguments = self._args_buffer
+            self._args_buffer = ""
+        if self._closing_quote_pending:
+            cur.arguments += '"'
+            self._closing_quote_pending = False
+        depth = _json_brace_depth(cur.arguments)
+        if depth > 0:
+            cur.arguments += "}" * depth
+        if self._pending is not None:
+            if cur.name:
+                self.msg.tool_calls.append(self._pending)
+            self._pending = None
+
+
+# --- Gemma 4 ----------------------------------------------------------------------------------------------
+
+
+def _gemma4_to_json(ast: Ast, nid: AstId) -> str:
+    node = ast.get(nid)
+    if not node.text:
+        return ""
+    rule = node.rule
+    if rule in ("gemma4-number", "gemma4-bool", "gemma4-null"):
+        return node.text
+    if rule == "gemma4-string-content":
+        return _escape_inner(node.text)
+    if rule == "gemma4-string":
+        out = '"'
+        if node.children:
+            out += _gemma4_to_json(ast, node.children[0])
+            if not node.is_partial:
+                out += '"'
+        return out
+    if rule in ("gemma4-array", "gemma4-dict"):
+        open_, close = ("[", "]") if rule == "gemma4-array" else ("{", "}")
+        body = ",".join(_gemma4_to_json(ast, c) for c in node.children)
+        return open_ + body + ("" if node.is_partial else close)
+    if rule == "gemma4-dict-key-name":
+        return node.text
+    if rule == "gemma4-dict-key":
+        out = '"'
+        if node.children:
+            out += _escape_inner(_gemma4_to_json(ast, node.children[0]))
+        if not node.is_partial:
+            out += '":'
+        return out
+    if rule == "gemma4-dict-kv":
+        return "".join(_gemma4_to_json(ast, c) for c in node.children)
+    if rule == "gemma4-value":
+        return _gemma4_to_json(ast, node.children[0]) if node.children else ""
+    return ""
+
+
+class Gemma4Mapper:
+    """Gemma 4 (`common_chat_peg_gemma4_mapper`): arguments rebuilt from the `gemma4-*` value rules."""
+
+    def __init__(self) -> None:
+        self.msg = _Message()
+
+    def from_ast(self, ast: Ast, result: ParseResult) -> ChatMessage:
+        stack = list(reversed(result.nodes))
+        while stack:
+            node = ast.get(stack.pop())
+            if node.tag == REASONING:
+                self.msg.reasoning_content += node.sanitized_text()
+            elif node.tag == CONTENT:
+                self.msg.content += node.sanitized_text()
+            elif node.tag == TOOL:
+                name_id = ast.find_by_tag(node, TOOL_NAME)
+                args_id = ast.find_by_tag(node, TOOL_ARGS)
+                if name_id != INVALID_AST_ID and args_id != INVALID_AST_ID:
+                    name_node = ast.get(name_id)
+                    args_node = ast.get(args_id)
+                    if not name_node.is_partial:
+                        args = _gemma4_to_json(ast, args_node.children[0]) if args_node.children else ""
+                        self.msg.tool_calls.append(_Call(name_node.text, args))
+            else:
+                stack.extend(reversed(node.children))
+        return self.msg.freeze()
+
+
+# --- MiniMax-M3 -------------------------------------------------------------------------------------------
+
+
+def _m3_collect(ast: Ast, node: AstNode, tag: str, out: list[AstId]) -> None:
+    """Nearest descendants tagged `tag` (no descent into a match)."""
+    for cid in node.children:
+        child = ast.get(cid)
+        if child.tag == tag:
+            out.append(cid)
+        else:
+            _m3_collect(ast, child, tag, out)
+
+
+def _m3_value_of(ast: Ast, node: AstNode) -> AstId:
+    for cid in node.children:
+        if ast.get(cid).tag in (TOOL_ARG_VALUE, TOOL_ARG_STRING_VALUE, TOOL_ARG_OBJECT, TOOL_ARG_ARRAY):
+            return cid
+    return INVALID_AST_ID
+
+
+def _m3_member(ast: Ast, node: AstNode) -> str:
+    name_id = ast.find_by_tag(node, TOOL_ARG_NAME)
+    if name_id == INVALID_AST_ID:
+        return ""
+    return _dump_string(ast.get(name_id).text) + ":" + _m3_value(ast, _m3_value_of(ast, node), not node.is_partial)
+
+
+def _m3_container(ast: Ast, node: AstNode, is_object: bool, closed: bool) -> str:
+    entries: list[AstId] = []
+    _m3_collect(ast, node, TOOL_ARG if is_object else TOOL_ARG_ITEM, entries)
+    parts: list[str] = []
+    for eid in entries:
+        entry = ast.get(eid)
+        if is_object:
+            text = _m3_member(ast, entry)
+        else:
+            text = _m3_value(ast, _m3_value_of(ast, entry), not entry.is_partial)
+        if text:
+            parts.append(text)
+    out = ("{" if is_object else "[") + ",".join(parts)
+    if closed:
+        out += "}" if is_object else "]"
+    return out
+
+
+def _m3_value(ast: Ast, nid: AstId, closed: bool) -> str:
+    if nid == INVALID_AST_ID:
+        return ""
+    node = ast.get(nid)
+    if node.tag == TOOL_ARG_OBJECT:
+        return _m3_container(ast, node, True, closed)
+    if node.tag == TOOL_ARG_ARRAY:
+        return _m3_container(ast, node, False, closed)
+    if node.tag == TOOL_ARG_STRING_VALUE:
+        return '"' + _escape_inner(node.text) + ('"' if closed else "")
+    return node.text  # numbers and booleans are written verbatim by the template
+
+
+class MiniMaxM3Mapper:
+    """MiniMax-M3 (`common_chat_peg_minimax_m3_mapper`): arguments rebuilt from nested `tool-arg` entries."""
+
+    def __init__(self) -> None:
+        self.msg = _Message()
+
+    def from_ast(self, ast: Ast, result: ParseResult) -> ChatMessage:
+        stack = list(reversed(result.nodes))
+        while stack:
+            node = ast.get(stack.pop())
+            if node.tag == REASONING:
+                self.msg.reasoning_content += node.sanitized_text()
+            elif node.tag == CONTENT:
+                self.msg.content += node.sanitized_text()
+            elif node.tag == TOOL:
+                name_id = ast.find_by_tag(node, TOOL_NAME)
+                if name_id != INVALID_AST_ID:
+                    args = _m3_container(ast, node, True, not node.is_partial)
+                    self.msg.tool_calls.append(_Call(ast.get(name_id).text, args))
+            else:
+                stack.extend(reversed(node.children))
+        return self.msg.freeze()
+
+
+# --- parse entry point ------------------------------------------------------------------------------------
+
+_default_arena: Arena | None = None
+
+
+def _content_only_arena() -> Arena:
+    """`content(rest()) end`: what an empty parser means (the whole output is content)."""
+    global _default_arena
+    if _default_arena is None:
+        b = ChatBuilder()
+        _default_arena = b.build(b.content(b.rest()) + b.end())
+    return _default_arena
+
+
+def map_result(result: ParseResult, fmt: ChatFormat | str = ChatFormat.PEG_NATIVE) -> ChatMessage:
+    """Map a parse result with the mapper `fmt` calls for."""
+    f = ChatFormat.of(fmt)
+    mapper: ChatPegMapper | Gemma4Mapper | MiniMaxM3Mapper
+    if f is ChatFormat.PEG_GEMMA4:
+        mapper = Gemma4Mapper()
+    elif f is ChatFormat.PEG_MINIMAX_M3:
+        mapper = MiniMaxM3Mapper()
+    else:
+        mapper = ChatPegMapper()
+    return mapper.from_ast(result.ast, result)
+
+
+def peg_parse(arena: Arena | None, text: str | bytes, *, is_partial: bool = False, generation_prompt: str = "",
+              format: ChatFormat | str = ChatFormat.PEG_NATIVE) -> ChatMessage:
+    """Parse model output into a message (`common_chat_peg_parse`).
+
+    The generation prompt is prepended (parsers are built to consume it) and parsing is always lenient, so a
+    complete output ending in open-ended content is fine. A mismatch raises ParseError whose position and
+    excerpt refer to `text` alone; while streaming (`is_partial`) a failure past the first character maps
+    whatever the failed parse left instead.
+    """
+    parser = arena if arena is not None and not arena.empty() else _content_only_arena()
+    output = to_text(text)
+    effective = generation_prompt + output if generation_prompt else output
+    offset = len(generation_prompt)
+    fmt = ChatFormat.of(format)
+    try:
+        result = parser.parse(effective, lenient=True)
+    except ParseError as e:  # nesting guard of the engine: re-anchor on the model output
+        raise ParseError(e.reason, text=output, position=max(0, e.position - offset), expected=e.expected) from None
+    if result.fail:
+        if is_partial and result.end > 0:
+            return map_result(result, fmt)
+        raise ParseError(f"The model produced output that does not match the expected {fmt.value} format",
+                         text=output, position=max(0, result.end - offset))
+    return map_result(result, fmt)

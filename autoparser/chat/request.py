@@ -1,0 +1,208 @@
+"""A chat request (what `common_chat_templates_inputs` holds) and the message/tool JSON the template sees.
+
+The request dict uses the field names of the `params` objects in llama.cpp's chat test data: messages and
+tools in OpenAI form, tool_choice (0 auto, 1 required, 2 none, or the names), reasoning_format, enable_thinking,
+parallel_tool_calls, add_generation_prompt, json_schema, continue_final_message (0 none, 1 auto, 2 reasoning,
+3 content), chat_template_kwargs, and `now` (the date or time the prompt is rendered at).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from datetime import date, datetime
+from enum import IntEnum
+from typing import Any
+
+from autoparser.errors import AutoparserError
+
+
+class ToolChoice(IntEnum):
+    AUTO = 0
+    REQUIRED = 1
+    NONE = 2
+
+
+class Continuation(IntEnum):
+    NONE = 0
+    AUTO = 1
+    REASONING = 2
+    CONTENT = 3
+
+
+REASONING_FORMATS = ("none", "auto", "deepseek", "deepseek-legacy")
+
+
+def _enum(cls: type[IntEnum], value: Any, what: str) -> Any:
+    if isinstance(value, str):
+        try:
+            return cls[value.strip().upper()]
+        except KeyError:
+            raise AutoparserError(f"unknown {what} {value!r}") from None
+    try:
+        return cls(int(value or 0))
+    except (TypeError, ValueError):
+        raise AutoparserError(f"unknown {what} {value!r}") from None
+
+
+def _parse_now(value: Any) -> datetime | None:
+    if value is None or value == "":
+        return None
+    if isinstance(value, datetime):
+        return value
+    if isinstance(value, date):
+        return datetime(value.year, value.month, value.day)
+    try:
+        return datetime.fromisoformat(str(value))
+    except ValueError:
+        raise AutoparserError(f"request 'now' is not an ISO date or time: {value!r}") from None
+
+
+@dataclass(frozen=True)
+class ChatRequest:
+    messages: tuple[Mapping[str, Any], ...] = ()
+    tools: tuple[Mapping[str, Any], ...] = ()
+    tool_choice: ToolChoice = ToolChoice.AUTO
+    reasoning_format: str = "none"
+    enable_thinking: bool = True
+    parallel_tool_calls: bool = False
+    add_generation_prompt: bool = True
+    json_schema: Any = None  # a JSON object, or None
+    continue_final_message: Continuation = Continuation.NONE
+    chat_template_kwargs: Mapping[str, Any] = field(default_factory=dict)
+    grammar: str = ""
+    now: datetime | None = None
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> ChatRequest:
+        if isinstance(d, ChatRequest):
+            return d
+        if not isinstance(d, Mapping):
+            raise AutoparserError("request must be a dict")
+        rf = str(d.get("reasoning_format") or "none").lower()
+        if rf not in REASONING_FORMATS:
+            raise AutoparserError(f"unknown reasoning_format {rf!r}")
+        schema = d.get("json_schema")
+        if isinstance(schema, str):
+            try:
+                schema = json.loads(schema) if schema.strip() else None
+            except json.JSONDecodeError as e:
+                raise AutoparserError(f"json_schema is not valid JSON: {e}") from None
+        kwargs = {}
+        for k, v in dict(d.get("chat_template_kwargs") or {}).items():
+            # the C++ takes each kwarg as JSON text; accept values already decoded too
+            if isinstance(v, str):
+                try:
+                    v = json.loads(v)
+                except json.JSONDecodeError:
+                    pass
+            kwargs[k] = v
+        return cls(
+            messages=tuple(d.get("messages") or ()),
+            tools=tuple(d.get("tools") or ()),
+            tool_choice=_enum(ToolChoice, d.get("tool_choice", 0), "tool_choice"),
+            reasoning_format=rf,
+            enable_thinking=bool(d.get("enable_thinking", True)),
+            parallel_tool_calls=bool(d.get("parallel_tool_calls", False)),
+            add_generation_prompt=bool(d.get("add_generation_prompt", True)),
+            json_schema=schema if isinstance(schema, dict) and schema else None,
+            continue_final_message=_enum(Continuation, d.get("continue_final_message", 0), "continue_final_message"),
+            chat_template_kwargs=kwargs,
+            grammar=str(d.get("grammar") or ""),
+            now=_parse_now(d.get("now")),
+        )
+
+
+def _content_text(parts: list[Any], joiner: str = "\n") -> str:
+    """Typed content parts joined as the C++ joins them (newlines, none around media markers)."""
+    text = ""
+    last_media = False
+    for part in parts:
+        kind = part.get("type", "") if isinstance(part, Mapping) else ""
+        if kind == "text":
+            add_newline = not last_media and bool(text)
+            last_media = False
+        elif kind == "media_marker":
+            add_newline = False
+            last_media = True
+        else:
+            continue
+        if add_newline:
+            text += joiner
+        text += str(part.get("text", ""))
+    return text
+
+
+def message_to_oaicompat(msg: Mapping[str, Any]) -> dict[str, Any]:
+    """One message as `common_chat_msg::to_json_oaicompat` writes it (empty fields dropped, "" content)."""
+    out: dict[str, Any] = {"role": msg.get("role", "")}
+    content = msg.get("content")
+    if isinstance(content, list) and content:
+        if any(isinstance(p, Mapping) and p.get("type") == "media_marker" for p in content):
+            out["content"] = _content_text(content)
+        else:
+            out["content"] = [{"type": p.get("type"), "text": p.get("text", "")} for p in content
+                              if isinstance(p, Mapping)]
+    elif isinstance(content, str) and content:
+        out["content"] = content
+    else:
+        out["content"] = ""
+    for key, name in (("reasoning_content", "reasoning_content"), ("name", "name"), ("tool_name", "name"),
+                      ("tool_call_id", "tool_call_id")):
+        v = msg.get(key)
+        if v:
+            out[name] = v
+    calls = msg.get("tool_calls") or []
+    if calls:
+        out["tool_calls"] = []
+        for tc in calls:
+            fn = tc.get("function", tc)
+            args = fn.get("arguments", "")
+            if not isinstance(args, str):
+                args = json.dumps(args, ensure_ascii=False, separators=(",", ":"))
+            item: dict[str, Any] = {"type": "function", "function": {"name": fn.get("name", ""), "arguments": args}}
+            if tc.get("id"):
+                item["id"] = tc["id"]
+            out["tool_calls"].append(item)
+    return out
+
+
+def normalize_content_caps(messages: list[dict[str, Any]], supports_string: bool,
+                           supports_typed: bool) -> list[dict[str, Any]]:
+    """Typed content joined for string-only templates, strings wrapped for typed-only ones (C++ normalizer)."""
+    only_string = supports_string and not supports_typed
+    only_typed = supports_typed and not supports_string
+    if not only_string and not only_typed:
+        return messages
+    out = []
+    for m in messages:
+        m = dict(m)
+        c = m.get("content")
+        if only_typed and isinstance(c, str):
+            m["content"] = [{"type": "text", "text": c}]
+        elif only_string and isinstance(c, list):
+            m["content"] = _content_text(c)
+        out.append(m)
+    return out
+
+
+def tools_to_oaicompat(tools: tuple[Mapping[str, Any], ...]) -> list[dict[str, Any]] | None:
+    """Tools as the C++ hands them to templates: {"type": "function", "function": {name, description, parameters}}."""
+    if not tools:
+        return None
+    out = []
+    for t in tools:
+        fn = t.get("function", t)
+        out.append({"type": "function", "function": {"name": fn.get("name", ""),
+                                                     "description": fn.get("description", ""),
+                                                     "parameters": fn.get("parameters", {})}})
+    return out
+
+
+def render_content(msg: Mapping[str, Any]) -> str:
+    """`common_chat_msg::render_content`: the content, or text parts joined with blank lines."""
+    c = msg.get("content")
+    if isinstance(c, list):
+        return "\n\n".join(str(p.get("text", "")) for p in c if isinstance(p, Mapping) and p.get("type") == "text")
+    return str(c or "")
