@@ -3,6 +3,8 @@
 The public API is re-exported here; everything else is internal to its pipeline stage.
 """
 
+from autoparser.chat.generator import ChatParams, GrammarTrigger, generate
+from autoparser.chat.stream import compute_deltas
 from autoparser.errors import (
     AnalysisError,
     AutoparserError,
@@ -14,15 +16,23 @@ from autoparser.errors import (
     SerializationError,
     TemplateError,
 )
+from autoparser.types import ChatMessage, MessageDelta, ToolCall
 
 __all__ = [
     "AnalysisError",
     "AutoparserError",
+    "ChatMessage",
+    "ChatParams",
     "CorpusError",
     "GrammarError",
+    "GrammarTrigger",
     "HubError",
+    "MessageDelta",
     "ParseError",
     "SchemaError",
     "SerializationError",
     "TemplateError",
+    "ToolCall",
+    "compute_deltas",
+    "generate",
 ]

@@ -47,14 +47,14 @@ def cmd_analyze(args: argparse.Namespace) -> int:
     """Analyse a template: capabilities, modes and markers (table, or --json in the C++ record shape)."""
     from autoparser.analysis.report import run_analyze
 
-    return run_analyze(args)
+    return int(run_analyze(args))
 
 
 def cmd_parse(args: argparse.Namespace) -> int:
     """Parse model output (stdin) with the parser generated for a template; print the message as JSON."""
     from autoparser.chat.cli import run_parse
 
-    return run_parse(args)
+    return int(run_parse(args))
 
 
 def cmd_corpus(args: argparse.Namespace) -> int:

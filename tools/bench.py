@@ -17,6 +17,7 @@ import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -92,6 +93,7 @@ def bench_engine() -> list[tuple[str, str]]:
 def bench_analysis() -> list[tuple[str, str]]:
     try:
         from autoparser.analysis.analyzer import analyze_template
+
         from autoparser.corpus import Corpus
     except ImportError as e:
         return [("analysis", f"not available yet ({e})")]
@@ -130,9 +132,9 @@ def bench_parse() -> list[tuple[str, str]]:
                    "now": "2024-07-26"}
         params = generate(entry.read_text(), request)
         for out in case["outputs"]:
-            full = timeit(lambda out=out: params.parse(out), repeat=3)
+            full = timeit(lambda out=out, params=params: params.parse(out), repeat=3)
 
-            def streamed(out: str = out) -> None:
+            def streamed(out: str = out, params: Any = params) -> None:
                 for i in range(4, len(out) + 4, 4):
                     params.parse(out[:i], is_partial=i < len(out))
 

@@ -140,9 +140,9 @@ def _template(source: str) -> ChatTemplate:
 
 @functools.lru_cache(maxsize=64)
 def _caps(source: str) -> Any:
-    from autoparser.template.caps import probe_caps
+    from autoparser.template.caps import template_caps
 
-    return probe_caps(_template(source))
+    return template_caps(_template(source))
 
 
 @functools.lru_cache(maxsize=64)
@@ -152,20 +152,37 @@ def _analysis(source: str) -> Any:
     return analyze_template(_template(source))
 
 
+_UNSET: Any = object()
+
+
+def _context(inputs: GenerationInputs, extra: Mapping[str, Any] | None) -> dict[str, Any]:
+    ctx = dict(inputs.extra_context)
+    if extra:
+        ctx.update(extra)
+    return ctx
+
+
 def render_prompt(tmpl: ChatTemplate, inputs: GenerationInputs, *, add_generation_prompt: bool | None = None,
-                  messages: Any = None) -> str:
-    """`common_chat_template_direct_apply`: C++ context rules, empty bos/eos."""
-    return tmpl.render(list(inputs.messages if messages is None else messages), tools=inputs.tools,
+                  messages: Any = None, tools: Any = _UNSET, extra: Mapping[str, Any] | None = None) -> str:
+    """`common_chat_template_direct_apply(_impl)`: C++ context rules, empty bos/eos.
+
+    Handlers that rewrite messages or tools pass them as overrides; `extra` adds context variables.
+    """
+    return tmpl.render(list(inputs.messages if messages is None else messages),
+                       tools=inputs.tools if tools is _UNSET else tools,
                        add_generation_prompt=inputs.add_generation_prompt if add_generation_prompt is None
                        else add_generation_prompt,
-                       enable_thinking=inputs.enable_thinking, extra_context=inputs.extra_context, now=inputs.now,
-                       cpp_context=True)
+                       enable_thinking=inputs.enable_thinking, extra_context=_context(inputs, extra),
+                       now=inputs.now, cpp_context=True)
 
 
-def generation_prompt(tmpl: ChatTemplate, inputs: GenerationInputs) -> str:
+def generation_prompt(tmpl: ChatTemplate, inputs: GenerationInputs, *, messages: Any = None, tools: Any = _UNSET,
+                      extra: Mapping[str, Any] | None = None) -> str:
     """The suffix `add_generation_prompt` adds (continuation forced off), byte-prefix diff as in the C++."""
-    return tmpl.generation_prompt(list(inputs.messages), tools=inputs.tools, enable_thinking=inputs.enable_thinking,
-                                  extra_context=inputs.extra_context, now=inputs.now, cpp_context=True)
+    return tmpl.generation_prompt(list(inputs.messages if messages is None else messages),
+                                  tools=inputs.tools if tools is _UNSET else tools,
+                                  enable_thinking=inputs.enable_thinking, extra_context=_context(inputs, extra),
+                                  now=inputs.now, cpp_context=True)
 
 
 def prepare_inputs(source: str, request: ChatRequest) -> GenerationInputs:
@@ -364,10 +381,12 @@ def _always_wrapped(ctx: _Ctx) -> bool:
 
 def _content_parser(ctx: _Ctx) -> P:
     p, c = ctx.p, ctx.analysis.content
+    start: str = c.start
+    end: str = c.end
     if _always_wrapped(ctx):
         if ctx.extracting_reasoning:
-            return ctx.reasoning_parser + c.start + p.content(p.until(c.end)) + c.end + p.end()
-        return p.content(p.until(c.start)) + c.start + p.content(p.until(c.end)) + c.end + p.end()
+            return ctx.reasoning_parser + start + p.content(p.until(end)) + end + p.end()
+        return p.content(p.until(start)) + start + p.content(p.until(end)) + end + p.end()
     return ctx.reasoning_parser + p.content(p.rest()) + p.end()
 
 

@@ -8,6 +8,7 @@ parallel_tool_calls, add_generation_prompt, json_schema, continue_final_message 
 
 from __future__ import annotations
 
+import contextlib
 import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -75,7 +76,7 @@ class ChatRequest:
     now: datetime | None = None
 
     @classmethod
-    def from_dict(cls, d: Mapping[str, Any]) -> ChatRequest:
+    def from_dict(cls, d: Mapping[str, Any] | ChatRequest) -> ChatRequest:
         if isinstance(d, ChatRequest):
             return d
         if not isinstance(d, Mapping):
@@ -93,10 +94,8 @@ class ChatRequest:
         for k, v in dict(d.get("chat_template_kwargs") or {}).items():
             # the C++ takes each kwarg as JSON text; accept values already decoded too
             if isinstance(v, str):
-                try:
+                with contextlib.suppress(json.JSONDecodeError):
                     v = json.loads(v)
-                except json.JSONDecodeError:
-                    pass
             kwargs[k] = v
         return cls(
             messages=tuple(d.get("messages") or ()),

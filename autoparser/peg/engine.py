@@ -24,7 +24,7 @@ from autoparser.errors import GrammarError, ParseError
 from autoparser.peg import nodes as N
 from autoparser.peg.ast import Ast, AstId, AstNode
 from autoparser.peg.nodes import ParserId
-from autoparser.peg.trie import COMPLETE_MATCH, NO_MATCH, Trie
+from autoparser.peg.trie import NO_MATCH, Trie
 from autoparser.peg.utf8 import ESCAPED_BYTE, INCOMPLETE, INVALID, SUCCESS, decode_at, to_text
 
 if TYPE_CHECKING:
@@ -160,9 +160,25 @@ def _compile_literal(s: str) -> Fn:
             # The input ran out inside the literal.
             if ctx.lenient:
                 return NEED_MORE_, ctx.n, _E, _E
+        elif (ctx.lenient and ctx.escapes and remaining < 4 * length and "\udc80" <= text[-1] <= "\udcff"
+              and _cut_inside_literal(s, text[pos:])):
+            return NEED_MORE_, ctx.n, _E, _E
         return FAIL_, pos, _E, _E
 
     return literal
+
+
+def _cut_inside_literal(s: str, tail: str) -> bool:
+    """Whether `tail`, which ends in escaped bytes, is a proper byte prefix of `s`.
+
+    The C++ compares literals byte by byte, so input cut inside a multi-byte character of the literal (the
+    bytes so far arrive here as surrogate escapes) is a partial match, not a mismatch.
+    """
+    try:
+        got, want = tail.encode("utf-8", "surrogateescape"), s.encode("utf-8", "surrogateescape")
+    except UnicodeEncodeError:
+        return False
+    return len(got) < len(want) and want.startswith(got)
 
 
 def _compile_sequence(fns: list[Fn], children: tuple[ParserId, ...]) -> Fn:

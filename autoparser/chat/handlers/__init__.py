@@ -1,19 +1,39 @@
 """Specialised formats: templates whose output the analyzer cannot describe, each handled by its own module.
 
-llama.cpp checks 16 hand-written handlers before its autoparser (SPEC section 6). Each handler here declares
-how it detects its template (source substrings, in the C++ order) and builds ChatParams itself. The registry
-is ordered: the first handler whose `detect` accepts the source wins.
+llama.cpp checks 16 hand-written handlers before its autoparser (SPEC section 6), in a fixed order; the first
+whose detection accepts the template source wins. Each module here defines `HANDLER = Handler(name, detect,
+generate)`; ORDER lists the modules in the C++ order. A format the analyzer handles by itself has no module.
 """
 
 from __future__ import annotations
 
+import importlib
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from autoparser.chat.generator import ChatParams, GenerationInputs
     from autoparser.template.render import ChatTemplate
+
+# C++ order (common_chat_try_specialized_template)
+ORDER = (
+    "ministral3",
+    "gpt_oss",
+    "muse_glimmer",
+    "functionary_v3_2",
+    "kimi_k2",
+    "kimi_k3",
+    "ling3",
+    "cohere2moe",
+    "lfm2",
+    "gigachat_v3",
+    "minimax_m3",
+    "deepseek",
+    "gemma4",
+    "minicpm5",
+    "qwen3_coder",
+)
 
 
 @dataclass(frozen=True)
@@ -23,19 +43,28 @@ class Handler:
     generate: Callable[[ChatTemplate, GenerationInputs], ChatParams]
 
 
-HANDLERS: list[Handler] = []
+_LOADED: list[Handler] | None = None
 
 
-def register(name: str, detect: Callable[[str], bool]) -> Callable[[Any], Any]:
-    def deco(fn: Callable[[ChatTemplate, GenerationInputs], ChatParams]) -> Callable[..., Any]:
-        HANDLERS.append(Handler(name, detect, fn))
-        return fn
-
-    return deco
+def handlers() -> list[Handler]:
+    """The handler modules that exist, in C++ order (loaded once)."""
+    global _LOADED
+    if _LOADED is None:
+        loaded = []
+        for name in ORDER:
+            try:
+                module = importlib.import_module(f"autoparser.chat.handlers.{name}")
+            except ModuleNotFoundError as e:
+                if e.name != f"autoparser.chat.handlers.{name}":
+                    raise
+                continue
+            loaded.append(module.HANDLER)
+        _LOADED = loaded
+    return _LOADED
 
 
 def find_handler(source: str) -> Handler | None:
-    for h in HANDLERS:
+    for h in handlers():
         if h.detect(source):
             return h
     return None

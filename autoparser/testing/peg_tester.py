@@ -1,0 +1,333 @@
+"""The contributor test API: `peg_tester(template).test(output).tools([...]).expect(message)`.
+
+A port of llama.cpp's `peg_tester` / `test_peg_parser` (tests/test-chat.cpp). Every `.expect()` runs, like the
+C++ harness:
+
+1. the streamed parse, prefix by prefix, folding `compute_deltas` into an accumulator that must equal each
+   partial parse (so deltas are consistent and nothing shrinks or changes retroactively);
+2. the whole parse (unless the case is partial) and the folded stream, both equal to the expected message
+   with the C++ comparison rules (content and reasoning stripped, argument JSON re-serialised, ids equal);
+3. a response format must come with an eager grammar;
+4. the grammar, if any, compiled by llama.cpp's own engine and fed the constrained part of the output, with
+   lazy triggers located as the C++ harness locates them;
+5. the reconstruction of prompt + output from the expected message, when asked.
+
+A failure raises `PegTestFailure` whose message shows the fields that differ, one per line.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
+
+from autoparser.chat.generator import ChatParams, TriggerType, generate
+from autoparser.chat.stream import apply_deltas, compute_deltas
+from autoparser.types import ChatMessage, ToolCall
+
+_WS = " \t\n\v\f\r"
+
+
+class PegTestFailure(AssertionError):
+    """A peg_tester expectation did not hold; the message is a readable field-by-field report."""
+
+
+def renormalize_json(text: str) -> str:
+    """Arguments as the C++ test compares them: re-serialised JSON, and "" for anything unparsable."""
+    try:
+        return json.dumps(json.loads(text), separators=(",", ":"), ensure_ascii=False)
+    except (json.JSONDecodeError, TypeError):
+        return ""
+
+
+def as_message(m: ChatMessage | Mapping[str, Any]) -> ChatMessage:
+    if isinstance(m, ChatMessage):
+        return m
+    calls = []
+    for tc in m.get("tool_calls") or []:
+        fn = tc.get("function", tc)
+        args = fn.get("arguments", "")
+        if not isinstance(args, str):
+            args = json.dumps(args, ensure_ascii=False)
+        calls.append(ToolCall(name=fn.get("name", ""), arguments=args, id=tc.get("id", "") or ""))
+    return ChatMessage(role=m.get("role") or "assistant", content=m.get("content") or "",
+                       reasoning_content=m.get("reasoning_content") or "", tool_calls=tuple(calls))
+
+
+def message_differences(expected: ChatMessage, actual: ChatMessage, *, ignore_ws: bool = True,
+                        compare_ids: bool = True) -> list[str]:
+    """Human-readable differences under the C++ `assert_msg_equals(…, ignore_ws)` rules; [] when equal."""
+    out: list[str] = []
+
+    def norm(s: str) -> str:
+        return s.strip(_WS) if ignore_ws else s
+
+    if expected.role != actual.role:
+        out.append(f"role: expected {expected.role!r}, got {actual.role!r}")
+    if norm(expected.content) != norm(actual.content):
+        out.append(f"content: expected {expected.content!r}, got {actual.content!r}")
+    if norm(expected.reasoning_content) != norm(actual.reasoning_content):
+        out.append(f"reasoning_content: expected {expected.reasoning_content!r}, got {actual.reasoning_content!r}")
+    if len(expected.tool_calls) != len(actual.tool_calls):
+        out.append(f"tool_calls: expected {len(expected.tool_calls)} call(s), got {len(actual.tool_calls)}: "
+                   f"{[c.name for c in actual.tool_calls]}")
+    for i, (e, a) in enumerate(zip(expected.tool_calls, actual.tool_calls)):
+        if e.name != a.name:
+            out.append(f"tool_calls[{i}].name: expected {e.name!r}, got {a.name!r}")
+        if renormalize_json(e.arguments) != renormalize_json(a.arguments):
+            out.append(f"tool_calls[{i}].arguments: expected {e.arguments!r}, got {a.arguments!r}")
+        if compare_ids and e.id != a.id:
+            out.append(f"tool_calls[{i}].id: expected {e.id!r}, got {a.id!r}")
+    return out
+
+
+@dataclass(frozen=True)
+class TriggerSearch:
+    position: int | None
+    via: str
+
+
+def find_trigger(params: ChatParams, full: str, expects_calls: bool) -> TriggerSearch:
+    """Where a lazy grammar would start constraining, located as the C++ harness does."""
+    budget = params.grammar_lazy and bool(params.thinking_end_tags) and all(
+        t.type == TriggerType.WORD for t in params.grammar_triggers)
+    earliest: int | None = None
+    if budget:
+        start = params.thinking_start_tag
+        in_thinking = False
+        i = 0
+        while i < len(full):
+            if not in_thinking and start and full.startswith(start, i):
+                in_thinking = True
+                i += len(start)
+                continue
+            if in_thinking:
+                for end in params.thinking_end_tags:
+                    if full.startswith(end, i):
+                        in_thinking = False
+                        i += len(end) - 1
+                        break
+                i += 1
+                continue
+            if any(full.startswith(t.value, i) for t in params.grammar_triggers):
+                earliest = i
+                break
+            i += 1
+        if earliest is not None or not expects_calls:
+            return TriggerSearch(earliest, "reasoning-budget")
+    for t in params.grammar_triggers:
+        pos: int | None = None
+        if t.type == TriggerType.WORD:
+            k = full.find(t.value)
+            pos = k if k >= 0 else None
+        elif t.type == TriggerType.PATTERN:
+            m = re.search(t.value, full)
+            if m:
+                pos = m.start(m.re.groups) if m.re.groups else m.start()
+        elif t.type == TriggerType.PATTERN_FULL:
+            rx = re.compile(t.value)
+            for stop in range(len(params.generation_prompt), len(full) + 1):
+                m = rx.fullmatch(full[:stop])
+                if m:
+                    pos = next((m.start(g) for g in range(1, (m.re.groups or 0) + 1) if m.group(g)), m.start())
+                    break
+        if pos is not None and (earliest is None or pos < earliest):
+            earliest = pos
+    return TriggerSearch(earliest, "legacy")
+
+
+@lru_cache(maxsize=32)
+def _oracle_grammar(grammar: str) -> Any:
+    from autoparser.testing.gbnf_oracle import LlamaGrammar
+
+    return LlamaGrammar(grammar)
+
+
+@dataclass
+class PegTestCase:
+    tester: PegTester
+    input: str
+    request: dict[str, Any] = field(default_factory=dict)
+    is_partial_: bool = False
+    expect_reconstruction_: bool = False
+    check_grammar: bool = True
+
+    # --- setters (C++ names) ----------------------------------------------------------------------------------
+
+    def _set(self, key: str, value: Any) -> PegTestCase:
+        self.request[key] = value
+        return self
+
+    def tools(self, tools: Sequence[Mapping[str, Any]] | None) -> PegTestCase:
+        return self._set("tools", list(tools or []))
+
+    def reasoning_format(self, value: str) -> PegTestCase:
+        return self._set("reasoning_format", value)
+
+    def enable_thinking(self, value: bool) -> PegTestCase:
+        return self._set("enable_thinking", value)
+
+    def parallel_tool_calls(self, value: bool) -> PegTestCase:
+        return self._set("parallel_tool_calls", value)
+
+    def add_generation_prompt(self, value: bool) -> PegTestCase:
+        return self._set("add_generation_prompt", value)
+
+    def continue_final_message(self, value: int | str) -> PegTestCase:
+        return self._set("continue_final_message", value)
+
+    def json_schema(self, value: str | Mapping[str, Any]) -> PegTestCase:
+        return self._set("json_schema", value)
+
+    def tool_choice(self, value: int | str) -> PegTestCase:
+        return self._set("tool_choice", value)
+
+    def messages(self, value: Sequence[Mapping[str, Any]]) -> PegTestCase:
+        return self._set("messages", list(value))
+
+    def chat_template_kwargs(self, value: Mapping[str, Any]) -> PegTestCase:
+        return self._set("chat_template_kwargs", dict(value))
+
+    def now(self, value: str) -> PegTestCase:
+        return self._set("now", value)
+
+    def is_partial(self, value: bool = True) -> PegTestCase:
+        self.is_partial_ = value
+        return self
+
+    def expect_reconstruction(self, value: bool = True) -> PegTestCase:
+        self.expect_reconstruction_ = value
+        return self
+
+    # --- expectations -------------------------------------------------------------------------------------------
+
+    def expect_content(self, content: str) -> ChatMessage:
+        return self.expect(ChatMessage(content=content))
+
+    def expect_reasoning(self, reasoning: str, content: str = "") -> ChatMessage:
+        return self.expect(ChatMessage(content=content, reasoning_content=reasoning))
+
+    def expect_tool_calls(self, calls: Sequence[Mapping[str, Any]], content: str = "") -> ChatMessage:
+        return self.expect({"content": content, "tool_calls": list(calls)})
+
+    def expect(self, message: ChatMessage | Mapping[str, Any]) -> ChatMessage:
+        """Run every check of the C++ harness against `message`; return the whole parse."""
+        expected = as_message(message)
+        request = dict(self.request)
+        request.setdefault("messages", [{"role": "user", "content": "Hey there!"}])
+        request.setdefault("now", self.tester.now)
+        params = generate(self.tester.source, request)
+        problems: list[str] = []
+        stream_msg = self._check_stream(params, problems)
+        whole = stream_msg
+        if not self.is_partial_:
+            whole = params.parse(self.input, is_partial=False)
+            problems += [f"whole parse: {d}" for d in message_differences(expected, whole)]
+        if stream_msg is not None:
+            problems += [f"streamed (deltas folded): {d}" for d in message_differences(expected, stream_msg)]
+        if request.get("json_schema"):
+            if not params.grammar:
+                problems.append("grammar: json_schema is set but no grammar was produced")
+            elif params.grammar_lazy:
+                problems.append("grammar: json_schema is set but the grammar is lazy")
+        if params.grammar and self.check_grammar:
+            self._check_grammar(params, expected, problems)
+        if self.expect_reconstruction_ and not self.is_partial_ and whole is not None:
+            self._check_reconstruction(params, expected, whole, request, problems)
+        if problems:
+            raise PegTestFailure(self._report(problems, params))
+        assert whole is not None
+        return whole
+
+    # --- the checks ---------------------------------------------------------------------------------------------
+
+    def _check_stream(self, params: ChatParams, problems: list[str]) -> ChatMessage | None:
+        acc = prev = ChatMessage()
+        text = self.input
+        for i in range(1, len(text) + 1):
+            partial = i < len(text) or self.is_partial_
+            try:
+                cur = params.parse(text[:i], is_partial=partial)
+                acc = apply_deltas(acc, compute_deltas(prev, cur))
+            except Exception as e:
+                problems.append(f"streaming: prefix {text[:i]!r} raised {type(e).__name__}: {e}")
+                return None
+            diffs = message_differences(cur, acc)
+            if diffs:
+                problems.append(f"streaming: after prefix {text[:i]!r} the folded deltas differ: {diffs[0]}")
+                return None
+            prev = cur
+        return acc
+
+    def _check_grammar(self, params: ChatParams, expected: ChatMessage, problems: list[str]) -> None:
+        from autoparser.errors import GrammarError
+
+        try:
+            grammar = _oracle_grammar(params.grammar)
+        except GrammarError as e:
+            problems.append(f"grammar: llama.cpp cannot compile it: {e}")
+            return
+        full = params.generation_prompt + self.input
+        found = find_trigger(params, full, bool(expected.tool_calls))
+        if params.grammar_lazy and expected.tool_calls and not self.is_partial_ and found.position is None:
+            problems.append("grammar: trigger did not fire, but tool calls are expected (lazy grammar); triggers: "
+                            + ", ".join(repr(t.value) for t in params.grammar_triggers))
+            return
+        if found.position is not None:
+            constrained = full[max(found.position, len(params.generation_prompt)):]
+        elif not params.grammar_lazy:
+            constrained = full
+        else:
+            return
+        if self.is_partial_:
+            return
+        if not grammar.accepts(constrained):
+            how = "expects more input" if grammar.viable_prefix(constrained) else "rejects it"
+            problems.append(f"grammar: the constrained output {constrained!r} is not accepted ({how})")
+
+    def _check_reconstruction(self, params: ChatParams, expected: ChatMessage, parsed: ChatMessage,
+                              request: dict[str, Any], problems: list[str]) -> None:
+        calls = [replace(c, arguments=parsed.tool_calls[i].arguments) if i < len(parsed.tool_calls) else c
+                 for i, c in enumerate(expected.tool_calls)]
+        msg = replace(expected, tool_calls=tuple(calls))
+        entry: dict[str, Any] = {"role": msg.role, "content": msg.content}
+        if msg.reasoning_content:
+            entry["reasoning_content"] = msg.reasoning_content
+        if msg.tool_calls:
+            entry["tool_calls"] = [{"type": "function", "id": c.id, "function": {"name": c.name,
+                                                                                   "arguments": c.arguments}}
+                                   for c in msg.tool_calls]
+        rec_request = dict(request, messages=[*request["messages"], entry], add_generation_prompt=False)
+        rebuilt = generate(self.tester.source, rec_request).prompt
+        want = params.prompt + self.input
+        if not rebuilt.startswith(want):
+            k = next((i for i, (a, b) in enumerate(zip(want, rebuilt)) if a != b), min(len(want), len(rebuilt)))
+            problems.append(f"reconstruction: differs at {k}: expected …{want[max(0, k - 40):k + 40]!r}, "
+                            f"rebuilt …{rebuilt[max(0, k - 40):k + 40]!r}")
+
+    def _report(self, problems: list[str], params: ChatParams) -> str:
+        lines = [f"peg_tester({self.tester.name}).test({self.input!r}) failed:"]
+        lines += [f"  - {p}" for p in problems]
+        lines.append(f"  generation prompt: {params.generation_prompt!r}")
+        return "\n".join(lines)
+
+
+class PegTester:
+    """Holds one template; `test(output)` starts a case."""
+
+    def __init__(self, template: str | Path, *, source: str | None = None, now: str = "2026-01-01") -> None:
+        path = Path(template)
+        self.name = path.name if source is None else str(template)
+        self.source = source if source is not None else path.read_text(encoding="utf-8")
+        self.now = now
+
+    def test(self, output: str) -> PegTestCase:
+        return PegTestCase(self, output, {"add_generation_prompt": True})
+
+
+def peg_tester(template: str | Path, *, source: str | None = None, now: str = "2026-01-01") -> PegTester:
+    return PegTester(template, source=source, now=now)

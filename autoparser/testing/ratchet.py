@@ -1,0 +1,39 @@
+"""Ratchet files: known gaps listed explicitly (case id -> concrete reason), so regressions fail and
+improvements show.
+
+A case that fails and is listed is reported as xfail with its reason (visible in the summary, never a silent
+skip). A listed case that now passes fails the test ("remove it from the ratchet"). A failing case that is
+not listed fails with its full report. Entries naming no existing case fail `check_known`.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable
+from pathlib import Path
+
+import pytest
+
+
+class Ratchet:
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        try:
+            self.entries: dict[str, str] = json.loads(path.read_text(encoding="utf-8")) if path.exists() else {}
+        except json.JSONDecodeError as e:
+            raise AssertionError(f"{path}: not valid JSON: {e}") from None
+
+    def check(self, case_id: str, failure: str | None) -> None:
+        """Call once per case with None (it passed) or the failure report."""
+        listed = self.entries.get(case_id)
+        if failure is None:
+            if listed is not None:
+                pytest.fail(f"{case_id} now passes: remove it from {self.path.name} (was: {listed})")
+            return
+        if listed is None:
+            pytest.fail(f"{case_id} (not in {self.path.name}):\n{failure}", pytrace=False)
+        pytest.xfail(f"ratchet {self.path.name}: {listed}")
+
+    def check_known(self, case_ids: Iterable[str]) -> None:
+        stale = sorted(set(self.entries) - set(case_ids))
+        assert not stale, f"{self.path.name} names cases that do not exist: {stale}"
