@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any
 from autoparser.errors import GrammarError, ParseError
 from autoparser.peg import nodes as N
 from autoparser.peg.ast import Ast, AstId, AstNode
+from autoparser.peg.first import FirstSets, dispatch_table
 from autoparser.peg.nodes import ParserId
 from autoparser.peg.trie import NO_MATCH, Trie
 from autoparser.peg.utf8 import ESCAPED_BYTE, INCOMPLETE, INVALID, SUCCESS, decode_at, to_text
@@ -204,17 +205,36 @@ def _compile_sequence(fns: list[Fn], children: tuple[ParserId, ...]) -> Fn:
     return sequence
 
 
-def _compile_choice(fns: list[Fn], children: tuple[ParserId, ...]) -> Fn:
+def _compile_choice(fns: list[Fn], children: tuple[ParserId, ...],
+                    dispatch: tuple[dict[str, tuple[int, ...]], tuple[int, ...]] | None = None) -> Fn:
     kids = children
+    if dispatch is None:
+        def choice(ctx: Ctx, pos: int) -> Raw:
+            for cid in kids:
+                r = fns[cid](ctx, pos)
+                if r[0] != FAIL_:
+                    return r
+            return FAIL_, pos, _E, _E
 
-    def choice(ctx: Ctx, pos: int) -> Raw:
-        for cid in kids:
+        return choice
+
+    table, always = dispatch
+    by_char = {ch: tuple(kids[i] for i in idx) for ch, idx in table.items()}
+    others = tuple(kids[i] for i in always)
+
+    def choice_dispatch(ctx: Ctx, pos: int) -> Raw:
+        # Alternatives that cannot start with the next character are skipped (exact: see first.py).
+        if pos < ctx.n and not ctx.escapes:
+            candidates = by_char.get(ctx.text[pos], others)
+        else:
+            candidates = kids
+        for cid in candidates:
             r = fns[cid](ctx, pos)
             if r[0] != FAIL_:
                 return r
         return FAIL_, pos, _E, _E
 
-    return choice
+    return choice_dispatch
 
 
 def _compile_repetition(fns: list[Fn], child: ParserId, lo: int, hi: int) -> Fn:
@@ -287,7 +307,12 @@ def _any(ctx: Ctx, pos: int) -> Raw:
     return SUCCESS_, pos + length, _E, _E
 
 
+_SPACE_CHARS = frozenset(" \t\n\x0b\x0c\r")
+
+
 def _space(ctx: Ctx, pos: int) -> Raw:
+    if pos >= ctx.n or ctx.text[pos] not in _SPACE_CHARS:
+        return SUCCESS_, pos, _E, _E
     m = _SPACE.match(ctx.text, pos)
     return SUCCESS_, (m.end() if m else pos), _E, _E
 
@@ -506,7 +531,7 @@ def _end(ctx: Ctx, pos: int) -> Raw:
     return (SUCCESS_ if pos >= ctx.n else FAIL_), pos, _E, _E
 
 
-def compile_node(arena: Arena, fns: list[Fn], pid: ParserId) -> Fn:
+def compile_node(arena: Arena, fns: list[Fn], pid: ParserId, firsts: FirstSets | None = None) -> Fn:
     node = arena.parsers[pid]
     match node:
         case N.Epsilon():
@@ -520,7 +545,7 @@ def compile_node(arena: Arena, fns: list[Fn], pid: ParserId) -> Fn:
         case N.Sequence(children=ch):
             return _compile_sequence(fns, ch)
         case N.Choice(children=ch):
-            return _compile_choice(fns, ch)
+            return _compile_choice(fns, ch, dispatch_table(arena, firsts, ch) if firsts is not None else None)
         case N.Repetition(child=c, min_count=lo, max_count=hi):
             return _compile_repetition(fns, c, lo, hi)
         case N.And(child=c):
@@ -566,8 +591,9 @@ def _traced(arena: Arena, pid: ParserId, inner: Fn) -> Fn:
 
 def compile_arena(arena: Arena, trace: bool = False) -> list[Fn]:
     fns: list[Fn] = []
+    firsts = FirstSets(arena)
     for pid in range(len(arena.parsers)):
-        f = compile_node(arena, fns, pid)
+        f = compile_node(arena, fns, pid, firsts)
         fns.append(_traced(arena, pid, f) if trace else f)
     return fns
 
