@@ -49,7 +49,11 @@ class GrammarTrigger:
     token: int = -1
 
     def to_dict(self) -> dict[str, Any]:
-        return {"type": int(self.type), "value": self.value, "token": self.token}
+        """The C++ record shape: `token` only for TOKEN triggers."""
+        out: dict[str, Any] = {"type": int(self.type), "value": self.value}
+        if self.type == TriggerType.TOKEN:
+            out["token"] = self.token
+        return out
 
 
 @dataclass(frozen=True)
@@ -131,6 +135,16 @@ class GenerationInputs:
     @property
     def json_schema(self) -> Any:
         return self.request.json_schema
+
+    @property
+    def has_continuation(self) -> bool:
+        """`generation_params::has_continuation`: continuing a message that is not empty (the role alone
+        does not count, as in `common_chat_msg::empty`)."""
+        msg = self.continue_msg
+        if self.continuation == Continuation.NONE or not msg:
+            return False
+        return any(msg.get(key) for key in ("content", "tool_calls", "reasoning_content", "tool_name", "name",
+                                            "tool_call_id"))
 
 
 @functools.lru_cache(maxsize=64)
@@ -285,8 +299,8 @@ def generate_from_analysis(tmpl: ChatTemplate, inputs: GenerationInputs, analysi
     gp = generation_prompt(tmpl, inputs)
     parser_gp = gp
     reasoning = analysis.reasoning
-    if inputs.continuation != Continuation.NONE and inputs.continue_msg:
-        msg = inputs.continue_msg
+    if inputs.has_continuation:
+        msg = inputs.continue_msg or {}
         if reasoning.start:
             cut = gp.find(reasoning.start)
             gp = (gp if cut < 0 else gp[:cut]) + reasoning.start + str(msg.get("reasoning_content") or "")

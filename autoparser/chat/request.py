@@ -200,8 +200,15 @@ def tools_to_oaicompat(tools: tuple[Mapping[str, Any], ...]) -> list[dict[str, A
 
 
 def render_content(msg: Mapping[str, Any]) -> str:
-    """`common_chat_msg::render_content`: the content, or text parts joined with blank lines."""
+    """`common_chat_msg::render_content`: the content, or text parts joined with blank lines (the separator
+    only once some text precedes, as in the C++)."""
     c = msg.get("content")
-    if isinstance(c, list):
-        return "\n\n".join(str(p.get("text", "")) for p in c if isinstance(p, Mapping) and p.get("type") == "text")
-    return str(c or "")
+    if not isinstance(c, list):
+        return str(c or "")
+    text = ""
+    for p in c:
+        if isinstance(p, Mapping) and p.get("type") == "text":
+            if text:
+                text += "\n\n"
+            text += str(p.get("text", ""))
+    return text

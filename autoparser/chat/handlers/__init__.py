@@ -27,7 +27,7 @@ ORDER = (
     "ling3",
     "cohere2moe",
     "lfm2",
-    "gigachat_v3",
+    # gigachat_v3: the analyzer handles GigaChat v3 by itself (4/4 C++ cases through the generic path)
     "minimax_m3",
     "deepseek",
     "gemma4",

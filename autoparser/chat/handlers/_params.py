@@ -34,6 +34,7 @@ class Parameter:
     required: bool
     pointer: str
     types: frozenset[str]
+    may_be_string: bool
 
 
 def _escape(token: str) -> str:
@@ -73,7 +74,7 @@ def _has_properties(schema: Mapping[str, Any]) -> bool:
     return "properties" in schema or ("additionalProperties" in schema and schema["additionalProperties"] is not True)
 
 
-def _kind(schema: Any, path: str) -> str:
+def kind_of(schema: Any, path: str) -> str:
     """The node kind `common_chat_schema_from_json` builds for `schema` (type names for typed leaves)."""
     if not isinstance(schema, Mapping):
         raise SchemaError("schema must be an object", path)
@@ -117,7 +118,7 @@ def _is_format(value: Any) -> bool:
 
 def value_types(schema: Any, root: Any, path: str = "#", visiting: frozenset[str] = frozenset()) -> frozenset[str]:
     """The JSON types a value matching `schema` may have (`common_chat_schema::value_types`)."""
-    kind = _kind(schema, path)
+    kind = kind_of(schema, path)
     if kind == "any":
         return ALL_TYPES
     if kind == TYPE_NUMBER:
@@ -158,10 +159,43 @@ def value_types(schema: Any, root: Any, path: str = "#", visiting: frozenset[str
     return out
 
 
+def may_be_string(schema: Any, root: Any, path: str = "#", visiting: frozenset[str] = frozenset()) -> bool:
+    """Whether some branch of `schema` admits a string (`common_chat_schema::may_be_string`); an unconstrained
+    schema does not count."""
+    kind = kind_of(schema, path)
+    if kind == TYPE_STRING:
+        return True
+    if kind == "const":
+        return isinstance(schema["const"], str)
+    if kind == "enum":
+        values = schema["enum"]
+        return isinstance(values, list) and any(isinstance(v, str) for v in values)
+    if kind == "ref":
+        ref = schema["$ref"]
+        if not isinstance(ref, str) or not ref.startswith("#/") or ref in visiting:
+            return False
+        return may_be_string(_resolve(root, ref), root, ref, visiting | {ref})
+    if kind == "type_list":
+        return any(may_be_string(dict(schema, type=t), root, path + "/type", visiting) for t in schema["type"])
+    if kind == "any_of":
+        key = "oneOf" if "oneOf" in schema else "anyOf"
+        return any(may_be_string(alt, root, f"{path}/{key}", visiting) for alt in schema[key])
+    if kind == "all_of":
+        any_string = False
+        for alt in schema["allOf"]:
+            if kind_of(alt, f"{path}/allOf") == "any":
+                continue
+            if not may_be_string(alt, root, f"{path}/allOf", visiting):
+                return False
+            any_string = True
+        return any_string
+    return False
+
+
 def parameters(function: Mapping[str, Any]) -> tuple[Any, list[Parameter]]:
     """(parameters schema, its properties in schema order) — none unless the root is an object schema."""
     params = tool_parameters(function)
-    if _kind(params, "#") != TYPE_OBJECT:
+    if kind_of(params, "#") != TYPE_OBJECT:
         return params, []
     props = params.get("properties")
     if props is None:
@@ -173,5 +207,6 @@ def parameters(function: Mapping[str, Any]) -> tuple[Any, list[Parameter]]:
     out = []
     for name, prop in props.items():
         pointer = "/properties/" + _escape(name)
-        out.append(Parameter(name, prop, name in required, pointer, value_types(prop, params, "#" + pointer)))
+        out.append(Parameter(name, prop, name in required, pointer, value_types(prop, params, "#" + pointer),
+                             may_be_string(prop, params, "#" + pointer)))
     return params, out

@@ -2,15 +2,16 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
-from autoparser.chat.request import Continuation
+from autoparser.errors import GrammarError
 from autoparser.types import tool_parameters
 
 if TYPE_CHECKING:
     from autoparser.chat.generator import GenerationInputs
     from autoparser.peg.arena import Arena
+    from autoparser.peg.builder import P
 
 
 def functions(tools: Any) -> list[tuple[str, Any]]:
@@ -20,9 +21,10 @@ def functions(tools: Any) -> list[tuple[str, Any]]:
         if not isinstance(tool, Mapping) or tool.get("type") != "function" or "function" not in tool:
             continue
         fn = tool["function"]
-        if not isinstance(fn, Mapping):
-            continue
-        out.append((str(fn.get("name", "")), tool_parameters(fn)))
+        name = fn.get("name") if isinstance(fn, Mapping) else None
+        if not isinstance(name, str):
+            raise GrammarError(f"tool definition without a function name: {tool!r}")
+        out.append((name, tool_parameters(fn)))
     return out
 
 
@@ -42,8 +44,8 @@ def has_response_format(inputs: GenerationInputs) -> bool:
 
 
 def has_continuation(inputs: GenerationInputs) -> bool:
-    """`generation_params::has_continuation`: continuing, and there is a message to continue."""
-    return inputs.continuation != Continuation.NONE and bool(inputs.continue_msg)
+    """`generation_params::has_continuation` (see GenerationInputs.has_continuation)."""
+    return inputs.has_continuation
 
 
 def to_grammar(arena: Arena, lazy: bool) -> str:
@@ -53,44 +55,16 @@ def to_grammar(arena: Arena, lazy: bool) -> str:
     return arena_to_gbnf(arena, lazy=lazy)
 
 
-def _escape_pointer_token(key: str) -> str:
-    return key.replace("~", "~0").replace("/", "~1")
 
+def cpp_sum(*operands: Callable[[], P]) -> P:
+    """`a + b + c ...` with its operands created right to left, as the compiled C++ evaluates such a chain.
 
-def _compiles_to_object(schema: Any) -> bool:
-    """Whether `common_chat_schema_from_json` makes an OBJECT of this (SPEC 2.5 build rules 1-8)."""
-    if not isinstance(schema, Mapping):
-        return False
-    if "$ref" in schema or "oneOf" in schema or "anyOf" in schema or isinstance(schema.get("type"), list) \
-            or "const" in schema or "enum" in schema:
-        return False
-    has_props = "properties" in schema or ("additionalProperties" in schema
-                                           and schema["additionalProperties"] is not True)
-    kind = schema.get("type")
-    if kind is None:
-        return has_props
-    return kind == "object" and (has_props or "allOf" not in schema)
-
-
-def _compile(schema: Any) -> Any:
-    from autoparser.gbnf.from_schema import compile_schema
-
-    return compile_schema(schema)
-
-
-def parameters(function: Mapping[str, Any]) -> list[tuple[str, str, bool]]:
-    """`foreach_parameter`: (name, JSON pointer, may be a string) of each property of an object parameters schema,
-    in schema order; nothing when the parameters do not compile to an object. Invalid schemas raise, as in the
-    C++, which compiles the document before looking at it."""
-    params = tool_parameters(function)
-    doc = _compile(params)
-    if not _compiles_to_object(params):
-        return []
-    props = params.get("properties")
-    if not isinstance(props, Mapping):
-        return []
-    out = []
-    for name in props:
-        pointer = "/properties/" + _escape_pointer_token(str(name))
-        out.append((str(name), pointer, bool(doc.resolve_pointer(pointer).may_be_string())))
-    return out
+    GBNF automaton rules (`until-<id>`, `ac-<id>`) are named after node ids, so for the grammar text to equal the
+    C++'s, nodes must be created in the C++ order: the operands last to first, then the sequences left to right.
+    """
+    made = [make() for make in reversed(operands)]
+    made.reverse()
+    result = made[0]
+    for part in made[1:]:
+        result = result + part
+    return result

@@ -15,10 +15,16 @@ wherever they came from.
 from __future__ import annotations
 
 from autoparser.chat.builder import ChatBuilder
-from autoparser.chat.generator import ChatParams, GenerationInputs, GrammarTrigger, TriggerType, generation_prompt, \
-    render_prompt
+from autoparser.chat.generator import (
+    ChatParams,
+    GenerationInputs,
+    GrammarTrigger,
+    TriggerType,
+    generation_prompt,
+    render_prompt,
+)
 from autoparser.chat.handlers import Handler
-from autoparser.chat.handlers._support import has_continuation, has_tools, to_grammar
+from autoparser.chat.handlers._support import cpp_sum, has_continuation, has_tools, to_grammar
 from autoparser.chat.request import Continuation, ToolChoice, render_content
 from autoparser.peg.builder import P
 from autoparser.template.render import ChatTemplate
@@ -86,28 +92,34 @@ def generate(tmpl: ChatTemplate, inputs: GenerationInputs) -> ChatParams:
 
 def _build(p: ChatBuilder, inputs: GenerationInputs, tools: bool, response_format: bool,
            extract_reasoning: bool) -> P:
+    # Operands of `+` chains are created in the C++ evaluation order (see cpp_sum) so that automaton rule ids
+    # in the grammar match.
     gen_prefix = p.literal(GEN_PREFIX)
     end = p.end()
-
+    reasoning = p.eps()
     # Without extraction the whole thinking block, markers included, stays in the content.
     if extract_reasoning:
-        reasoning = p.optional(p.literal(THINK_START)
-                               + p.reasoning(p.until_one_of([THINK_END, TEXT_START, ACTION_START]))
-                               + p.optional(p.literal(THINK_END)))
+        reasoning = p.optional(cpp_sum(
+            lambda: p.literal(THINK_START),
+            lambda: p.reasoning(p.until_one_of([THINK_END, TEXT_START, ACTION_START])),
+            lambda: p.optional(p.literal(THINK_END))))
     else:
-        reasoning = p.optional(p.content(p.literal(THINK_START)
-                                         + p.until_one_of([THINK_END, TEXT_START, ACTION_START])
-                                         + p.optional(p.literal(THINK_END))))
+        reasoning = p.optional(p.content(cpp_sum(
+            lambda: p.literal(THINK_START), lambda: p.until_one_of([THINK_END, TEXT_START, ACTION_START]),
+            lambda: p.optional(p.literal(THINK_END)))))
 
     if response_format:
-        text_content = (p.literal(TEXT_START)
-                        + p.content(p.schema(p.json(), "response-format-schema", inputs.json_schema))
-                        + p.optional(p.literal(TEXT_END)))
+        text_content = cpp_sum(
+            lambda: p.literal(TEXT_START),
+            lambda: p.content(p.schema(p.json(), "response-format-schema", inputs.json_schema)),
+            lambda: p.optional(p.literal(TEXT_END)))
     else:
-        text_content = p.literal(TEXT_START) + p.content(p.until(TEXT_END)) + p.optional(p.literal(TEXT_END))
+        text_content = cpp_sum(lambda: p.literal(TEXT_START), lambda: p.content(p.until(TEXT_END)),
+                               lambda: p.optional(p.literal(TEXT_END)))
 
     if not tools or inputs.tool_choice == ToolChoice.NONE:
-        return gen_prefix + reasoning + text_content + p.optional(p.literal(TURN_END)) + end
+        turn_end = p.optional(p.literal(TURN_END))
+        return gen_prefix + reasoning + text_content + turn_end + end
 
     tool_calls = p.standard_json_tools(ACTION_START, ACTION_END, inputs.tools, inputs.parallel_tool_calls,
                                        force_tool_calls=True, name_key="tool_name", args_key="parameters",
@@ -115,7 +127,8 @@ def _build(p: ChatBuilder, inputs: GenerationInputs, tools: bool, response_forma
                                        gen_call_id_key="tool_call_id",
                                        parameters_order=("tool_call_id", "tool_name", "parameters"))
     body = tool_calls if inputs.tool_choice == ToolChoice.REQUIRED else p.choice([tool_calls, text_content])
-    return gen_prefix + reasoning + body + p.optional(p.literal(TURN_END)) + end
+    turn_end = p.optional(p.literal(TURN_END))
+    return gen_prefix + reasoning + body + turn_end + end
 
 
 HANDLER = Handler("cohere2moe", detect, generate)

@@ -7,10 +7,16 @@ The generation prompt ends with `>>>`, so the model's output starts with the rec
 from __future__ import annotations
 
 from autoparser.chat.builder import ChatBuilder
-from autoparser.chat.generator import ChatParams, GenerationInputs, GrammarTrigger, TriggerType, generation_prompt, \
-    render_prompt
+from autoparser.chat.generator import (
+    ChatParams,
+    GenerationInputs,
+    GrammarTrigger,
+    TriggerType,
+    generation_prompt,
+    render_prompt,
+)
 from autoparser.chat.handlers import Handler
-from autoparser.chat.handlers._support import functions, has_continuation, has_tools, to_grammar
+from autoparser.chat.handlers._support import cpp_sum, functions, has_continuation, has_tools, to_grammar
 from autoparser.chat.request import ToolChoice, render_content
 from autoparser.peg.builder import P
 from autoparser.template.render import ChatTemplate
@@ -51,8 +57,9 @@ def generate(tmpl: ChatTemplate, inputs: GenerationInputs) -> ChatParams:
 
 def _build(p: ChatBuilder, inputs: GenerationInputs, tools: bool) -> P:
     # With tools, content stops at the next ">>>" (a call); without, it runs to the end.
-    content_until_tool = p.literal("all\n") + p.content(p.until(">>>"))
-    content_until_end = p.literal("all\n") + p.content(p.rest())
+    # (operands in the C++ evaluation order, see cpp_sum, so that automaton rule ids match)
+    content_until_tool = cpp_sum(lambda: p.literal("all\n"), lambda: p.content(p.until(">>>")))
+    content_until_end = cpp_sum(lambda: p.literal("all\n"), lambda: p.content(p.rest()))
     gen_prompt = p.literal(ASSISTANT_HEADER + ">>>")
 
     if not tools or inputs.tool_choice == ToolChoice.NONE:

@@ -10,10 +10,16 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from autoparser.chat.builder import ChatBuilder
-from autoparser.chat.generator import ChatParams, GenerationInputs, GrammarTrigger, TriggerType, generation_prompt, \
-    render_prompt
+from autoparser.chat.generator import (
+    ChatParams,
+    GenerationInputs,
+    GrammarTrigger,
+    TriggerType,
+    generation_prompt,
+    render_prompt,
+)
 from autoparser.chat.handlers import Handler
-from autoparser.chat.handlers._support import functions, has_continuation, has_tools, to_grammar
+from autoparser.chat.handlers._support import cpp_sum, functions, has_continuation, has_tools, to_grammar
 from autoparser.chat.request import Continuation, ToolChoice, render_content
 from autoparser.peg.builder import P
 from autoparser.template.render import ChatTemplate
@@ -86,8 +92,10 @@ def _build(p: ChatBuilder, inputs: GenerationInputs, tools: bool, extract_reason
     reasoning = p.optional(p.optional(p.literal(THINK_START)) + think_body + p.optional(p.literal(THINK_END)))
 
     # a truncated response runs to whichever section comes next
-    response = (p.optional(p.literal(RESP_START)) + p.content(p.until_one_of([RESP_END, TOOLS_START, MSG_END]))
-                + p.optional(p.literal(RESP_END)))
+    # (operands in the C++ evaluation order, see cpp_sum, so that automaton rule ids match)
+    response = cpp_sum(lambda: p.optional(p.literal(RESP_START)),
+                       lambda: p.content(p.until_one_of([RESP_END, TOOLS_START, MSG_END])),
+                       lambda: p.optional(p.literal(RESP_END)))
 
     # the end-of-message token reaches the parser as text and must be consumed
     trailer = p.optional(p.literal(MSG_END)) + p.optional(p.literal(EOM_TOKEN))
@@ -108,17 +116,26 @@ def _build(p: ChatBuilder, inputs: GenerationInputs, tools: bool, extract_reason
                 kind = kind if isinstance(kind, str) else "string"
                 value = p.tool_arg_string_value(p.until(ARG_END)) if kind == "string" \
                     else p.tool_arg_value(p.until(ARG_END))
-                # the attributes after the key are skipped up to <|sep|>
+                # The attributes after the key are skipped up to <|sep|>. Operands are created right to left, as
+                # the C++ compiler evaluates `a + b + ...`, so that automaton rule ids match its grammar.
+                close = p.tool_arg_close(p.literal(ARG_END))
+                sep = p.literal(SEP)
+                attrs = p.until(SEP)
+                quote = p.literal('"')
+                arg_name = p.tool_arg_name(p.literal(key))
+                opener = p.tool_arg_open(p.literal(ARG_START))
                 arg_choices |= p.rule(f"kimi-k3-arg-{name}-{key}",
-                                      p.tool_arg(p.tool_arg_open(p.literal(ARG_START))
-                                                 + p.tool_arg_name(p.literal(key)) + p.literal('"')
-                                                 + p.until(SEP) + p.literal(SEP) + value
-                                                 + p.tool_arg_close(p.literal(ARG_END))))
+                                      p.tool_arg(opener + arg_name + quote + attrs + sep + value + close))
             args = p.zero_or_more(arg_choices)
-        # likewise the index="N" attribute of the call
-        call = p.tool(p.tool_open(p.literal(CALL_START) + p.tool_name(p.literal(name)) + p.literal('"')
-                                  + p.until(SEP) + p.literal(SEP))
-                      + p.tool_args(args) + p.tool_close(p.literal(CALL_END)))
+        # likewise the index="N" attribute of the call (operands again right to left)
+        call_close = p.tool_close(p.literal(CALL_END))
+        call_args = p.tool_args(args)
+        sep = p.literal(SEP)
+        attrs = p.until(SEP)
+        quote = p.literal('"')
+        tool_name = p.tool_name(p.literal(name))
+        call_open = p.tool_open(p.literal(CALL_START) + tool_name + quote + attrs + sep)
+        call = p.tool(call_open + call_args + call_close)
         tool_choices |= p.rule(f"kimi-k3-tool-{name}", call)
 
     # The message closer belongs to the trigger rule: a lazy grammar that has started on the calls must accept it.

@@ -10,8 +10,14 @@ from __future__ import annotations
 from typing import Any
 
 from autoparser.chat.builder import ChatBuilder
-from autoparser.chat.generator import ChatParams, GenerationInputs, GrammarTrigger, TriggerType, generation_prompt, \
-    render_prompt
+from autoparser.chat.generator import (
+    ChatParams,
+    GenerationInputs,
+    GrammarTrigger,
+    TriggerType,
+    generation_prompt,
+    render_prompt,
+)
 from autoparser.chat.handlers import Handler
 from autoparser.chat.handlers._support import functions, has_continuation, has_tools, to_grammar
 from autoparser.chat.request import Continuation, ToolChoice, render_content

@@ -12,15 +12,24 @@ The generation prompt is just `<|start|>assistant`; the model writes its own rec
 
 from __future__ import annotations
 
+from typing import Any
+
 from autoparser.chat.builder import ChatBuilder
 from autoparser.chat.generator import ChatParams, GenerationInputs, GrammarTrigger, TriggerType, render_prompt
 from autoparser.chat.handlers import Handler
-from autoparser.chat.handlers._support import function_defs, has_continuation, has_response_format, has_tools, \
-    parameters, to_grammar
+from autoparser.chat.handlers._params import Parameter, parameters
+from autoparser.chat.handlers._support import (
+    cpp_sum,
+    function_defs,
+    has_continuation,
+    has_response_format,
+    has_tools,
+    to_grammar,
+)
 from autoparser.chat.request import Continuation, ToolChoice, render_content
 from autoparser.peg.builder import P
 from autoparser.template.render import ChatTemplate
-from autoparser.types import ChatFormat, tool_parameters
+from autoparser.types import ChatFormat
 
 PARAM_END = "</atem:parameter>"
 
@@ -85,8 +94,8 @@ def _build(p: ChatBuilder, inputs: GenerationInputs, tools: bool, response_forma
     analysis = p.ref("analysis")
 
     recipient = p.optional(p.literal(" to=user"))
-    final_msg = p.rule("final", recipient + p.literal("<|message|>")
-                       + p.content(p.until_one_of(["<|eot|>", "<|eom|>"])))
+    final_msg = p.rule("final", cpp_sum(lambda: recipient, lambda: p.literal("<|message|>"),
+                                        lambda: p.content(p.until_one_of(["<|eot|>", "<|eom|>"]))))
 
     if response_format:
         response_json = p.content(p.schema(p.json(), "response-format-schema", inputs.json_schema))
@@ -96,29 +105,19 @@ def _build(p: ChatBuilder, inputs: GenerationInputs, tools: bool, response_forma
         return p.zero_or_more(start + analysis) + start + rf
 
     if tools and inputs.tool_choice != ToolChoice.NONE:
-        string_value = p.ac(p.tool_arg_string_value(p.until(PARAM_END)) + p.tool_arg_close(p.literal(PARAM_END)),
-                            PARAM_END)
+        # Operands are created in the C++ evaluation order (see cpp_sum) so that automaton rule ids match.
+        string_value = p.ac(cpp_sum(lambda: p.tool_arg_string_value(p.until(PARAM_END)),
+                                    lambda: p.tool_arg_close(p.literal(PARAM_END))), PARAM_END)
         tool_choice = p.choice()
         for function in function_defs(inputs.tools):
             name = str(function.get("name", ""))
-            arg_rules: list[P] = []
-            for prop, pointer, may_be_string in parameters(function):
-                if may_be_string:
-                    value_parser = string_value
-                else:
-                    value_parser = p.tool_arg_json_value(
-                        p.schema(p.json(), f"tool-{name}-arg-{prop}-schema", tool_parameters(function),
-                                 pointer=pointer)) + p.tool_arg_close(p.literal(PARAM_END))
-                arg_rules.append(p.tool_arg(
-                    p.tool_arg_open(p.literal('<atem:parameter name="') + p.tool_arg_name(p.literal(prop))
-                                    + p.literal('">')) + value_parser))
-            args = p.zero_or_more(p.choice(arg_rules) + p.space()) if arg_rules else p.eps()
-            tool_parser = p.tool(
-                p.tool_open(p.literal(" to=") + p.until("<|message|>") + p.literal("<|message|><atem:function_calls>")
-                            + p.space() + p.literal('<atem:invoke name="') + p.tool_name(p.literal(name))
-                            + p.literal('">') + p.space())
-                << p.tool_args(args)
-                << p.tool_close(p.literal("</atem:invoke>") + p.space() + p.literal("</atem:function_calls>")))
+            schema, props = parameters(function)
+            arg_rules = [_arg(p, name, schema, param, string_value) for param in props]
+            args = p.eps()
+            if arg_rules:
+                space = p.space()
+                args = p.zero_or_more(p.choice(arg_rules) + space)
+            tool_parser = _tool(p, name, args)
             tool_choice |= p.rule(f"tool-{name}", tool_parser)
 
         if inputs.parallel_tool_calls:
@@ -133,6 +132,30 @@ def _build(p: ChatBuilder, inputs: GenerationInputs, tools: bool, response_forma
         return p.zero_or_more(start + analysis) + start + (tool_calls | (final_msg + trailing_calls))
 
     return p.zero_or_more(start + analysis) + start + final_msg
+
+
+def _arg(p: ChatBuilder, name: str, schema: Any, param: Parameter, string_value: P) -> P:
+    """`<atem:parameter name="ARG">value</atem:parameter>`: raw text when the schema allows a string, else JSON."""
+    value_parser = p.eps()  # default-initialised in the C++ (it takes an id)
+    if param.may_be_string:
+        value_parser = string_value
+    else:
+        value_parser = cpp_sum(lambda: p.tool_arg_json_value(p.schema(p.json(), f"tool-{name}-arg-{param.name}-schema",
+                                                                      schema, pointer=param.pointer)),
+                               lambda: p.tool_arg_close(p.literal(PARAM_END)))
+    opener = p.tool_arg_open(cpp_sum(lambda: p.literal('<atem:parameter name="'),
+                                     lambda: p.tool_arg_name(p.literal(param.name)), lambda: p.literal('">')))
+    return p.tool_arg(opener + value_parser)
+
+
+def _tool(p: ChatBuilder, name: str, args: P) -> P:
+    """` to=RECIPIENT<|message|><atem:function_calls><atem:invoke name="NAME">ARGS</atem:invoke>...`."""
+    tool_open = p.tool_open(cpp_sum(
+        lambda: p.literal(" to="), lambda: p.until("<|message|>"), lambda: p.literal("<|message|><atem:function_calls>"),
+        p.space, lambda: p.literal('<atem:invoke name="'), lambda: p.tool_name(p.literal(name)), lambda: p.literal('">'),
+        p.space))
+    return p.tool(tool_open << p.tool_args(args) << p.tool_close(cpp_sum(
+        lambda: p.literal("</atem:invoke>"), p.space, lambda: p.literal("</atem:function_calls>"))))
 
 
 HANDLER = Handler("muse_glimmer", detect, generate)
