@@ -1,0 +1,137 @@
+"""`analyze_template`: the whole differential analysis of one chat template (C++ `autoparser::analyze_template`).
+
+Order: caps -> reasoning -> content -> tools -> assistant/user start markers -> preserved tokens -> workarounds.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+from autoparser.analysis import fixtures as fx
+from autoparser.analysis.content import analyze_content
+from autoparser.analysis.model import TemplateAnalysis, ToolsAnalysis
+from autoparser.analysis.reasoning import analyze_reasoning
+from autoparser.analysis.tools import analyze_tools
+from autoparser.analysis.workarounds import apply_workarounds
+from autoparser.errors import AnalysisError, AutoparserError, TemplateError
+from autoparser.template.caps import TemplateCaps, template_caps
+from autoparser.template.diff import (
+    DiffRenderer,
+    SegmentType,
+    TemplateParams,
+    segmentize_markers,
+    trim_whitespace,
+)
+from autoparser.template.render import ChatTemplate, normalize_source
+
+__all__ = ["analyze_template", "collect_preserved_tokens"]
+
+
+def analyze_template(template: str | ChatTemplate, name: str = "<template>", *,
+                     strict: bool = False) -> TemplateAnalysis:
+    """Analyse a chat template (source text or compiled ChatTemplate).
+
+    Raises TemplateError for a template that does not compile and AnalysisError when the analysis cannot
+    complete (the cases where the C++ throws). A template that raises on every analysis conversation gets
+    the all-default analysis, as in the C++, unless `strict` (then TemplateError with the template's error).
+    """
+    if isinstance(template, ChatTemplate):
+        source, name = template.source, template.name
+        renderer_src = template.raw_source
+    else:
+        # C++ `tmpl.src`: newlines normalised, one trailing newline dropped (jinja2 does the same on compile).
+        source, renderer_src = normalize_source(template), template
+    try:
+        return _analyze(renderer_src, source, name, strict)
+    except AutoparserError:
+        raise
+    except RecursionError as err:
+        raise AnalysisError(f"{name}: analysis recursion too deep") from err
+    except (ValueError, TypeError, KeyError, IndexError, AttributeError) as err:
+        raise AnalysisError(f"{name}: analysis failed: {type(err).__name__}: {err}") from err
+
+
+def _analyze(raw_source: str, source: str, name: str, strict: bool) -> TemplateAnalysis:
+    # Compile for rendering first: a syntax error surfaces as the renderer's TemplateError.
+    r0 = DiffRenderer(raw_source, TemplateCaps(), name=name)
+    caps = template_caps(raw_source, name)
+    r = r0.with_caps(caps)
+    reasoning = analyze_reasoning(r, caps.supports_tool_calls)
+    content = analyze_content(r, reasoning)
+    tools = analyze_tools(r, caps, reasoning) if caps.supports_tool_calls else ToolsAnalysis()
+    analysis = TemplateAnalysis(caps=caps, reasoning=reasoning, content=content, tools=tools,
+                                assistant_start=_assistant_start(r, reasoning.start, reasoning.end),
+                                user_start=_user_start(r))
+    if strict and not r.rendered_any:
+        # Not one conversation rendered: every field would be a meaningless default.
+        detail = (r.first_error or "").removeprefix(f"{name}: ")
+        raise TemplateError(f"{name}: template fails on every analysis conversation: {detail}")
+    analysis = dataclasses.replace(analysis, preserved_tokens=collect_preserved_tokens(analysis))
+    return apply_workarounds(source, analysis)
+
+
+def collect_preserved_tokens(a: TemplateAnalysis) -> tuple[str, ...]:
+    t = a.tools
+    candidates = (
+        a.reasoning.start, a.reasoning.end, a.content.start, a.content.end,
+        t.format.section_start, t.format.section_end, t.format.per_call_start, t.format.per_call_end,
+        t.function.name_prefix, t.function.name_suffix, t.function.args_separator, t.function.close,
+        t.arguments.start, t.arguments.end, t.arguments.name_prefix, t.arguments.name_suffix,
+        t.arguments.separator, t.arguments.value_prefix, t.arguments.value_suffix,
+        t.call_id.prefix, t.call_id.suffix,
+    )
+    out: list[str] = []
+    for c in candidates:
+        tok = trim_whitespace(c)
+        if tok and tok not in out:
+            out.append(tok)
+    return tuple(out)
+
+
+def _assistant_start(r: DiffRenderer, reasoning_start: str, reasoning_end: str) -> str:
+    params = TemplateParams(messages=(fx.user_msg(),))
+    cmp = r.compare_variants(params, lambda p: dataclasses.replace(p, messages=(fx.user_msg(), fx.assistant())))
+    if cmp is None:
+        return ""
+    right = cmp.diff.right
+    pos = right.find(fx.ASSISTANT_MSG)
+    # C++ substr(0, npos) keeps everything when the message is absent.
+    prefix = right[:pos] if pos >= 0 else right
+    for marker in (reasoning_start, reasoning_end):
+        if marker:
+            m = trim_whitespace(marker)
+            cut = prefix.find(m)
+            if cut >= 0:
+                prefix = prefix[:cut]
+    return trim_whitespace(prefix)
+
+
+def _user_start(r: DiffRenderer) -> str:
+    params = TemplateParams(messages=())
+    cmp = r.compare_variants(params, lambda p: dataclasses.replace(p, messages=(fx.user_msg(),)))
+    if cmp is None:
+        two = {"role": "user", "content": fx.USER_MSG_TWO}
+        params = TemplateParams(messages=(two, fx.assistant()))
+        cmp = r.compare_variants(params, lambda p: dataclasses.replace(
+            p, messages=(two, fx.assistant(), fx.user_msg())))
+        if cmp is None:
+            return ""
+    usermsg = cmp.diff.right
+    pos = usermsg.find(fx.ASSISTANT_MSG)
+    if pos >= 0:
+        usermsg = usermsg[pos + len(fx.ASSISTANT_MSG):]
+    pos = usermsg.find(fx.USER_MSG)
+    candidate = usermsg[:pos] if pos >= 0 else usermsg
+    parts: list[str] = []
+    seen_marker = False
+    for seg in segmentize_markers(candidate):
+        lower = seg.value.lower()
+        if not seen_marker:
+            if seg.type is SegmentType.MARKER and ("end" in lower or "close" in lower):
+                continue
+            if seg.type is SegmentType.TEXT and not trim_whitespace(seg.value):
+                continue
+        seen_marker |= seg.type is SegmentType.MARKER
+        parts.append(seg.value)
+    return trim_whitespace("".join(parts))
+

@@ -1,0 +1,190 @@
+"""Result types of the differential template analyzer (C++ `autoparser` struct and its sub-analyses).
+
+Field and enum names follow chat-auto-parser.h so records compare directly with the C++ dump
+(`to_dict()` has exactly the shape of tests/data/analysis.jsonl).
+"""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass, field
+from typing import Any
+
+from autoparser.template.caps import TemplateCaps
+
+__all__ = [
+    "ArgumentsAnalysis",
+    "CallIdAnalysis",
+    "CallIdPosition",
+    "ContentAnalysis",
+    "ContentMode",
+    "FunctionAnalysis",
+    "ReasoningAnalysis",
+    "ReasoningMode",
+    "TemplateAnalysis",
+    "ToolFormat",
+    "ToolFormatAnalysis",
+    "ToolsAnalysis",
+]
+
+
+class ReasoningMode(enum.Enum):
+    NONE = "NONE"
+    TAG_BASED = "TAG_BASED"
+    TOOLS_ONLY = "TOOLS_ONLY"
+
+
+class ContentMode(enum.Enum):
+    PLAIN = "PLAIN"
+    ALWAYS_WRAPPED = "ALWAYS_WRAPPED"
+    WRAPPED_WITH_REASONING = "WRAPPED_WITH_REASONING"
+
+
+class ToolFormat(enum.Enum):
+    NONE = "NONE"
+    JSON_NATIVE = "JSON_NATIVE"
+    TAG_WITH_JSON = "TAG_WITH_JSON"
+    TAG_WITH_TAGGED = "TAG_WITH_TAGGED"
+
+
+# The issue calls it ToolMode too.
+ToolMode = ToolFormat
+
+
+class CallIdPosition(enum.Enum):
+    NONE = "NONE"
+    PRE_FUNC_NAME = "PRE_FUNC_NAME"
+    BETWEEN_FUNC_AND_ARGS = "BETWEEN_FUNC_AND_ARGS"
+    POST_ARGS = "POST_ARGS"
+
+
+@dataclass(frozen=True)
+class ReasoningAnalysis:
+    mode: ReasoningMode = ReasoningMode.NONE
+    start: str = ""
+    end: str = ""
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"mode": self.mode.value, "start": self.start, "end": self.end}
+
+
+@dataclass(frozen=True)
+class ContentAnalysis:
+    mode: ContentMode = ContentMode.PLAIN
+    start: str = ""
+    end: str = ""
+    requires_nonnull_content: bool = False
+
+    def is_always_wrapped(self) -> bool:
+        return self.mode is ContentMode.ALWAYS_WRAPPED and bool(self.start) and bool(self.end)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"mode": self.mode.value, "start": self.start, "end": self.end,
+                "requires_nonnull_content": self.requires_nonnull_content}
+
+
+@dataclass(frozen=True)
+class ToolFormatAnalysis:
+    mode: ToolFormat = ToolFormat.NONE
+    section_start: str = ""
+    section_end: str = ""
+    per_call_start: str = ""
+    per_call_end: str = ""
+    fun_name_is_key: bool = False
+    tools_array_wrapped: bool = False
+    openai_wrapper_trigger: bool = False
+    function_field: str = "function"
+    name_field: str = "name"
+    args_field: str = "arguments"
+    id_field: str = ""
+    gen_id_field: str = ""
+    parameter_order: tuple[str, ...] = ()
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "mode": self.mode.value, "section_start": self.section_start, "section_end": self.section_end,
+            "per_call_start": self.per_call_start, "per_call_end": self.per_call_end,
+            "fun_name_is_key": self.fun_name_is_key, "tools_array_wrapped": self.tools_array_wrapped,
+            "openai_wrapper_trigger": self.openai_wrapper_trigger, "function_field": self.function_field,
+            "name_field": self.name_field, "args_field": self.args_field, "id_field": self.id_field,
+            "gen_id_field": self.gen_id_field, "parameter_order": list(self.parameter_order),
+        }
+
+
+@dataclass(frozen=True)
+class FunctionAnalysis:
+    name_prefix: str = ""
+    name_suffix: str = ""
+    args_separator: str = ""
+    close: str = ""
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"name_prefix": self.name_prefix, "name_suffix": self.name_suffix,
+                "args_separator": self.args_separator, "close": self.close}
+
+
+@dataclass(frozen=True)
+class ArgumentsAnalysis:
+    start: str = ""
+    end: str = ""
+    name_prefix: str = ""
+    name_suffix: str = ""
+    value_prefix: str = ""
+    value_suffix: str = ""
+    separator: str = ""
+    tolerate_intertag_whitespace: bool = False
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"start": self.start, "end": self.end, "name_prefix": self.name_prefix,
+                "name_suffix": self.name_suffix, "value_prefix": self.value_prefix,
+                "value_suffix": self.value_suffix, "separator": self.separator,
+                "tolerate_intertag_whitespace": self.tolerate_intertag_whitespace}
+
+
+@dataclass(frozen=True)
+class CallIdAnalysis:
+    pos: CallIdPosition = CallIdPosition.NONE
+    prefix: str = ""
+    suffix: str = ""
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"pos": self.pos.value, "prefix": self.prefix, "suffix": self.suffix}
+
+
+@dataclass(frozen=True)
+class ToolsAnalysis:
+    format: ToolFormatAnalysis = field(default_factory=ToolFormatAnalysis)
+    function: FunctionAnalysis = field(default_factory=FunctionAnalysis)
+    arguments: ArgumentsAnalysis = field(default_factory=ArgumentsAnalysis)
+    call_id: CallIdAnalysis = field(default_factory=CallIdAnalysis)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"format": self.format.to_dict(), "function": self.function.to_dict(),
+                "arguments": self.arguments.to_dict(), "call_id": self.call_id.to_dict()}
+
+
+@dataclass(frozen=True)
+class TemplateAnalysis:
+    caps: TemplateCaps = field(default_factory=TemplateCaps)
+    analysis_complete: bool = True
+    user_start: str = ""
+    assistant_start: str = ""
+    reasoning: ReasoningAnalysis = field(default_factory=ReasoningAnalysis)
+    content: ContentAnalysis = field(default_factory=ContentAnalysis)
+    tools: ToolsAnalysis = field(default_factory=ToolsAnalysis)
+    preserved_tokens: tuple[str, ...] = ()
+    additional_stops: tuple[str, ...] = ()
+
+    def to_dict(self) -> dict[str, Any]:
+        """Same keys, order and value types as a C++ analysis record (minus its "template" name)."""
+        return {
+            "caps": dict(sorted(self.caps.to_dict().items())),
+            "analysis_complete": self.analysis_complete,
+            "user_start": self.user_start,
+            "assistant_start": self.assistant_start,
+            "reasoning": self.reasoning.to_dict(),
+            "content": self.content.to_dict(),
+            "tools": self.tools.to_dict(),
+            "preserved_tokens": list(self.preserved_tokens),
+            "additional_stops": list(self.additional_stops),
+        }

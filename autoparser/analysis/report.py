@@ -1,0 +1,77 @@
+"""`autoparser analyze PATH [--json]`: print a template's analysis as a table or as the C++ record JSON."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from typing import Any
+
+from autoparser.analysis.analyzer import analyze_template
+from autoparser.analysis.model import TemplateAnalysis
+from autoparser.errors import AutoparserError
+
+__all__ = ["format_table", "run_analyze"]
+
+
+def _fail(message: str) -> int:
+    print(f"autoparser analyze: {message}".replace("\n", " "), file=sys.stderr)
+    return 2
+
+
+def run_analyze(args: argparse.Namespace) -> int:
+    path = str(args.template)
+    try:
+        with open(path, "rb") as fh:
+            source = fh.read().decode("utf-8", "surrogateescape")
+    except OSError as err:
+        return _fail(f"cannot read {path}: {err.strerror or err}")
+    try:
+        analysis = analyze_template(source, name=path, strict=True)
+    except AutoparserError as err:
+        return _fail(str(err))
+    except Exception as err:
+        return _fail(f"{path}: {type(err).__name__}: {err}")
+    if getattr(args, "json", False):
+        print(json.dumps(analysis.to_dict(), ensure_ascii=False, indent=2))
+    else:
+        print(format_table(analysis))
+    return 0
+
+
+def _rows(prefix: str, d: dict[str, Any]) -> list[tuple[str, str]]:
+    rows: list[tuple[str, str]] = []
+    for k, v in d.items():
+        key = f"{prefix}{k}"
+        if isinstance(v, dict):
+            rows.extend(_rows(key + ".", v))
+        elif isinstance(v, str):
+            rows.append((key, json.dumps(v, ensure_ascii=False)))
+        elif isinstance(v, list):
+            rows.append((key, ", ".join(json.dumps(x, ensure_ascii=False) for x in v) or "-"))
+        else:
+            rows.append((key, str(v)))
+    return rows
+
+
+def format_table(analysis: TemplateAnalysis) -> str:
+    """Two columns, one row per field; empty markers are shown as "" so their absence is visible."""
+    d = analysis.to_dict()
+    sections = [
+        ("Capabilities", _rows("", d["caps"])),
+        ("Roles", [("user_start", json.dumps(d["user_start"], ensure_ascii=False)),
+                   ("assistant_start", json.dumps(d["assistant_start"], ensure_ascii=False))]),
+        ("Reasoning", _rows("reasoning.", d["reasoning"])),
+        ("Content", _rows("content.", d["content"])),
+        ("Tools", _rows("tools.", d["tools"])),
+        ("Tokens", [("preserved_tokens", ", ".join(json.dumps(t, ensure_ascii=False)
+                                                   for t in d["preserved_tokens"]) or "-"),
+                    ("additional_stops", ", ".join(json.dumps(t, ensure_ascii=False)
+                                                   for t in d["additional_stops"]) or "-")]),
+    ]
+    width = max(len(k) for _, rows in sections for k, _ in rows)
+    lines: list[str] = []
+    for title, rows in sections:
+        lines.append(f"== {title}")
+        lines.extend(f"  {k.ljust(width)}  {v}" for k, v in rows)
+    return "\n".join(lines)

@@ -1,0 +1,492 @@
+"""Phase 3: how a template renders tool calls (C++ `analyze_tools`).
+
+The phase keeps a mutable working state (the C++ steps refine each other's fields) and freezes it at the end.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from typing import Any
+
+from autoparser.analysis import fixtures as fx
+from autoparser.analysis._search import MARKER_START, anchored, anywhere, last_marker_with_tail, parser
+from autoparser.analysis.model import (
+    ArgumentsAnalysis,
+    CallIdAnalysis,
+    CallIdPosition,
+    FunctionAnalysis,
+    ReasoningAnalysis,
+    ToolFormat,
+    ToolFormatAnalysis,
+    ToolsAnalysis,
+)
+from autoparser.errors import AnalysisError
+from autoparser.template.caps import TemplateCaps
+from autoparser.template.diff import (
+    CompareResult,
+    DiffRenderer,
+    TemplateParams,
+    calculate_diff_split,
+    trim_leading_whitespace,
+    trim_whitespace,
+    until_common_prefix,
+)
+
+__all__ = ["analyze_tools"]
+
+FUN_FIRST, FUN_SECOND, ARG_FIRST, ARG_SECOND = fx.FUN_FIRST, fx.FUN_SECOND, fx.ARG_FIRST, fx.ARG_SECOND
+
+
+@dataclasses.dataclass
+class _Format:
+    mode: ToolFormat = ToolFormat.NONE
+    section_start: str = ""
+    section_end: str = ""
+    per_call_start: str = ""
+    per_call_end: str = ""
+    fun_name_is_key: bool = False
+    tools_array_wrapped: bool = False
+    openai_wrapper_trigger: bool = False
+    function_field: str = "function"
+    name_field: str = "name"
+    args_field: str = "arguments"
+    id_field: str = ""
+    gen_id_field: str = ""
+    parameter_order: list[str] = dataclasses.field(default_factory=list)
+
+
+@dataclasses.dataclass
+class _Function:
+    name_prefix: str = ""
+    name_suffix: str = ""
+    args_separator: str = ""
+    close: str = ""
+
+
+@dataclasses.dataclass
+class _Arguments:
+    start: str = ""
+    end: str = ""
+    name_prefix: str = ""
+    name_suffix: str = ""
+    value_prefix: str = ""
+    value_suffix: str = ""
+    separator: str = ""
+    tolerate_intertag_whitespace: bool = False
+
+
+@dataclasses.dataclass
+class _CallId:
+    pos: CallIdPosition = CallIdPosition.NONE
+    prefix: str = ""
+    suffix: str = ""
+
+
+class _ToolAnalyzer:
+    def __init__(self, r: DiffRenderer) -> None:
+        self.r = r
+        self.format = _Format()
+        self.function = _Function()
+        self.arguments = _Arguments()
+        self.call_id = _CallId()
+
+    def freeze(self) -> ToolsAnalysis:
+        f = self.format
+        fmt = ToolFormatAnalysis(**{**dataclasses.asdict(f), "mode": f.mode,
+                                    "parameter_order": tuple(f.parameter_order)})
+        return ToolsAnalysis(fmt, FunctionAnalysis(**dataclasses.asdict(self.function)),
+                             ArgumentsAnalysis(**dataclasses.asdict(self.arguments)),
+                             CallIdAnalysis(self.call_id.pos, self.call_id.prefix, self.call_id.suffix))
+
+    def compare_calls(self, a: list[dict[str, Any]], b: list[dict[str, Any]]) -> CompareResult | None:
+        params = TemplateParams(messages=(fx.user_msg(), fx.assistant_calls(*a)), tools=tuple(fx.tools()))
+        return self.r.compare_variants(params, lambda p: dataclasses.replace(
+            p, messages=(fx.user_msg(), fx.assistant_calls(*b))))
+
+    # --- T1 ---------------------------------------------------------------------------------------------------
+
+    def analyze_tool_calls(self, reasoning: ReasoningAnalysis, parallel: bool) -> None:
+        params = TemplateParams(messages=(fx.user_msg(), fx.assistant()), tools=tuple(fx.tools()))
+        cmp = self.r.compare_variants(params, lambda p: dataclasses.replace(
+            p, messages=(fx.user_msg(), fx.assistant_calls(fx.first_tool_call()))))
+        if cmp is None or not cmp.diff.right:
+            return
+        self.analyze_tool_call_format(cmp.diff.right, reasoning, parallel)
+
+    def analyze_tool_call_format(self, haystack: str, reasoning: ReasoningAnalysis, parallel: bool) -> None:
+        def in_json(needle: str) -> bool:
+            p = parser("t.injson:" + needle, lambda b: b.choice([b.literal("{"), b.literal(":")])
+                       << b.tag("dq", b.literal('"') + b.literal(needle) + b.literal('"')))
+            return anywhere(p, haystack, starts="{:").success
+
+        if in_json(FUN_FIRST):
+            self.format.mode = ToolFormat.JSON_NATIVE
+        elif in_json(ARG_FIRST):
+            self.format.mode = ToolFormat.TAG_WITH_JSON
+        else:
+            self.format.mode = ToolFormat.TAG_WITH_TAGGED
+
+        clean = haystack
+        if reasoning.start:
+            pos = haystack.find(reasoning.start)
+            if pos >= 0:
+                clean = haystack[:pos] + haystack[pos + len(reasoning.start):]
+        if reasoning.end:
+            pos = clean.find(reasoning.end)
+            if pos >= 0:
+                clean = clean[:pos] + clean[pos + len(reasoning.end):]
+
+        if self.format.mode is ToolFormat.JSON_NATIVE:
+            self.analyze_json_native(clean)
+            if parallel:
+                self.analyze_json_native_parallel_calls()
+        else:
+            self.analyze_non_json(clean)
+        self.format.section_end = trim_whitespace(self.format.section_end)
+        self.format.per_call_end = trim_whitespace(self.format.per_call_end)
+
+    def analyze_json_native(self, clean: str) -> None:
+        f = self.format
+        json_start = clean.find("{")
+        json_end = clean.rfind("}")
+        if json_start < 0 or json_end < 0:
+            # The C++ substr with npos throws here; its autoparser gives up on the template.
+            raise AnalysisError("tool call JSON not found in the rendered tool call")
+        cut = clean[json_start:json_end + 1]
+        try:
+            call_struct = json.loads(cut)
+        except (ValueError, RecursionError) as err:
+            raise AnalysisError(f"rendered tool call is not valid JSON: {err}") from None
+        if not isinstance(call_struct, dict):
+            raise AnalysisError("rendered tool call is not a JSON object")
+
+        def dump(v: Any) -> str:
+            return json.dumps(v, ensure_ascii=False, separators=(",", ":"))
+
+        def register(prefix: str, key: str, value: Any) -> None:
+            name = f"{prefix}.{key}" if prefix else key
+            if isinstance(value, str) and "call0000" in value:
+                f.id_field = name
+            elif isinstance(value, str) and value == FUN_FIRST:
+                f.name_field = name
+            elif ARG_FIRST in dump(value):
+                f.args_field = name
+            elif "id" in key:
+                f.gen_id_field = name
+
+        for key, value in call_struct.items():
+            if key == FUN_FIRST:
+                f.fun_name_is_key = True
+                f.name_field = ""
+                f.args_field = ""
+            else:
+                if isinstance(value, dict) and ARG_FIRST not in dump(value):
+                    f.function_field = key
+                    for sk, sv in value.items():
+                        register(key, sk, sv)
+                register("", key, value)
+
+        ap = parser("t.array:" + cut, lambda b: b.tag("pre", b.literal("[") + b.space()) + b.literal(cut)
+                    + b.tag("post", b.space() + b.literal("]")))
+        res = anywhere(ap, clean, literal="[")
+        if res.success:
+            f.tools_array_wrapped = True
+            json_start -= len(res.get("pre"))
+            json_end += len(res.get("post"))
+        json_end += 1
+
+        located: list[tuple[int, str]] = []
+        for fieldname in (f.name_field, f.args_field, f.id_field, f.gen_id_field):
+            if fieldname:
+                pos = clean.find(fieldname)
+                # npos sorts after every real position
+                located.append((pos if pos >= 0 else 1 << 62, fieldname))
+        located.sort()
+        f.parameter_order = [name for _, name in located]
+        f.section_start = trim_leading_whitespace(clean[:max(json_start, 0)])
+        f.section_end = trim_whitespace(clean[json_end:])
+        if f.tools_array_wrapped and f.section_end == "]":
+            f.section_end = ""
+
+    def analyze_json_native_parallel_calls(self) -> None:
+        cmp = self.compare_calls([fx.first_tool_call()], [fx.first_tool_call(), fx.second_tool_call()])
+        if cmp is None:
+            return
+        f = self.format
+        if f.section_start and f.section_start in cmp.diff.right:
+            f.per_call_start, f.per_call_end = f.section_start, f.section_end
+            f.section_start = f.section_end = ""
+
+    def analyze_non_json(self, clean: str) -> None:
+        fun = FUN_FIRST
+        fun_marker_p = parser("t.funmarker", lambda p: p.tag("fun_marker", p.choice([
+            p.tag("fun_pre", p.literal("<") + p.until_one_of([">", fun])) + p.literal(fun)
+            + p.tag("fun_post", p.negate(p.space() + p.literal("<")) + p.until(">") + p.literal(">")) + p.space(),
+            p.tag("fun_pre", p.literal("[") + p.until_one_of(["]", fun])) + p.literal(fun)
+            + p.tag("fun_post", p.negate(p.space() + p.literal("[") + p.until("]") + p.literal("]")) + p.space()),
+        ])))
+        fun_res = anywhere(fun_marker_p, clean, starts=MARKER_START)
+        fun_marker = fun_res.get("fun_marker") if fun_res.success else fun
+
+        per_tool = parser("t.pertool:" + fun_marker, lambda p: p.tag("sec_start", p.marker() + p.space())
+                          + p.tag("call_start", p.marker() + p.space()) + p.tag("fun_pre", p.until(fun_marker))
+                          + p.literal(fun_marker) + p.tag("rest", p.rest()))
+        result = anywhere(per_tool, clean, starts=MARKER_START)
+        if result.success:
+            closers = parser("t.double_closer", lambda p: p.tag("call_end", p.marker() + p.space())
+                             + p.tag("sec_end", p.marker() + p.space()) + p.end())
+            result_end = anywhere(closers, result.get("rest"), starts=MARKER_START)
+            self.function.name_prefix = fun_res.get("fun_pre") + self.function.name_prefix
+        else:
+            section = parser("t.section:" + fun_marker, lambda p: p.tag("sec_start", p.marker() + p.space())
+                             + p.literal(fun_marker) + p.tag("rest", p.rest()))
+            result = anywhere(section, clean, starts=MARKER_START)
+            closer = parser("t.single_closer", lambda p: p.tag("sec_end", p.marker() + p.space()) + p.end())
+            result_end = anywhere(closer, result.get("rest"), starts=MARKER_START)
+        self.format.per_call_start = result.get("call_start")
+        self.format.per_call_end = result_end.get("call_end")
+        self.format.section_start = result.get("sec_start")
+        self.format.section_end = result_end.get("sec_end")
+
+    # --- T2 ---------------------------------------------------------------------------------------------------
+
+    def check_per_call_markers(self) -> None:
+        cmp = self.compare_calls([fx.first_tool_call()], [fx.first_tool_call(), fx.second_tool_call()])
+        if cmp is None:
+            return
+        f = self.format
+        common = calculate_diff_split(cmp.diff.suffix, cmp.diff.right)
+        second = trim_leading_whitespace(common.right)
+        if f.section_start and second.startswith(f.section_start):
+            f.per_call_start, f.per_call_end = f.section_start, f.section_end
+            f.section_start = f.section_end = ""
+        if f.per_call_end:
+            one, two = _count(cmp.output_A, f.per_call_end), _count(cmp.output_B, f.per_call_end)
+            if one > 0 and one == two:
+                f.section_end, f.per_call_end = f.per_call_end, ""
+
+    # --- T3 ---------------------------------------------------------------------------------------------------
+
+    def extract_function_markers(self) -> None:
+        params = TemplateParams(messages=(fx.user_msg(), fx.assistant_calls(fx.first_tool_call())),
+                                tools=tuple(fx.tools()))
+        cmp = self.r.compare_variants(params, lambda p: dataclasses.replace(
+            p, messages=(fx.user_msg(), fx.assistant_calls(fx.second_tool_call()))))
+        if cmp is None:
+            return
+        diff = cmp.diff
+        if FUN_FIRST not in diff.left or FUN_SECOND not in diff.right:
+            return
+        f, fn = self.format, self.function
+        prefix_marker = f.per_call_start or f.section_start
+        if prefix_marker and prefix_marker in diff.prefix:
+            fn.name_prefix = diff.prefix[diff.prefix.rfind(prefix_marker) + len(prefix_marker):]
+
+        name_p = parser("t.name", lambda p: p.tag("pre", p.until(FUN_FIRST)) + p.literal(FUN_FIRST)
+                        + p.tag("post", p.zero_or_more(p.negate(p.marker()) + p.any())))
+        res = anchored(name_p, diff.left)
+        if res.success:
+            fn.name_prefix += res.get("pre")
+            fn.name_suffix = res.get("post")
+
+        if f.mode is ToolFormat.TAG_WITH_JSON:
+            def json_ext(p: Any) -> Any:
+                non_json = p.marker() | (p.negate(p.literal("{")) + p.negate(p.literal("[")) + p.any())
+                after_json = p.zero_or_more(p.negate(p.marker()) + p.any()) + p.marker()
+                return p.tag("ext", p.zero_or_more(non_json)) + after_json
+            res = anchored(parser("t.json_ext", json_ext), diff.suffix)
+            if res.success:
+                fn.name_suffix += res.get("ext")
+        else:
+            res = anchored(parser("t.tag_ext", lambda p: p.tag("ext", p.zero_or_more(p.negate(p.marker()) + p.any()))),
+                           diff.suffix)
+            if res.success:
+                ext = res.get("ext")
+                fn.name_suffix += ext
+
+                def sep(p: Any) -> Any:
+                    def arg_start() -> Any:
+                        return p.marker() + p.space() + p.choice([p.literal(ARG_FIRST), p.literal(ARG_SECOND)])
+                    return p.tag("sep", p.zero_or_more(p.negate(arg_start()) + p.any())) + arg_start()
+                sres = anchored(parser("t.sep", sep), diff.suffix[len(ext):])
+                if sres.success:
+                    fn.args_separator = trim_whitespace(sres.get("sep"))
+
+        suffix_marker = f.per_call_end or f.section_end
+        closer = ""
+        if not suffix_marker:
+            nocall = self.r.compare_variants(params, lambda p: dataclasses.replace(
+                p, messages=(fx.user_msg(), fx.assistant())))
+            if nocall is not None:
+                left = nocall.diff.left
+                pos = left.find("YYYY")
+                # The C++ adds 4 to npos, which wraps around to 3.
+                closer = left[pos + 4:] if pos >= 0 else left[3:]
+        else:
+            pos = diff.suffix.find(suffix_marker)
+            closer = diff.suffix[:pos] if pos >= 0 else diff.suffix
+        if closer:
+            if f.mode is ToolFormat.TAG_WITH_TAGGED:
+                cp = parser("t.close_tagged", lambda p: p.until("YYYY") + p.literal("YYYY") + p.space()
+                            + p.marker() + p.space() + p.tag("close", p.rest()))
+                res = anchored(cp, closer)
+                if res.success:
+                    fn.close = res.get("close")
+            elif f.mode is ToolFormat.TAG_WITH_JSON:
+                cp = parser("t.close_json", lambda p: p.until("YYYY") + p.literal("YYYY")
+                            + p.tag("post_val", p.rest()))
+                res = anchored(cp, closer)
+                if res.success:
+                    post = res.get("post_val")
+                    pos = max(post.rfind("}"), post.rfind("]"))
+                    if 0 <= pos < len(post) - 1:
+                        fn.close = trim_leading_whitespace(post[pos + 1:])
+        fn.close = trim_leading_whitespace(fn.close)
+
+    # --- T4 / A1, A2 ------------------------------------------------------------------------------------------
+
+    def extract_argument_name_markers(self) -> None:
+        cmp = self.compare_calls([fx.first_tool_call_one_arg()], [fx.first_tool_call_other_arg()])
+        if cmp is None:
+            return
+        diff = cmp.diff
+        if not diff.left or not diff.right:
+            return
+        lp = parser("a.left", lambda p: p.tag("pre", p.until(ARG_FIRST)) + p.literal(ARG_FIRST)
+                    + p.tag("suffix", p.until_one_of(['"', "X"])))
+        rp = parser("a.right", lambda p: p.tag("pre", p.until(ARG_SECOND)) + p.literal(ARG_SECOND)
+                    + p.tag("suffix", p.until_one_of(['"', "Y"])))
+        lres, rres = anywhere(lp, diff.left), anywhere(rp, diff.right)
+        a = self.arguments
+        if (lres.success and rres.success and lres.get("pre") and lres.get("pre") == rres.get("pre")
+                and lres.get("suffix") == rres.get("suffix")):
+            a.name_prefix, a.name_suffix = lres.get("pre"), lres.get("suffix")
+        elif diff.left.startswith(ARG_FIRST) and diff.right.startswith(ARG_SECOND):
+            pres = anchored(_LAST_MARKER_TAIL("name_prefix"), diff.prefix)
+            a.name_prefix = pres.get("name_prefix") if pres.success else diff.prefix
+            after_first = diff.left[len(ARG_FIRST):] + diff.suffix
+            sp = parser("a.name_suffix", lambda p: p.tag("suffix", p.zero_or_more(p.negate(p.marker()) + p.any())
+                                                         + p.marker() + p.space()))
+            sres = anywhere(sp, after_first)
+            if sres.success:
+                a.name_suffix = sres.get("suffix")
+
+    def extract_argument_value_markers(self) -> None:
+        cmp = self.compare_calls([fx.first_tool_call_one_arg()], [fx.first_tool_call_one_arg_other_val()])
+        if cmp is None:
+            return
+        diff = cmp.diff
+        if diff.left != "XXXX" or diff.right != "YYYY":
+            return
+        a, f, fn = self.arguments, self.format, self.function
+        ending = ARG_FIRST + a.name_suffix
+        prefix = diff.prefix
+        if ending in prefix:
+            prefix = prefix[prefix.rfind(ending) + len(ending):]
+        if prefix:
+            pres = anchored(_LAST_MARKER_TAIL("val_prefix"), prefix)
+            a.value_prefix = pres.get("val_prefix") if pres.success else prefix
+        value_suffix = diff.suffix
+        if fn.close:
+            pos = value_suffix.find(fn.close)
+            if pos >= 0:
+                value_suffix = value_suffix[:pos]
+        elif f.per_call_end or f.section_end:
+            end_marker = f.per_call_end or f.section_end
+            pos = value_suffix.find(end_marker)
+            if pos >= 0:
+                value_suffix = value_suffix[:pos]
+        if trim_whitespace(value_suffix):
+            a.value_suffix = value_suffix
+
+    # --- T5, T7 -----------------------------------------------------------------------------------------------
+
+    def extract_argument_separator(self) -> None:
+        cmp = self.compare_calls([fx.first_tool_call_one_arg()], [fx.first_tool_call()])
+        if cmp is None:
+            return
+        if cmp.diff.right:
+            self.arguments.separator = until_common_prefix(cmp.diff.right, ARG_FIRST, ARG_SECOND)
+
+    def extract_call_id_markers(self) -> None:
+        cmp = self.compare_calls([fx.first_tool_call()], [fx.first_tool_call_alt_id()])
+        if cmp is None:
+            return
+        diff = cmp.diff
+        if not diff.left and not diff.right:
+            return
+        common = "call"
+        cid = self.call_id
+        fpre = diff.prefix.rfind(FUN_FIRST)
+        fsuf = diff.suffix.find(FUN_FIRST)
+        if fpre >= 0 and fsuf < 0:
+            apre = diff.prefix.find("{", fpre)
+            asuf = diff.suffix.find("{")
+            if asuf >= 0 and apre < 0:
+                cid.pos = CallIdPosition.BETWEEN_FUNC_AND_ARGS
+                after_func = diff.prefix[fpre + len(FUN_FIRST):]
+                ip = parser("id.prefix", lambda p: p.tag("prefix", p.marker())
+                            + p.zero_or_more(p.negate(p.marker()) + p.negate(p.literal(common)) + p.any())
+                            + p.literal(common))
+                res = anywhere(ip, after_func, starts=MARKER_START)
+                cid.prefix = res.get("prefix") if res.success else _find_last_marker(after_func)
+                sp = parser("id.suffix", lambda p: p.zero_or_more(p.negate(p.marker()) + p.negate(p.literal("{"))
+                                                                  + p.any()) + p.tag("suffix", p.marker()))
+                res = anywhere(sp, diff.suffix)
+                if res.success:
+                    cid.suffix = res.get("suffix")
+            elif apre >= 0:
+                cid.pos = CallIdPosition.POST_ARGS
+                after_args = diff.prefix[apre:]
+                brace = after_args.rfind("}")
+                if brace >= 0:
+                    cid.prefix = _find_last_marker(after_args[brace + 1:])
+                cid.suffix = _find_first_marker(diff.suffix)
+        elif fsuf >= 0 and fpre < 0:
+            cid.pos = CallIdPosition.PRE_FUNC_NAME
+            cid.prefix = _find_last_marker(diff.prefix)
+            cid.suffix = _find_first_marker(diff.suffix[:fsuf])
+        if cid.prefix == self.arguments.end:
+            cid.prefix = ""
+        if cid.suffix == self.arguments.start:
+            cid.suffix = ""
+        if cid.pos is not CallIdPosition.NONE and cid.suffix and self.format.per_call_end.startswith(cid.suffix):
+            self.format.per_call_end = ""
+
+
+def _LAST_MARKER_TAIL(tag: str) -> Any:
+    return parser("last_marker_tail:" + tag, lambda p: p.zero_or_more(p.negate(last_marker_with_tail(p)) + p.any())
+                  + p.tag(tag, last_marker_with_tail(p)))
+
+
+def _find_last_marker(s: str) -> str:
+    p = parser("id.last_marker", lambda b: b.zero_or_more(b.negate(last_marker_with_tail(b)) + b.any())
+               + b.tag("m", b.marker()))
+    res = anywhere(p, s)
+    return res.get("m") if res.success else ""
+
+
+def _find_first_marker(s: str) -> str:
+    res = anywhere(parser("id.first_marker", lambda b: b.tag("m", b.marker())), s, starts=MARKER_START)
+    return res.get("m") if res.success else ""
+
+
+def _count(haystack: str, needle: str) -> int:
+    return haystack.count(needle)
+
+
+def analyze_tools(r: DiffRenderer, caps: TemplateCaps, reasoning: ReasoningAnalysis) -> ToolsAnalysis:
+    t = _ToolAnalyzer(r)
+    t.analyze_tool_calls(reasoning, caps.supports_parallel_tool_calls)
+    if t.format.mode not in (ToolFormat.NONE, ToolFormat.JSON_NATIVE):
+        if caps.supports_parallel_tool_calls:
+            t.check_per_call_markers()
+        t.extract_function_markers()
+        if t.format.mode is ToolFormat.TAG_WITH_TAGGED:
+            t.extract_argument_name_markers()
+            t.extract_argument_value_markers()
+        t.extract_argument_separator()
+        # extract_args_markers only acts in JSON_NATIVE mode and is only reached for the other modes: skipped.
+        t.extract_call_id_markers()
+    return t.freeze()

@@ -1,0 +1,469 @@
+"""Segment-aware string diffing used by the differential template analyzer (C++ chat-auto-parser-helpers).
+
+Two renders of a template that differ in one input are split into a common prefix, a common suffix and the
+two differing middles. The split is aligned on `<...>` / `[...]` markers so that a prefix never ends halfway
+through a tag, which is what lets the analyzer read markers straight out of the middles.
+"""
+
+from __future__ import annotations
+
+import copy
+import enum
+import functools
+import json
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+import jinja2
+from jinja2.sandbox import SandboxedEnvironment
+
+from autoparser.errors import TemplateError
+from autoparser.template.caps import TemplateCaps, normalize_messages
+from autoparser.template.render import (
+    DEFAULT_MAX_OUTPUT,
+    DEFAULT_TIME_LIMIT,
+    ChatTemplate,
+    GuardedEnvironment,
+    make_environment,
+    run_template,
+)
+
+# Templates that print the date must render identically in both variants of a comparison.
+_FIXED_NOW = datetime(2026, 1, 1, 12, 0, 0)
+
+__all__ = [
+    "CompareResult",
+    "DiffRenderer",
+    "DiffSplit",
+    "Segment",
+    "SegmentType",
+    "TemplateParams",
+    "after_common_suffix",
+    "calculate_diff_split",
+    "common_prefix_len",
+    "common_suffix_len",
+    "compare_variants",
+    "cpp_render_context",
+    "prune_whitespace_segments",
+    "segmentize_markers",
+    "trim_leading_whitespace",
+    "trim_trailing_newlines",
+    "trim_trailing_whitespace",
+    "trim_whitespace",
+    "until_common_prefix",
+]
+
+# The C++ uses `isspace` in the "C" locale: exactly these six bytes. Python's str.strip() would also strip
+# Unicode spaces (U+00A0, U+3000, ...) that the reference keeps.
+_WS = " \t\n\v\f\r"
+
+
+def trim_whitespace(s: str) -> str:
+    return s.strip(_WS)
+
+
+def trim_leading_whitespace(s: str) -> str:
+    return s.lstrip(_WS)
+
+
+def trim_trailing_whitespace(s: str) -> str:
+    return s.rstrip(_WS)
+
+
+def trim_trailing_newlines(s: str) -> str:
+    return s.rstrip("\n")
+
+
+class SegmentType(enum.Enum):
+    TEXT = "TEXT"
+    MARKER = "MARKER"
+
+
+@dataclass(frozen=True)
+class Segment:
+    type: SegmentType
+    value: str
+
+
+@dataclass(frozen=True)
+class DiffSplit:
+    prefix: str = ""
+    suffix: str = ""
+    left: str = ""
+    right: str = ""
+
+
+_CLOSER = {"<": ">", "[": "]"}
+
+
+def segmentize_markers(text: str) -> list[Segment]:
+    """Split text into MARKER segments (`<...>`, `[...]`, no nesting) and the TEXT between them."""
+    out: list[Segment] = []
+    pos = 0
+    n = len(text)
+    while pos < n:
+        # Next opener of either kind, found with str.find (the scan is hot: every diff segments two renders).
+        lt = text.find("<", pos)
+        sq = text.find("[", pos)
+        if lt < 0 and sq < 0:
+            break
+        start = lt if sq < 0 or (0 <= lt < sq) else sq
+        close = text.find(_CLOSER[text[start]], start + 1)
+        if close < 0:
+            break
+        if start > pos:
+            out.append(Segment(SegmentType.TEXT, text[pos:start]))
+        out.append(Segment(SegmentType.MARKER, text[start:close + 1]))
+        pos = close + 1
+    if pos < n:
+        # Trailing text, including an unterminated marker (the C++ flushes it as TEXT together with any text
+        # before the opener only when no border was set; it sets the border at the opener, so split there).
+        out.extend(_tail_segments(text, pos))
+    return out
+
+
+def _tail_segments(text: str, pos: int) -> list[Segment]:
+    lt = text.find("<", pos)
+    sq = text.find("[", pos)
+    starts = [i for i in (lt, sq) if i >= 0]
+    if not starts:
+        return [Segment(SegmentType.TEXT, text[pos:])]
+    start = min(starts)
+    segs = []
+    if start > pos:
+        segs.append(Segment(SegmentType.TEXT, text[pos:start]))
+    segs.append(Segment(SegmentType.TEXT, text[start:]))
+    return segs
+
+
+def prune_whitespace_segments(segments: list[Segment]) -> list[Segment]:
+    return [s for s in segments if trim_whitespace(s.value)]
+
+
+def common_prefix_len(a: str, b: str) -> int:
+    n = min(len(a), len(b))
+    if a[:n] == b[:n]:
+        return n
+    lo, hi = 0, n
+    # Binary search on slice equality: C-speed comparisons instead of a Python loop per character.
+    while lo < hi:
+        mid = (lo + hi + 1) // 2
+        if a[:mid] == b[:mid]:
+            lo = mid
+        else:
+            hi = mid - 1
+    return lo
+
+
+def common_suffix_len(a: str, b: str) -> int:
+    n = min(len(a), len(b))
+    if n == 0:
+        return 0
+    if a[len(a) - n:] == b[len(b) - n:]:
+        return n
+    lo, hi = 0, n
+    while lo < hi:
+        mid = (lo + hi + 1) // 2
+        if a[len(a) - mid:] == b[len(b) - mid:]:
+            lo = mid
+        else:
+            hi = mid - 1
+    return lo
+
+
+def calculate_diff_split(left: str, right: str) -> DiffSplit:
+    """Prefix/suffix/left/right split of two strings, aligned on marker segments (see SPEC 4.4)."""
+    lseg = segmentize_markers(left)
+    rseg = segmentize_markers(right)
+    if not lseg:
+        return DiffSplit(right=right)
+    if not rseg:
+        return DiffSplit(left=left)
+
+    ls, le, rs, re_ = 0, len(lseg) - 1, 0, len(rseg) - 1
+    prefix_parts: list[str] = []
+    suffix_parts: list[str] = []  # collected back to front
+    lfc = rfc = False
+
+    while ls != le and rs != re_:
+        advanced = False
+        if lseg[ls] == rseg[rs]:
+            prefix_parts.append(lseg[ls].value)
+            ls += 1
+            rs += 1
+            advanced = True
+        if lseg[le] == rseg[re_]:
+            suffix_parts.append(lseg[le].value)
+            if ls != le:
+                le -= 1
+            else:
+                lfc = True
+            if rs != re_:
+                re_ -= 1
+            else:
+                rfc = True
+            advanced = True
+        if not advanced:
+            break
+
+    if ls == le and rs != re_:
+        if lseg[ls] == rseg[re_]:
+            suffix_parts.append(rseg[re_].value)
+            re_ -= 1
+            lfc = True
+        elif lseg[ls] == rseg[rs]:
+            prefix_parts.append(rseg[rs].value)
+            rs += 1
+            lfc = True
+    elif rs == re_ and ls != le:
+        if lseg[le] == rseg[rs]:
+            suffix_parts.append(lseg[le].value)
+            le -= 1
+            rfc = True
+        elif lseg[ls] == rseg[rs]:
+            prefix_parts.append(lseg[ls].value)
+            ls += 1
+            rfc = True
+    elif ls == le and rs == re_ and lseg[ls] == rseg[rs] and lseg[ls].type is SegmentType.MARKER:
+        prefix_parts.append(rseg[rs].value)
+        lfc = rfc = True
+
+    text_suffix_ok = lseg[le].type is SegmentType.TEXT and rseg[re_].type is SegmentType.TEXT
+    text_prefix_ok = lseg[ls].type is SegmentType.TEXT and rseg[rs].type is SegmentType.TEXT
+
+    rem_l = "".join(s.value for s in lseg[ls:le if lfc else le + 1])
+    rem_r = "".join(s.value for s in rseg[rs:re_ if rfc else re_ + 1])
+
+    s = common_suffix_len(rem_l, rem_r) if text_suffix_ok else 0
+    p = common_prefix_len(rem_l[:len(rem_l) - s], rem_r[:len(rem_r) - s]) if text_prefix_ok else 0
+
+    prefix = "".join(prefix_parts) + rem_l[:p]
+    suffix = rem_l[len(rem_l) - s:] + "".join(reversed(suffix_parts))
+    out_l = rem_l[p:len(rem_l) - s]
+    out_r = rem_r[p:len(rem_r) - s]
+
+    if not out_l and not out_r:
+        # Nothing differs: represent the whole input as prefix.
+        prefix, suffix = left, ""
+    if not out_l and out_r and right.startswith(left):
+        # B = A + extra: the simultaneous matching may have rotated a shared trailing segment into the suffix.
+        prefix, suffix, out_r = left, "", right[len(left):]
+    return DiffSplit(prefix=prefix, suffix=suffix, left=out_l, right=out_r)
+
+
+def until_common_prefix(full: str, left: str, right: str) -> str:
+    """`full` up to the first occurrence of the common prefix of left and right ("" if none / not found)."""
+    n = common_prefix_len(left, right)
+    if n == 0:
+        return ""
+    pos = full.find(left[:n])
+    return "" if pos < 0 else full[:pos]
+
+
+def after_common_suffix(full: str, left: str, right: str) -> str:
+    """`full` after the last occurrence of the common suffix of left and right ("" if none / not found)."""
+    n = common_suffix_len(left, right)
+    if n == 0:
+        return ""
+    common = left[len(left) - n:]
+    pos = full.rfind(common)
+    return "" if pos < 0 else full[pos + n:]
+
+
+# --- differential rendering ---------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class TemplateParams:
+    """The inputs of one analyzer render (C++ `template_params`)."""
+
+    messages: tuple[Any, ...] = ()
+    tools: tuple[Any, ...] | None = None
+    add_generation_prompt: bool = False
+    enable_thinking: bool = True
+    extra_context: tuple[tuple[str, Any], ...] = ()
+
+
+@dataclass(frozen=True)
+class CompareResult:
+    diff: DiffSplit
+    output_A: str
+    output_B: str
+
+
+class CppFlavourEnvironment(GuardedEnvironment):
+    """Adapter for the C++ jinja engine's leniencies that the analyzer's renders depend on.
+
+    The C++ engine lets templates call `list.append` / `dict.update` (transformers' immutable sandbox refuses)
+    and concatenates a string with an undefined or null operand as if it were "".
+    """
+
+    def is_safe_attribute(self, obj: Any, attr: str, value: Any) -> bool:
+        return bool(SandboxedEnvironment.is_safe_attribute(self, obj, attr, value))
+
+    def call_binop(self, context: Any, operator: str, left: Any, right: Any) -> Any:
+        if operator == "+":
+            if isinstance(left, str) and (right is None or isinstance(right, jinja2.Undefined)):
+                return left
+            if isinstance(right, str) and (left is None or isinstance(left, jinja2.Undefined)):
+                return right
+            # string + mapping/list concatenates the Python-style repr (C++ value::as_string).
+            if isinstance(left, str) and isinstance(right, (dict, list)):
+                return left + str(right)
+            if isinstance(right, str) and isinstance(left, (dict, list)):
+                return str(left) + right
+        return super().call_binop(context, operator, left, right)
+
+
+def _listing(fn: Callable[..., Any]) -> Callable[..., Any]:
+    """Make a lazy jinja2 filter eager: the C++ filters return arrays, which `tojson` can serialise."""
+
+    @functools.wraps(fn)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        return list(fn(*args, **kwargs))
+
+    return wrapper
+
+
+def _cpp_output(value: Any) -> Any:
+    """What `{{ value }}` prints in the C++ engine: strings, numbers and booleans; arrays print their items
+    (recursively); objects, null and undefined print nothing (jinja2 would print a repr or "None")."""
+    if isinstance(value, str):
+        return value
+    if isinstance(value, bool):
+        return "True" if value else "False"
+    if isinstance(value, (int, float)):
+        return value
+    if isinstance(value, (list, tuple)):
+        return "".join(str(_cpp_output(v)) for v in value)
+    return ""
+
+
+class _CppUndefined(jinja2.ChainableUndefined):
+    """Undefined that stays undefined through member access and calls (`x.missing.strip()`), like the C++."""
+
+    __slots__ = ()
+
+    # Calling a method of an undefined value (`x.missing.strip()`) stays undefined instead of raising.
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        return self
+
+
+def _cpp_safe(value: Any) -> Any:
+    return str(value) if isinstance(value, str) else value
+
+
+def _make_cpp_env() -> CppFlavourEnvironment:
+    env = make_environment(CppFlavourEnvironment)
+    assert isinstance(env, CppFlavourEnvironment)
+    # Member access on an undefined value yields undefined in the C++ engine (jinja2 raises).
+    env.undefined = _CppUndefined
+    env.finalize = _cpp_output
+    # jinja2's compile-time constant folding only changes speed, and compiling is the analyzer's main cost.
+    env.optimized = False
+    for name in ("map", "select", "reject", "selectattr", "rejectattr"):
+        env.filters[name] = _listing(env.filters[name])
+    # No autoescaping in the C++ engine: `safe` must not turn the value into Markup, which would escape
+    # every string later concatenated to it.
+    env.filters["safe"] = _cpp_safe
+    return env
+
+
+_CPP_ENV = _make_cpp_env()
+
+
+def cpp_render_context(messages: list[Any], tools: list[Any] | None, *, add_generation_prompt: bool,
+                       enable_thinking: bool, extra_context: dict[str, Any]) -> dict[str, Any]:
+    """The C++ render context (SPEC 4.1) for plain JSON-like inputs; same rules as ChatTemplate.context with
+    cpp_context=True, without needing a ChatTemplate (whose own compilation the analyzer does not need)."""
+    ctx: dict[str, Any] = {"messages": messages, "bos_token": "", "eos_token": "",
+                           "enable_thinking": enable_thinking}
+    if tools:
+        ctx["tools"] = tools
+    ctx.update(extra_context)
+    if add_generation_prompt:
+        ctx["add_generation_prompt"] = True
+    preserve = ctx.get("preserve_reasoning")
+    if isinstance(preserve, bool):
+        ctx["preserve_thinking"] = preserve
+        for key in ("clear_thinking", "truncate_history_thinking", "drop_thinking"):
+            ctx[key] = not preserve
+    effort = ctx.get("reasoning_effort")
+    if isinstance(effort, str) and effort:
+        ctx["reasoning_strength"] = effort
+    return ctx
+
+
+class DiffRenderer:
+    """Renders a template the way the C++ analyzer does, caching outputs (the phases re-render the same inputs).
+
+    A failed render is remembered as None: the C++ turns every exception into its error sentinel.
+    """
+
+    def __init__(self, source: str, caps: TemplateCaps, *, name: str = "<template>",
+                 time_limit: float = DEFAULT_TIME_LIMIT, max_output: int = DEFAULT_MAX_OUTPUT) -> None:
+        self.name = name
+        self.caps = caps
+        self.time_limit = time_limit
+        self.max_output = max_output
+        self._cache: dict[str, str | None] = {}
+        self.first_error: str | None = None
+        # One compilation, with the C++-flavoured environment (compiling is most of an analysis' cost).
+        try:
+            self._compiled = _CPP_ENV.from_string(source)
+        except Exception as err:
+            ChatTemplate(source, name=name)
+            raise TemplateError(f"{name}: {err}") from err
+
+    def with_caps(self, caps: TemplateCaps) -> DiffRenderer:
+        """The same compiled template with other capabilities (nothing rendered yet is reused)."""
+        clone = copy.copy(self)
+        clone.caps = caps
+        clone._cache = {}
+        clone.first_error = None
+        return clone
+
+    @classmethod
+    def for_template(cls, template: ChatTemplate, caps: TemplateCaps) -> DiffRenderer:
+        return cls(template.raw_source, caps, name=template.name, time_limit=template.time_limit,
+                   max_output=template.max_output)
+
+    def apply(self, params: TemplateParams) -> str | None:
+        key = json.dumps([params.messages, params.tools, params.add_generation_prompt, params.enable_thinking,
+                          params.extra_context], sort_keys=False, default=str)
+        if key in self._cache:
+            return self._cache[key]
+        messages = normalize_messages(copy.deepcopy(list(params.messages)), self.caps)
+        try:
+            ctx = cpp_render_context(messages, copy.deepcopy(list(params.tools)) if params.tools else None,
+                                     add_generation_prompt=params.add_generation_prompt,
+                                     enable_thinking=params.enable_thinking,
+                                     extra_context={**dict(params.extra_context),
+                                                    "enable_thinking": params.enable_thinking})
+            out: str | None = run_template(self._compiled, ctx, name=self.name, time_limit=self.time_limit,
+                                           max_output=self.max_output, now=_FIXED_NOW)
+        except Exception as err:  # the C++ maps every render exception to its error sentinel
+            out = None
+            if self.first_error is None:
+                self.first_error = str(err)
+        self._cache[key] = out
+        return out
+
+    @property
+    def rendered_any(self) -> bool:
+        return any(v is not None for v in self._cache.values())
+
+    def compare_variants(self, params_a: TemplateParams,
+                         modify: Callable[[TemplateParams], TemplateParams]) -> CompareResult | None:
+        params_b = modify(params_a)
+        out_a = self.apply(params_a)
+        out_b = self.apply(params_b)
+        if out_a is None or out_b is None:
+            return None
+        return CompareResult(calculate_diff_split(out_a, out_b), out_a, out_b)
+
+
+def compare_variants(renderer: DiffRenderer, params_a: TemplateParams,
+                     modify: Callable[[TemplateParams], TemplateParams]) -> CompareResult | None:
+    return renderer.compare_variants(params_a, modify)

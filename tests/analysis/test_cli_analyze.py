@@ -1,0 +1,49 @@
+"""`autoparser analyze`: table, --json in the C++ record shape, clean one-line failures with exit code 2."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from autoparser.cli import main
+from autoparser.corpus import Corpus
+
+DATA = Path(__file__).parent.parent / "data"
+
+
+def _seed(name: str) -> Path:
+    return Corpus.load().by_origin(f"seed:templates/{name}").path
+
+
+def test_json_equals_cpp_record(capsys: pytest.CaptureFixture[str]) -> None:
+    rec = json.loads((DATA / "analysis.jsonl").read_text(encoding="utf-8").splitlines()[0])
+    assert main(["analyze", "--json", str(_seed(rec["template"]))]) == 0
+    got = json.loads(capsys.readouterr().out)
+    assert got == {k: v for k, v in rec.items() if k != "template"}
+
+
+def test_table_output(capsys: pytest.CaptureFixture[str]) -> None:
+    rec = json.loads((DATA / "analysis.jsonl").read_text(encoding="utf-8").splitlines()[0])
+    assert main(["analyze", str(_seed(rec["template"]))]) == 0
+    out = capsys.readouterr().out
+    assert "supports_tool_calls" in out and "reasoning.mode" in out and "tools.format.mode" in out
+    assert json.dumps(rec["tools"]["format"]["section_start"]) in out
+
+
+@pytest.mark.parametrize(("text", "needle"), [
+    (None, "cannot read"),
+    ("{% if %}", "syntax error"),
+    ("{{ raise_exception('boom') }}", "boom"),
+])
+def test_failures_are_one_line_exit_2(tmp_path: Path, capsys: pytest.CaptureFixture[str], text: str | None,
+                                      needle: str) -> None:
+    path = tmp_path / "t.jinja"
+    if text is not None:
+        path.write_text(text, encoding="utf-8")
+    assert main(["analyze", str(path)]) == 2
+    captured = capsys.readouterr()
+    assert captured.out == ""
+    err = captured.err.strip()
+    assert needle in err and "\n" not in err and "Traceback" not in err
