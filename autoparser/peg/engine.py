@@ -598,6 +598,20 @@ def compile_arena(arena: Arena, trace: bool = False) -> list[Fn]:
     return fns
 
 
+_NEEDED_FRAMES = MAX_RULE_DEPTH * _FRAMES_PER_RULE + 2000
+
+
+def _ensure_recursion_room() -> None:
+    # Evaluation recurses through Python frames; give it room for MAX_RULE_DEPTH nested rules so that the depth
+    # guard, not a RecursionError, is what stops pathological input. Done at import as well as per parse, so
+    # the first parse does not change interpreter state under callers that watch it (hypothesis warns).
+    if sys.getrecursionlimit() < _NEEDED_FRAMES:
+        sys.setrecursionlimit(_NEEDED_FRAMES)
+
+
+_ensure_recursion_room()
+
+
 def run(arena: Arena, pid: ParserId, data: str | bytes, *, lenient: bool, start: int = 0,
         trace: bool = False) -> ParseResult:
     text = to_text(data)
@@ -610,11 +624,7 @@ def run(arena: Arena, pid: ParserId, data: str | bytes, *, lenient: bool, start:
     ctx = Ctx(text, lenient)
     if trace:
         ctx.trace = []
-    needed = MAX_RULE_DEPTH * _FRAMES_PER_RULE + 2000
-    if sys.getrecursionlimit() < needed:
-        # Evaluation recurses through Python frames; give it room for MAX_RULE_DEPTH nested rules so that the
-        # depth guard, not a RecursionError, is what stops pathological input.
-        sys.setrecursionlimit(needed)
+    _ensure_recursion_room()
     try:
         t, e, nd, iv = fns[pid](ctx, start)
     except _TooDeep as deep:

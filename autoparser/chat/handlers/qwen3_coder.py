@@ -11,8 +11,14 @@ typed by the parameter schema: JSON when the schema excludes strings, raw text w
 from __future__ import annotations
 
 from autoparser.chat.builder import ChatBuilder
-from autoparser.chat.generator import ChatParams, GenerationInputs, GrammarTrigger, TriggerType, generation_prompt, \
-    render_prompt
+from autoparser.chat.generator import (
+    ChatParams,
+    GenerationInputs,
+    GrammarTrigger,
+    TriggerType,
+    generation_prompt,
+    render_prompt,
+)
 from autoparser.chat.handlers import Handler
 from autoparser.chat.handlers._params import (
     TYPE_ARRAY,
