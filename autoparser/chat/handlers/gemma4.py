@@ -1,0 +1,223 @@
+"""Gemma 4 (parsers/gemma4.cpp).
+
+Reasoning is a `<|channel>thought ... <channel|>` block; calls are `<|tool_call>call:NAME{k:v,...}<tool_call|>`
+with strings quoted as `<|"|>...<|"|>` and bare dict keys, which the PEG_GEMMA4 mapper turns into JSON by
+walking the `gemma4-*` rules. Older Gemma 4 templates (without the "OpenAI Chat Completions" comment) expect
+tool results folded into the assistant turn as a `tool_responses` field.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from autoparser.chat.builder import ChatBuilder
+from autoparser.chat.generator import (
+    ChatParams,
+    GenerationInputs,
+    GrammarTrigger,
+    TriggerType,
+    generation_prompt,
+    render_prompt,
+)
+from autoparser.chat.handlers import Handler
+from autoparser.chat.handlers._support import function_defs, has_continuation, has_tools, to_grammar
+from autoparser.chat.request import Continuation, ToolChoice, render_content
+from autoparser.peg.builder import P
+from autoparser.template.render import ChatTemplate
+from autoparser.types import ChatFormat
+
+
+def detect(source: str) -> bool:
+    return "'<|tool_call>call:'" in source
+
+
+def _has_content(msg: Mapping[str, Any]) -> bool:
+    content = msg.get("content")
+    return (isinstance(content, str) and bool(content)) or (isinstance(content, list) and bool(content))
+
+
+def _has_tool_calls(msg: Mapping[str, Any]) -> bool:
+    calls = msg.get("tool_calls")
+    return isinstance(calls, list) and bool(calls)
+
+
+def _tool_response(msg: Mapping[str, Any]) -> Any:
+    if "content" not in msg:
+        return None
+    content = msg["content"]
+    if isinstance(content, str):
+        try:
+            return json.loads(content)
+        except ValueError:
+            return content
+    return content
+
+
+def convert_tool_responses(messages: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """`workaround::convert_tool_responses_gemma4`: fold `assistant(calls) tool+ [assistant(content)]` into one
+    assistant message carrying `tool_responses` (name + parsed response of each result)."""
+    out: list[dict[str, Any]] = []
+    i = 0
+    while i < len(messages):
+        msg = messages[i]
+        if msg.get("role", "") != "assistant" or not _has_tool_calls(msg):
+            out.append(dict(msg))
+            i += 1
+            continue
+        tool_calls = list(msg["tool_calls"])
+        reasoning = msg.get("reasoning_content") if isinstance(msg.get("reasoning_content"), str) else None
+        i += 1
+        responses: list[dict[str, Any]] = []
+        while i < len(messages) and messages[i].get("role", "") == "tool":
+            result = messages[i]
+            name = ""
+            if len(responses) < len(tool_calls):
+                call = tool_calls[len(responses)]
+                if isinstance(call, Mapping) and isinstance(call.get("function"), Mapping):
+                    name = str(call["function"].get("name", ""))
+            if not name:
+                name = str(result.get("tool_call_id", ""))
+            responses.append({"name": name, "response": _tool_response(result)})
+            i += 1
+        content: Any = None
+        if i < len(messages) and messages[i].get("role", "") == "assistant":
+            following = messages[i]
+            if not _has_tool_calls(following) and _has_content(following):
+                content = following["content"]
+                i += 1
+        merged: dict[str, Any] = {"role": "assistant", "tool_calls": tool_calls}
+        if responses:
+            merged["tool_responses"] = responses
+        if content is not None:
+            merged["content"] = content
+        if reasoning is not None:
+            merged["reasoning_content"] = reasoning
+        out.append(merged)
+    return out
+
+
+def generate(tmpl: ChatTemplate, inputs: GenerationInputs) -> ChatParams:
+    messages: Any = None
+    if "{#- OpenAI Chat Completions:" not in tmpl.source:
+        messages = convert_tool_responses(inputs.messages)
+    prompt = render_prompt(tmpl, inputs, messages=messages)
+    gp = generation_prompt(tmpl, inputs, messages=messages)
+
+    if inputs.add_generation_prompt and prompt.endswith("<turn|>\n"):
+        # After content + tool call the template leaves the model turn closed; reopen it, or the model skips
+        # its reasoning channel.
+        gp = "<|turn>model\n"
+        prompt += gp
+
+    if has_continuation(inputs):
+        msg = inputs.continue_msg or {}
+        gp = "<|turn>model\n" if prompt.endswith("<turn|>\n") else ""
+        gp += "<|channel>thought\n" + str(msg.get("reasoning_content") or "")
+        if inputs.continuation == Continuation.CONTENT:
+            gp += "<channel|>" + render_content(msg)
+        prompt += gp
+
+    tools = has_tools(inputs)
+    response_format = isinstance(inputs.json_schema, dict)
+    include_grammar = response_format or (tools and inputs.tool_choice != ToolChoice.NONE)
+    extract_reasoning = inputs.reasoning_format != "none"
+
+    p = ChatBuilder()
+    arena = p.build(_build(p, inputs, tools, response_format, extract_reasoning))
+
+    grammar = ""
+    lazy = False
+    triggers: tuple[GrammarTrigger, ...] = ()
+    if include_grammar:
+        lazy = not (response_format or (tools and inputs.tool_choice == ToolChoice.REQUIRED))
+        grammar = to_grammar(arena, lazy)
+        triggers = (GrammarTrigger(TriggerType.WORD, "<|tool_call>"),)
+
+    return ChatParams(
+        format=ChatFormat.PEG_GEMMA4, prompt=prompt, generation_prompt=gp, parser=arena, grammar=grammar,
+        grammar_lazy=lazy, grammar_triggers=triggers,
+        preserved_tokens=("<|channel>", "<channel|>", "<|tool_call>", "<tool_call|>", "<|turn>"),
+        supports_thinking=True, thinking_start_tag="<|channel>thought", thinking_end_tags=("<channel|>",),
+        message_delimiters=(("user", "<|turn>user"), ("assistant", "<|turn>model")))
+
+
+def _value_rules(p: ChatBuilder) -> None:
+    """The `gemma4-*` rules: Gemma's JSON-like value syntax (names matter: the mapper walks them)."""
+    p.rule("gemma4-string-content", p.until('<|"|>'))
+    p.rule("gemma4-string", p.literal('<|"|>') + p.ref("gemma4-string-content") + p.literal('<|"|>'))
+    p.rule("gemma4-bool", p.json_bool())
+    p.rule("gemma4-null", p.json_null())
+    p.rule("gemma4-number", p.json_number())
+    p.rule("gemma4-dict-key", p.rule("gemma4-dict-key-name", p.chars("[^:}]", 1, -1)) + p.literal(":"))
+    p.rule("gemma4-dict-kv", p.ref("gemma4-dict-key") + p.space() + p.ref("gemma4-value"))
+
+    def dict_body() -> P:
+        ws = p.space()
+        member = p.ref("gemma4-dict-kv")
+        members = p.sequence([member, p.zero_or_more(p.sequence([p.literal(","), ws, member]))])
+        return p.sequence([p.literal("{"), ws, p.choice([p.literal("}"), p.sequence([members, ws, p.literal("}")])])])
+
+    def array_body() -> P:
+        ws = p.space()
+        value = p.ref("gemma4-value")
+        elements = p.sequence([value, p.zero_or_more(p.sequence([p.literal(","), ws, value]))])
+        return p.sequence([p.literal("["), ws, p.choice([p.literal("]"), p.sequence([elements, ws, p.literal("]")])])])
+
+    p.rule("gemma4-dict", dict_body)
+    p.rule("gemma4-array", array_body)
+    p.rule("gemma4-value", lambda: p.choice([
+        p.ref("gemma4-string"), p.ref("gemma4-dict"), p.ref("gemma4-array"),
+        p.ref("gemma4-number"), p.ref("gemma4-bool"), p.ref("gemma4-null")]))
+
+
+def _build(p: ChatBuilder, inputs: GenerationInputs, tools: bool, response_format: bool,
+           extract_reasoning: bool) -> P:
+    start = p.rule("start", p.optional(p.literal("<|turn>model\n")))
+
+    if extract_reasoning:
+        p.rule("thought", p.literal("<|channel>thought") + p.space() + p.reasoning(p.until("<channel|>"))
+               + p.literal("<channel|>"))
+    else:
+        p.rule("thought", p.content(p.literal("<|channel>thought") + p.space() + p.until("<channel|>")
+                                    + p.literal("<channel|>")))
+
+    # empty `<|channel>` openers the model sometimes repeats before the thought; the grammar ignores them
+    consume_empty_channels = p.gbnf(p.zero_or_more(p.literal("<|channel>") + p.negate(p.literal("thought"))), "")
+    thought = (p.peek(p.literal("<|channel>")) + consume_empty_channels + p.ref("thought")) \
+        | p.negate(p.literal("<|channel>"))
+
+    if response_format:
+        body = p.literal("```json") << p.content(p.schema(p.json(), "response-format-schema", inputs.json_schema)) \
+            << p.literal("```")
+        return start + p.optional(thought) + body
+
+    if tools and inputs.tool_choice != ToolChoice.NONE:
+        _value_rules(p)
+        tool_choice = p.choice()
+        for function in function_defs(inputs.tools):
+            name = str(function.get("name", ""))
+            tool_choice |= p.rule(f"tool-{name}", p.tool(p.sequence([
+                p.tool_open(p.tool_name(p.literal(name)) + p.peek(p.literal("{"))),
+                p.tool_args(p.ref("gemma4-dict")),
+            ])))
+        tool_call = p.trigger_rule("tool-call", p.repeat(
+            "<|tool_call>call:" + tool_choice + "<tool_call|>",
+            1 if inputs.tool_choice == ToolChoice.REQUIRED else 0,
+            -1 if inputs.parallel_tool_calls else 1))
+        if inputs.tool_choice == ToolChoice.REQUIRED:
+            return start + thought + tool_call
+        scan_to_toolcall = p.rule("scan-to-toolcall", p.until("<|tool_call>"))
+        content = p.rule("content", p.content(p.until_one_of(["<|channel>", "<channel|>", "<|tool_call>"])))
+        message = p.rule("message", thought + content)
+        return start + p.zero_or_more(message) + scan_to_toolcall + tool_call
+
+    # Gemma 4 may close with a spare `<|channel>thought\n<channel|>` or a lone `<channel|>`: take every whole
+    # reasoning block, then stop at the first unmatched `<channel|>`.
+    content = p.rule("content", p.content(p.until_one_of(["<|channel>", "<channel|>"])))
+    message = p.rule("message", thought + content)
+    return start + p.one_or_more(message)
+
+
+HANDLER = Handler("gemma4", detect, generate)
