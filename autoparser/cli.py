@@ -45,9 +45,67 @@ def cmd_gbnf(args: argparse.Namespace) -> int:
 
 def cmd_analyze(args: argparse.Namespace) -> int:
     """Analyse a template: capabilities, modes and markers (table, or --json in the C++ record shape)."""
+    import contextlib
+    import io
+    import json
+
     from autoparser.analysis.report import run_analyze
 
-    return int(run_analyze(args))
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        code = int(run_analyze(args))
+    if code != 0:
+        return code
+    generated = _generated(args)
+    if isinstance(generated, int):
+        return generated
+    if args.json:
+        record = json.loads(out.getvalue())
+        if args.tools:
+            record["generated"] = generated
+        print(json.dumps(record, ensure_ascii=False, indent=2))
+    else:
+        sys.stdout.write(out.getvalue())
+        print("\nGenerated parser" + (" (with --tools)" if args.tools else " (no tools)"))
+        print(f"  handler:  {generated['handler']}")
+        print(f"  generation prompt: {json.dumps(generated['generation_prompt'], ensure_ascii=False)}")
+        print("  parser (PEG):")
+        print("    " + generated["parser"].replace("\n", "\n    "))
+        if generated["grammar"]:
+            lazy = " (lazy, triggers: " + ", ".join(repr(t["value"]) for t in generated["grammar_triggers"]) + ")" \
+                if generated["grammar_lazy"] else ""
+            print(f"  grammar (GBNF){lazy}:")
+            print("    " + generated["grammar"].rstrip("\n").replace("\n", "\n    "))
+        else:
+            print("  grammar: none (no tools or response format constrain this request)")
+    return 0
+
+
+def _generated(args: argparse.Namespace) -> dict[str, object] | int:
+    """What `generate` builds for a plain request on this template (with --tools: using those tools)."""
+    import json
+    from pathlib import Path
+
+    from autoparser.chat.generator import generate
+
+    tools: list[object] = []
+    if args.tools:
+        try:
+            tools = json.loads(Path(args.tools).read_text(encoding="utf-8"))
+        except (OSError, json.JSONDecodeError) as e:
+            return _fail(f"cannot read tools from {args.tools}: {e}")
+        if not isinstance(tools, list):
+            return _fail(f"{args.tools}: expected a JSON array of tools")
+    source = Path(args.template).read_text(encoding="utf-8", errors="surrogateescape")
+    request = {"messages": [{"role": "user", "content": "Hey there!"}], "tools": tools, "reasoning_format": "auto"}
+    try:
+        params = generate(source, request)
+    except AutoparserError as e:
+        return _fail(str(e).replace("\n", " "))
+    info = params.to_dict()
+    info["handler"] = params.handler
+    info["parser"] = str(params.parser) if params.parser is not None else ""
+    return info
 
 
 def cmd_parse(args: argparse.Namespace) -> int:
