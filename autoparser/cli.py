@@ -9,6 +9,7 @@ from __future__ import annotations
 import argparse
 import sys
 from collections.abc import Callable, Sequence
+from typing import Any
 
 from autoparser.errors import AutoparserError
 
@@ -81,7 +82,7 @@ def cmd_analyze(args: argparse.Namespace) -> int:
     return 0
 
 
-def _generated(args: argparse.Namespace) -> dict[str, object] | int:
+def _generated(args: argparse.Namespace) -> dict[str, Any] | int:
     """What `generate` builds for a plain request on this template (with --tools: using those tools)."""
     import json
     from pathlib import Path
