@@ -93,7 +93,6 @@ def bench_engine() -> list[tuple[str, str]]:
 def bench_analysis() -> list[tuple[str, str]]:
     try:
         from autoparser.analysis.analyzer import analyze_template
-
         from autoparser.corpus import Corpus
     except ImportError as e:
         return [("analysis", f"not available yet ({e})")]

@@ -16,7 +16,6 @@ from collections import Counter
 from pathlib import Path
 
 from autoparser.analysis.analyzer import analyze_template
-
 from autoparser.corpus import Corpus
 from autoparser.errors import AutoparserError
 
