@@ -5,7 +5,9 @@ Never a pass/fail test: speed is tracked here, not asserted in the test suite.
 Sections (each skipped with a note when the stage it measures does not exist yet):
 - engine: the PEG engine alone (JSON of 10 KB, `until` over 100 KB, long content with a late delimiter);
 - analysis: analysing every seed template of the corpus (issue target: <= 5 s; the C++ takes 2.2 s);
-- parse: the requests of tools/data/parse_bench.jsonl, full parse and 4-bytes-at-a-time streaming.
+- parse: the requests of tools/data/parse_bench.jsonl (copied from ../shared/bench): one full parse, a stream fed
+  4 bytes at a time through ChatParams.stream(), and the same stream re-parsed whole at every step (what
+  llama.cpp does), with their ratios and the C++ full-parse figures of ../shared/bench/README.md.
 """
 
 from __future__ import annotations
@@ -131,17 +133,31 @@ def bench_parse() -> list[tuple[str, str]]:
                    "now": "2024-07-26"}
         params = generate(entry.read_text(), request)
         for out in case["outputs"]:
+            data = out.encode("utf-8")
             full = timeit(lambda out=out, params=params: params.parse(out), repeat=3)
 
-            def streamed(out: str = out, params: Any = params) -> None:
+            def streamed(data: bytes = data, params: Any = params) -> None:
+                stream = params.stream()
+                for i in range(0, len(data), 4):
+                    stream.feed(data[i:i + 4])
+                stream.finish()
+
+            def reparsed(out: str = out, params: Any = params) -> None:
+                # what llama.cpp does: the whole prefix again after every step
                 for i in range(4, len(out) + 4, 4):
                     params.parse(out[:i], is_partial=i < len(out))
 
-            st = timeit(streamed, min_time=0.5, repeat=1)
-            ratio = f"C++ full {fmt(cpp_full[case['id']])}, ours/C++ {full / cpp_full[case['id']]:.1f}x" \
+            st = timeit(streamed, min_time=0.5, repeat=3)
+            rp = timeit(reparsed, min_time=0.5, repeat=1)
+            probe = params.stream()
+            for i in range(0, len(data), 4):
+                probe.feed(data[i:i + 4])
+            steps = (len(data) + 3) // 4
+            ratio = f"; C++ full {fmt(cpp_full[case['id']])}, ours/C++ {full / cpp_full[case['id']]:.1f}x" \
                 if case["id"] in cpp_full else ""
-            rows.append((f"{case['id']} ({len(out)} chars)",
-                         f"full {fmt(full)}  streamed {fmt(st)}  streamed/full {st / full:.0f}x  {ratio}"))
+            rows.append((f"{case['id']} ({len(data)} bytes, {steps} steps)",
+                         f"full {fmt(full)}  streamed {fmt(st)} ({st / full:.0f}x full; {probe.full_parses} "
+                         f"parses from the start)  re-parse every step {fmt(rp)} ({rp / full:.0f}x){ratio}"))
     return rows
 
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import functools
 import json
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from datetime import datetime
 from enum import IntEnum
@@ -18,6 +18,7 @@ from typing import Any
 
 from autoparser.chat.builder import ChatBuilder
 from autoparser.chat.mapper import peg_parse
+from autoparser.chat.stream import StreamParser
 from autoparser.chat.request import (
     ChatRequest,
     Continuation,
@@ -86,6 +87,11 @@ class ChatParams:
         """Parse model output (generation prompt prepended internally). Mismatch -> ParseError."""
         return peg_parse(self.parser, text, is_partial=is_partial, generation_prompt=self.generation_prompt,
                          format=self.format)
+
+    def stream(self, *, gen_tool_call_id: Callable[[], str] | None = None) -> StreamParser:
+        """An incremental parser for this request's output, fed chunk by chunk (see chat/stream.py)."""
+        return StreamParser(self.parser, generation_prompt=self.generation_prompt, format=self.format,
+                            gen_tool_call_id=gen_tool_call_id)
 
     def to_dict(self) -> dict[str, Any]:
         """The fields the C++ test data records under `cpp` (for comparison and snapshots)."""

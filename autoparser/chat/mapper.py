@@ -502,6 +502,32 @@ def map_result(result: ParseResult, fmt: ChatFormat | str = ChatFormat.PEG_NATIV
     return mapper.from_ast(result.ast, result)
 
 
+def output_parser(arena: Arena | None) -> Arena:
+    """The arena that parses model output: `arena`, or content-only when there is none."""
+    return arena if arena is not None and not arena.empty() else _content_only_arena()
+
+
+def parse_effective(parser: Arena, effective: str, offset: int) -> ParseResult:
+    """Run `parser` over generation prompt + output (`offset` = the prompt's length), lenient as always.
+
+    The engine's nesting guard raises ParseError; its position is re-anchored on the model output.
+    """
+    try:
+        return parser.parse(effective, lenient=True)
+    except ParseError as e:
+        raise ParseError(e.reason, text=effective[offset:], position=max(0, e.position - offset),
+                         expected=e.expected) from None
+
+
+def message_of(result: ParseResult, offset: int, *, is_partial: bool, fmt: ChatFormat) -> ChatMessage:
+    """Map a parse of generation prompt + output; a failure raises ParseError about the output, except while
+    streaming (`is_partial`) past the first character, where whatever the failed parse left is mapped."""
+    if result.fail and not (is_partial and result.end > 0):
+        raise ParseError(f"The model produced output that does not match the expected {fmt.value} format",
+                         text=result.text[offset:], position=max(0, result.end - offset))
+    return map_result(result, fmt)
+
+
 def peg_parse(arena: Arena | None, text: str | bytes, *, is_partial: bool = False, generation_prompt: str = "",
               format: ChatFormat | str = ChatFormat.PEG_NATIVE) -> ChatMessage:
     """Parse model output into a message (`common_chat_peg_parse`).
@@ -511,18 +537,8 @@ def peg_parse(arena: Arena | None, text: str | bytes, *, is_partial: bool = Fals
     excerpt refer to `text` alone; while streaming (`is_partial`) a failure past the first character maps
     whatever the failed parse left instead.
     """
-    parser = arena if arena is not None and not arena.empty() else _content_only_arena()
     output = to_text(text)
     effective = generation_prompt + output if generation_prompt else output
     offset = len(generation_prompt)
-    fmt = ChatFormat.of(format)
-    try:
-        result = parser.parse(effective, lenient=True)
-    except ParseError as e:  # nesting guard of the engine: re-anchor on the model output
-        raise ParseError(e.reason, text=output, position=max(0, e.position - offset), expected=e.expected) from None
-    if result.fail:
-        if is_partial and result.end > 0:
-            return map_result(result, fmt)
-        raise ParseError(f"The model produced output that does not match the expected {fmt.value} format",
-                         text=output, position=max(0, result.end - offset))
-    return map_result(result, fmt)
+    result = parse_effective(output_parser(arena), effective, offset)
+    return message_of(result, offset, is_partial=is_partial, fmt=ChatFormat.of(format))

@@ -12,8 +12,12 @@ import codecs
 import dataclasses
 from collections.abc import Callable, Iterable
 
+from autoparser.chat.builder import CONTENT, REASONING
+from autoparser.chat.mapper import map_result, message_of, output_parser, parse_effective
 from autoparser.errors import ParseError
-from autoparser.types import ChatMessage, MessageDelta, ToolCall
+from autoparser.peg import Arena
+from autoparser.peg.resume import Resumption, resumption
+from autoparser.types import ChatFormat, ChatMessage, MessageDelta, ToolCall
 
 __all__ = ["StreamParser", "apply_deltas", "compute_deltas", "set_tool_call_ids", "string_diff"]
 
@@ -114,42 +118,108 @@ def set_tool_call_ids(msg: ChatMessage, ids_cache: list[str], gen_id: Callable[[
 
 
 class StreamParser:
-    """Turns a stream of output chunks into deltas, as the llama.cpp server does.
+    """Turns a stream of output chunks into deltas, as the llama.cpp server does, in time linear in the output.
 
-    `parse(text, is_partial)` parses the whole output so far (e.g. `ChatParams.parse`); each `feed` re-parses
-    and returns the deltas against the previous message. Byte chunks are decoded incrementally: a UTF-8
-    sequence cut by a chunk boundary waits for its continuation, and undecodable bytes reach the parser as
-    surrogate escapes. With `gen_tool_call_id`, calls the model gave no id get a generated one, stable
-    across chunks. An empty parse result leaves the previous message in place (nothing is sent).
+    The deltas after every `feed` are exactly `compute_deltas` between the whole parses of the output before and
+    after the chunk (what llama.cpp computes by re-parsing everything per token). Instead of re-parsing, a
+    chunk that only lengthens the scan the last parse stopped in (reasoning or content text, a JSON string
+    body) extends that parse (see peg/resume.py); when that scan feeds the content or reasoning field
+    directly, the chunk is appended to the field without even mapping the tree again. Anything else (a
+    marker starting, a number cut by the chunk boundary) parses from the start, as before.
+
+    Byte chunks are decoded incrementally: a UTF-8 sequence cut by a chunk boundary waits for its continuation,
+    and undecodable bytes reach the parser as surrogate escapes. With `gen_tool_call_id`, calls the model gave
+    no id get a generated one, stable across chunks. An empty parse result leaves the previous message in
+    place (nothing is sent). `finish` parses the whole output as complete (`is_partial=False`) and returns the
+    final message; the deltas it produced are in `last_deltas`.
     """
 
-    def __init__(self, parse: Callable[[str, bool], ChatMessage], *,
+    def __init__(self, parser: Arena | None = None, *, generation_prompt: str = "",
+                 format: ChatFormat | str = ChatFormat.PEG_NATIVE,
                  gen_tool_call_id: Callable[[], str] | None = None) -> None:
-        self._parse = parse
+        self._parser = output_parser(parser)
+        self._offset = len(generation_prompt)
+        self._fmt = ChatFormat.of(format)
+        # Direct appends rely on the generic mapper's rule "a content/reasoning tag appends its text".
+        self._generic_mapper = self._fmt not in (ChatFormat.PEG_GEMMA4, ChatFormat.PEG_MINIMAX_M3)
         self._gen_id = gen_tool_call_id
         self._ids: list[str] = []
         self._decoder = codecs.getincrementaldecoder("utf-8")("surrogateescape")
-        self.text = ""
+        self._effective = generation_prompt
+        self._resume: Resumption | None = None
+        self._append_to: str | None = None  # "content" / "reasoning_content" when chunks append directly
+        self._mapped = ChatMessage()  # the last mapped message (before ids; may be empty)
+        self._finished = False
         self.message = ChatMessage()
+        self.last_deltas: list[MessageDelta] = []
+        self.full_parses = 0  # how often the output was parsed from the start (for benchmarks and tests)
+
+    @property
+    def text(self) -> str:
+        """The decoded output so far."""
+        return self._effective[self._offset:]
 
     def feed(self, chunk: str | bytes) -> list[MessageDelta]:
-        return self._update(chunk, is_partial=True)
+        """Add a chunk of output; returns the deltas it causes (often one, possibly none)."""
+        if self._finished:
+            raise ParseError("the stream is finished: feed() after finish()")
+        piece = self._decoder.decode(chunk) if isinstance(chunk, bytes) else chunk
+        if not piece:
+            self.last_deltas = []
+            return self.last_deltas
+        self._effective += piece
+        text = self._effective
+        resume = self._resume
+        if resume is not None and resume.extend(text):
+            field = self._append_to
+            m = self._mapped
+            if field == "content":
+                return self._publish(ChatMessage(m.role, m.content + piece, m.reasoning_content, m.tool_calls))
+            if field == "reasoning_content" and m.reasoning_content:
+                # (an empty field may hold whitespace-only reasoning, which the mapper reports as none)
+                return self._publish(ChatMessage(m.role, m.content, m.reasoning_content + piece, m.tool_calls))
+            return self._publish(map_result(resume.result(text), self._fmt))
+        result = parse_effective(self._parser, text, self._offset)
+        self.full_parses += 1
+        message = message_of(result, self._offset, is_partial=True, fmt=self._fmt)
+        self._resume = resumption(self._parser, result) if not result.fail else None
+        self._append_to = self._direct_field(self._resume) if self._resume is not None else None
+        return self._publish(message)
 
-    def finish(self, chunk: str | bytes = "") -> list[MessageDelta]:
-        """The last chunk: parsed as complete output (`is_partial=False`)."""
-        return self._update(chunk, is_partial=False)
+    def finish(self, chunk: str | bytes = "") -> ChatMessage:
+        """The end of the output: parse it as complete and return the final message."""
+        if self._finished:
+            return self.message
+        piece = self._decoder.decode(chunk, final=True) if isinstance(chunk, bytes) else \
+            self._decoder.decode(b"", final=True) + chunk
+        self._effective += piece
+        self._finished = True
+        result = parse_effective(self._parser, self._effective, self._offset)
+        self.full_parses += 1
+        self._publish(message_of(result, self._offset, is_partial=False, fmt=self._fmt))
+        return self.message
 
-    def _update(self, chunk: str | bytes, is_partial: bool) -> list[MessageDelta]:
-        if isinstance(chunk, bytes):
-            self.text += self._decoder.decode(chunk, final=not is_partial)
-        else:
-            if not is_partial:
-                self.text += self._decoder.decode(b"", final=True)
-            self.text += chunk
-        new = self._parse(self.text, is_partial)
+    def _direct_field(self, resume: Resumption) -> str | None:
+        """The field a chunk appends to verbatim, if the open nodes hold exactly one tag, content or
+        reasoning, with no tagged node inside it (so nothing else is mapped after it)."""
+        if not self._generic_mapper:
+            return None
+        ast = resume.base.ast
+        tagged = [ast.nodes[i] for i in resume.spine if ast.nodes[i].tag]
+        if len(tagged) != 1 or tagged[0].tag not in (CONTENT, REASONING):
+            return None
+        node = tagged[0]
+        if any(d.tag for d in ast.walk(node.children)):
+            return None
+        return "content" if node.tag == CONTENT else "reasoning_content"
+
+    def _publish(self, new: ChatMessage) -> list[MessageDelta]:
+        self._mapped = new
         if new.empty():
-            return []
+            self.last_deltas = []
+            return self.last_deltas
         if self._gen_id is not None:
             new = set_tool_call_ids(new, self._ids, self._gen_id)
         prev, self.message = self.message, new
-        return compute_deltas(prev, new)
+        self.last_deltas = compute_deltas(prev, new)
+        return self.last_deltas

@@ -41,6 +41,14 @@ MAX_RULE_DEPTH = 1000
 _FRAMES_PER_RULE = 8
 
 Raw = tuple[int, int, tuple[AstId, ...], tuple[tuple[int, int], ...]]
+
+# Kinds of end-of-input observation. A parse whose only observation is one open-ended scan (an `until` or a
+# JSON string body that ran into the end) can be extended when more input arrives without re-parsing: see
+# resume.py. Any other decision taken at the end of the input (a partial literal, a repetition or a run of
+# spaces stopped by the end, `end` matching) forces a re-parse.
+OBS_OTHER, OBS_UNTIL, OBS_STRING = 0, 1, 2
+Observation = tuple[int, int, int]  # (kind, parser id, start position of the scan)
+_OTHER: Observation = (OBS_OTHER, -1, -1)
 Fn = Callable[["Ctx", int], Raw]
 
 
@@ -62,7 +70,10 @@ class TraceEvent:
 
 @dataclass(frozen=True)
 class ParseResult:
-    """Outcome of one parse: type, span, the top-level AST node ids, and the AST they live in."""
+    """Outcome of one parse: type, span, the top-level AST node ids, and the AST they live in.
+
+    `observed` lists the decisions that depended on where the input ended (what makes resuming possible).
+    """
 
     type: ResultType
     start: int
@@ -72,6 +83,7 @@ class ParseResult:
     ast: Ast
     text: str
     trace: tuple[TraceEvent, ...] = field(default=(), repr=False)
+    observed: tuple[Observation, ...] = field(default=(), repr=False)
 
     @property
     def success(self) -> bool:
@@ -103,7 +115,7 @@ class _TooDeep(Exception):
         self.pos = pos
 
 
-def _has_escaped_bytes(text: str) -> bool:
+def has_escaped_bytes(text: str) -> bool:
     # isascii() and a strict encode are C-speed; only text that fails both is searched for escapes.
     if text.isascii():
         return False
@@ -115,7 +127,7 @@ def _has_escaped_bytes(text: str) -> bool:
 
 
 class Ctx:
-    __slots__ = ("ast", "depth", "escapes", "lenient", "n", "text", "trace")
+    __slots__ = ("ast", "depth", "escapes", "lenient", "n", "observed", "text", "trace")
 
     def __init__(self, text: str, lenient: bool) -> None:
         self.text = text
@@ -124,8 +136,10 @@ class Ctx:
         self.ast: list[AstNode] = []
         self.depth = 0
         self.trace: list[TraceEvent] | None = None
+        # Every decision that depended on where the input ends (see Observation); rare, so cheap to record.
+        self.observed: list[Observation] = []
         # whether the input holds undecodable bytes at all: decides fast scans vs the exact C++ walk
-        self.escapes = _has_escaped_bytes(text)
+        self.escapes = has_escaped_bytes(text)
 
 
 # --- node compilers -------------------------------------------------------------------------------------------
@@ -159,10 +173,12 @@ def _compile_literal(s: str) -> Fn:
         remaining = ctx.n - pos
         if remaining < length and s.startswith(text[pos:]):
             # The input ran out inside the literal.
+            ctx.observed.append(_OTHER)
             if ctx.lenient:
                 return NEED_MORE_, ctx.n, _E, _E
         elif (ctx.lenient and ctx.escapes and remaining < 4 * length and "\udc80" <= text[-1] <= "\udcff"
               and _cut_inside_literal(s, text[pos:])):
+            ctx.observed.append(_OTHER)
             return NEED_MORE_, ctx.n, _E, _E
         return FAIL_, pos, _E, _E
 
@@ -247,6 +263,7 @@ def _compile_repetition(fns: list[Fn], child: ParserId, lo: int, hi: int) -> Fn:
         n = ctx.n
         while hi == -1 or count < hi:
             if p >= n:  # the child is never tried at the end of the input
+                ctx.observed.append(_OTHER)
                 break
             t, e, nd, iv = f(ctx, p)
             if t == SUCCESS_:
@@ -299,6 +316,7 @@ def _any(ctx: Ctx, pos: int) -> Raw:
         c = ctx.text[pos]
         if not "\udc80" <= c <= "\udcff":
             return SUCCESS_, pos + 1, _E, _E
+    ctx.observed.append(_OTHER)  # the end, or an escaped byte (whose decoding may depend on what follows)
     status, _cp, length = decode_at(ctx.text, pos)
     if status == INCOMPLETE:
         return (NEED_MORE_ if ctx.lenient else FAIL_), pos, _E, _E
@@ -311,10 +329,16 @@ _SPACE_CHARS = frozenset(" \t\n\x0b\x0c\r")
 
 
 def _space(ctx: Ctx, pos: int) -> Raw:
-    if pos >= ctx.n or ctx.text[pos] not in _SPACE_CHARS:
+    if pos >= ctx.n:
+        ctx.observed.append(_OTHER)
+        return SUCCESS_, pos, _E, _E
+    if ctx.text[pos] not in _SPACE_CHARS:
         return SUCCESS_, pos, _E, _E
     m = _SPACE.match(ctx.text, pos)
-    return SUCCESS_, (m.end() if m else pos), _E, _E
+    end = m.end() if m else pos
+    if end >= ctx.n:
+        ctx.observed.append(_OTHER)
+    return SUCCESS_, end, _E, _E
 
 
 def _compile_chars(node: N.Chars) -> Fn:
@@ -355,6 +379,7 @@ def _compile_chars(node: N.Chars) -> Fn:
         if hi != -1 and count >= hi:
             return SUCCESS_, p, _E, _E
         if p >= n:
+            ctx.observed.append(_OTHER)
             status = INCOMPLETE
         elif "\udc80" <= text[p] <= "\udcff":
             status = decode_at(text, p)[0]
@@ -376,7 +401,7 @@ def _compile_chars(node: N.Chars) -> Fn:
 _HEXDIGITS = frozenset("0123456789abcdefABCDEF")
 
 
-def _compile_string(delim: str) -> Fn:
+def _compile_string(delim: str, pid: ParserId) -> Fn:
     plain = re.compile("[^" + re.escape(delim) + "\\\\\udc80-\udcff]*")
     simple_escapes = frozenset(delim + "\\/bfnrt")
 
@@ -388,6 +413,7 @@ def _compile_string(delim: str) -> Fn:
             if m:
                 p = m.end()
             if p >= n:
+                ctx.observed.append((OBS_STRING, pid, pos))
                 return (NEED_MORE_ if lenient else FAIL_), p, _E, _E
             c = text[p]
             if c == delim:
@@ -395,6 +421,7 @@ def _compile_string(delim: str) -> Fn:
             if c == "\\":
                 if p + 1 >= n:
                     # a lone backslash at the end: do not count it until the escape is complete
+                    ctx.observed.append(_OTHER)
                     return (NEED_MORE_, p, _E, _E) if lenient else (FAIL_, pos, _E, _E)
                 e = text[p + 1]
                 if e in simple_escapes:
@@ -404,6 +431,7 @@ def _compile_string(delim: str) -> Fn:
                     q = p + 2
                     for _ in range(4):
                         if q >= n:
+                            ctx.observed.append(_OTHER)
                             return (NEED_MORE_, p, _E, _E) if lenient else (FAIL_, pos, _E, _E)
                         if text[q] not in _HEXDIGITS:
                             return FAIL_, pos, _E, _E
@@ -412,6 +440,7 @@ def _compile_string(delim: str) -> Fn:
                     continue
                 return FAIL_, pos, _E, _E
             # an escaped (undecodable) byte
+            ctx.observed.append(_OTHER)
             status, _cp, length = decode_at(text, p)
             if status == INCOMPLETE:
                 return (NEED_MORE_, p, _E, _E) if lenient else (FAIL_, pos, _E, _E)
@@ -422,7 +451,7 @@ def _compile_string(delim: str) -> Fn:
     return string
 
 
-def _compile_until(delimiters: tuple[str, ...]) -> Fn:
+def _compile_until(delimiters: tuple[str, ...], pid: ParserId) -> Fn:
     trie = Trie(list(delimiters))
     usable = sorted({d for d in delimiters if d}, key=len)
     finder = re.compile("|".join(re.escape(d) for d in usable)) if usable else None
@@ -435,6 +464,7 @@ def _compile_until(delimiters: tuple[str, ...]) -> Fn:
     def slow(ctx: Ctx, pos: int) -> Raw:
         # Exact port of the C++ walk, used when the text holds escaped bytes.
         text, n, lenient = ctx.text, ctx.n, ctx.lenient
+        ctx.observed.append(_OTHER)  # conservative: texts with escaped bytes are never resumed
         p = last_valid = pos
         invalid: list[tuple[int, int]] = []
         while p < n:
@@ -463,9 +493,11 @@ def _compile_until(delimiters: tuple[str, ...]) -> Fn:
         # A delimiter cut off by the end of the input also ends the match, before it, in both modes.
         for p in range(max(pos, n - longest + 1), stop):
             if partial_at(text, p):
+                ctx.observed.append(_OTHER)
                 return SUCCESS_, p, _E, _E
         if m:
             return SUCCESS_, stop, _E, _E
+        ctx.observed.append((OBS_UNTIL, pid, pos) if ctx.lenient else _OTHER)
         return (NEED_MORE_ if ctx.lenient else SUCCESS_), n, _E, _E
 
     return until
@@ -528,7 +560,10 @@ def _start(ctx: Ctx, pos: int) -> Raw:
 
 
 def _end(ctx: Ctx, pos: int) -> Raw:
-    return (SUCCESS_ if pos >= ctx.n else FAIL_), pos, _E, _E
+    if pos >= ctx.n:
+        ctx.observed.append(_OTHER)
+        return SUCCESS_, pos, _E, _E
+    return FAIL_, pos, _E, _E
 
 
 def compile_node(arena: Arena, fns: list[Fn], pid: ParserId, firsts: FirstSets | None = None) -> Fn:
@@ -559,9 +594,9 @@ def compile_node(arena: Arena, fns: list[Fn], pid: ParserId, firsts: FirstSets |
         case N.Chars():
             return _compile_chars(node)
         case N.String(delimiter=d):
-            return _compile_string(d)
+            return _compile_string(d, pid)
         case N.Until(delimiters=ds):
-            return _compile_until(ds)
+            return _compile_until(ds, pid)
         case N.Rule(name=name, child=c):
             return _compile_rule(fns, c, name, "")
         case N.Tag(tag=t, child=c):
@@ -636,4 +671,4 @@ def run(arena: Arena, pid: ParserId, data: str | bytes, *, lenient: bool, start:
         raise ParseError("grammar recursion too deep for this input", text=text, position=start) from None
     ast = Ast()
     ast.nodes = ctx.ast
-    return ParseResult(ResultType(t), start, e, nd, iv, ast, text, tuple(ctx.trace or ()))
+    return ParseResult(ResultType(t), start, e, nd, iv, ast, text, tuple(ctx.trace or ()), tuple(ctx.observed))

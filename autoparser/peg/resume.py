@@ -1,0 +1,154 @@
+"""Extending a partial parse when more input arrives, without parsing again from the start.
+
+A streaming server parses the output after every token. Re-parsing the whole prefix each time (what llama.cpp
+does) costs O(n) per token, O(n^2) per answer. Most of the time, though, the new token only lengthens the
+open-ended scan the previous parse stopped in: the reasoning or content text before the next marker, or the
+body of a JSON string. The engine records every decision that depended on where the input ended
+(`ParseResult.observed`). When the only such decision was one of those scans running into the end, the parse
+of the longer text is provably the same parse with that scan, and every AST node still open around it,
+extended to the new end:
+
+- every other decision looked only at text before the old end, which has not changed;
+- the scan itself would run into the new end again, provided the new text holds no delimiter (nor the start of
+  one at its very end) for an `until`, no quote, backslash or undecodable byte for a string body;
+- NEED_MORE_INPUT then unwinds through the same parents as before (sequences stop, choices return it, rules
+  record a partial node), which depends on the result type only, never on the end position.
+
+`Resumption.extend` checks only the text added since the last check, so a stream costs O(total length) plus
+O(depth of the open nodes) per token. Anything else (a partial marker at the end, a number or a space run cut
+by the end, undecodable bytes) makes it return None, and the caller parses from the start as before.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from functools import cache
+from typing import TYPE_CHECKING
+
+from autoparser.peg import nodes as N
+from autoparser.peg.ast import Ast, AstId, AstNode
+from autoparser.peg.engine import OBS_STRING, OBS_UNTIL, ParseResult, ResultType, has_escaped_bytes
+
+if TYPE_CHECKING:
+    from autoparser.peg.arena import Arena
+
+__all__ = ["Resumption", "resumption"]
+
+# check(text, scan_start, checked_len) -> whether the scan, which ran into the end at `checked_len`, runs into
+# the end of `text` as well.
+Check = Callable[[str, int, int], bool]
+
+
+@cache
+def _until_check(delimiters: tuple[str, ...]) -> Check:
+    usable = sorted({d for d in delimiters if d}, key=len)
+    if not usable:
+        return lambda text, start, checked: True
+    longest = len(usable[-1])
+    finder = re.compile("|".join(re.escape(d) for d in usable))
+    first = re.compile("[" + "".join(re.escape(c) for c in sorted({d[0] for d in usable})) + "]")
+    prefixes = frozenset(d[:k] for d in usable for k in range(1, len(d)))
+
+    def check(text: str, start: int, checked: int) -> bool:
+        # A delimiter wholly inside the checked text would have stopped the scan already: only matches
+        # reaching into the new text count.
+        if finder.search(text, max(start, checked - longest + 1)) is not None:
+            return False
+        # The engine's `until` also stops before a delimiter cut off by the end of the input.
+        n = len(text)
+        lo = max(start, n - longest + 1)
+        m = first.search(text, lo)
+        while m is not None:
+            if text[m.start():] in prefixes:
+                return False
+            m = first.search(text, m.start() + 1)
+        return True
+
+    return check
+
+
+@cache
+def _string_check(delimiter: str) -> Check:
+    plain = re.compile("[^" + re.escape(delimiter) + "\\\\\udc80-\udcff]*")
+
+    def check(text: str, start: int, checked: int) -> bool:
+        return plain.match(text, checked).end() == len(text)  # type: ignore[union-attr]
+
+    return check
+
+
+class Resumption:
+    """How to extend one partial parse result. Stateful: it remembers how far the text has been checked."""
+
+    __slots__ = ("base", "check", "checked", "scan_start", "spine")
+
+    def __init__(self, base: ParseResult, check: Check, scan_start: int, spine: tuple[AstId, ...]) -> None:
+        self.base = base
+        self.check = check
+        self.scan_start = scan_start
+        self.spine = spine  # the open (partial) AST nodes, outermost first
+        self.checked = len(base.text)
+
+    def extend(self, text: str) -> bool:
+        """Whether the parse of `text` (which must start with the text checked so far) is this parse with its
+        open nodes extended. Checks only the new part; on success it becomes the checked text."""
+        if len(text) == self.checked:
+            return True
+        if has_escaped_bytes(text[self.checked:]) or not self.check(text, self.scan_start, self.checked):
+            return False
+        self.checked = len(text)
+        return True
+
+    def result(self, text: str) -> ParseResult:
+        """The parse result for `text` (already accepted by `extend`): the open nodes end at its end."""
+        base = self.base
+        if len(text) == len(base.text):
+            return base
+        n = len(text)
+        nodes = list(base.ast.nodes)
+        for nid in self.spine:
+            node = nodes[nid]
+            nodes[nid] = node._replace(end=n, text=text[node.start:n])
+        ast = Ast()
+        ast.nodes = nodes
+        return ParseResult(base.type, base.start, n, base.nodes, base.invalid_utf8, ast, text,
+                           observed=base.observed)
+
+
+def open_spine(result: ParseResult) -> tuple[AstId, ...] | None:
+    """The chain of partial nodes from the top down, or None when a partial node lies off that chain or ends
+    elsewhere than the input (then extending it would be guesswork)."""
+    ast_nodes = result.ast.nodes
+    spine: list[AstId] = []
+    ids = result.nodes
+    end = len(result.text)
+    while ids:
+        last: AstNode = ast_nodes[ids[-1]]
+        if not last.is_partial:
+            break
+        if last.end != end:
+            return None
+        spine.append(last.id)
+        ids = last.children
+    return tuple(spine)
+
+
+def resumption(arena: Arena, result: ParseResult) -> Resumption | None:
+    """A Resumption for `result` if it can be extended without re-parsing, else None."""
+    if result.type != ResultType.NEED_MORE_INPUT or len(result.observed) != 1 or result.end != len(result.text):
+        return None
+    kind, pid, start = result.observed[0]
+    node = arena.parsers[pid] if kind in (OBS_UNTIL, OBS_STRING) else None
+    if isinstance(node, N.Until) and kind == OBS_UNTIL:
+        check = _until_check(node.delimiters)
+    elif isinstance(node, N.String) and kind == OBS_STRING:
+        check = _string_check(node.delimiter)
+    else:
+        return None
+    if has_escaped_bytes(result.text):
+        return None
+    spine = open_spine(result)
+    if spine is None:
+        return None
+    return Resumption(result, check, start, spine)
