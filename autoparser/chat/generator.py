@@ -18,7 +18,6 @@ from typing import Any
 
 from autoparser.chat.builder import ChatBuilder
 from autoparser.chat.mapper import peg_parse
-from autoparser.chat.stream import StreamParser
 from autoparser.chat.request import (
     ChatRequest,
     Continuation,
@@ -28,6 +27,7 @@ from autoparser.chat.request import (
     render_content,
     tools_to_oaicompat,
 )
+from autoparser.chat.stream import StreamParser
 from autoparser.errors import AnalysisError, AutoparserError
 from autoparser.peg.arena import Arena
 from autoparser.peg.builder import P

@@ -145,19 +145,48 @@ class StreamParser:
         self._gen_id = gen_tool_call_id
         self._ids: list[str] = []
         self._decoder = codecs.getincrementaldecoder("utf-8")("surrogateescape")
-        self._effective = generation_prompt
+        # The text (generation prompt + output) as pieces, joined only when a parse needs it: appending to
+        # one growing str would copy it at every step.
+        self._parts: list[str] = [generation_prompt]
         self._resume: Resumption | None = None
         self._append_to: str | None = None  # "content" / "reasoning_content" when chunks append directly
+        self._appended: list[str] = []  # direct appends not yet folded into the messages (folded on demand)
         self._mapped = ChatMessage()  # the last mapped message (before ids; may be empty)
+        self._published = False  # whether `_message` is the last mapped message (with ids)
+        self._message = ChatMessage()
         self._finished = False
-        self.message = ChatMessage()
         self.last_deltas: list[MessageDelta] = []
         self.full_parses = 0  # how often the output was parsed from the start (for benchmarks and tests)
+
+    def _text(self) -> str:
+        if len(self._parts) > 1:
+            self._parts = ["".join(self._parts)]
+        return self._parts[0]
 
     @property
     def text(self) -> str:
         """The decoded output so far."""
-        return self._effective[self._offset:]
+        return self._text()[self._offset:]
+
+    @property
+    def message(self) -> ChatMessage:
+        """The message so far (what the deltas sent so far add up to)."""
+        self._fold()
+        return self._message
+
+    def _fold(self) -> None:
+        if self._appended:
+            extra = "".join(self._appended)
+            self._appended = []
+            field = self._append_to
+            assert field is not None
+            m = self._mapped
+            if field == "content":
+                self._mapped = ChatMessage(m.role, m.content + extra, m.reasoning_content, m.tool_calls)
+            else:
+                self._mapped = ChatMessage(m.role, m.content, m.reasoning_content + extra, m.tool_calls)
+            m = self._message
+            self._message = dataclasses.replace(m, **{field: getattr(m, field) + extra})
 
     def feed(self, chunk: str | bytes) -> list[MessageDelta]:
         """Add a chunk of output; returns the deltas it causes (often one, possibly none)."""
@@ -167,19 +196,21 @@ class StreamParser:
         if not piece:
             self.last_deltas = []
             return self.last_deltas
-        self._effective += piece
-        text = self._effective
+        self._parts.append(piece)
         resume = self._resume
-        if resume is not None and resume.extend(text):
+        if resume is not None and resume.extend(piece):
             field = self._append_to
-            m = self._mapped
-            if field == "content":
-                return self._publish(ChatMessage(m.role, m.content + piece, m.reasoning_content, m.tool_calls))
-            if field == "reasoning_content" and m.reasoning_content:
-                # (an empty field may hold whitespace-only reasoning, which the mapper reports as none)
-                return self._publish(ChatMessage(m.role, m.content, m.reasoning_content + piece, m.tool_calls))
-            return self._publish(map_result(resume.result(text), self._fmt))
-        result = parse_effective(self._parser, text, self._offset)
+            if field is not None and self._published and (field == "content" or self._mapped.reasoning_content):
+                # Only this field grows, by exactly `piece`: the deltas are known without building the message.
+                # (An empty reasoning field may hold whitespace-only reasoning, which maps to none: not here.)
+                self._appended.append(piece)
+                self.last_deltas = [MessageDelta(content_delta=piece) if field == "content"
+                                    else MessageDelta(reasoning_content_delta=piece)]
+                return self.last_deltas
+            self._fold()
+            return self._publish(map_result(resume.result(self._text()), self._fmt))
+        self._fold()
+        result = parse_effective(self._parser, self._text(), self._offset)
         self.full_parses += 1
         message = message_of(result, self._offset, is_partial=True, fmt=self._fmt)
         self._resume = resumption(self._parser, result) if not result.fail else None
@@ -192,12 +223,13 @@ class StreamParser:
             return self.message
         piece = self._decoder.decode(chunk, final=True) if isinstance(chunk, bytes) else \
             self._decoder.decode(b"", final=True) + chunk
-        self._effective += piece
+        self._parts.append(piece)
         self._finished = True
-        result = parse_effective(self._parser, self._effective, self._offset)
+        self._fold()
+        result = parse_effective(self._parser, self._text(), self._offset)
         self.full_parses += 1
         self._publish(message_of(result, self._offset, is_partial=False, fmt=self._fmt))
-        return self.message
+        return self._message
 
     def _direct_field(self, resume: Resumption) -> str | None:
         """The field a chunk appends to verbatim, if the open nodes hold exactly one tag, content or
@@ -216,10 +248,12 @@ class StreamParser:
     def _publish(self, new: ChatMessage) -> list[MessageDelta]:
         self._mapped = new
         if new.empty():
+            self._published = False
             self.last_deltas = []
             return self.last_deltas
         if self._gen_id is not None:
             new = set_tool_call_ids(new, self._ids, self._gen_id)
-        prev, self.message = self.message, new
+        prev, self._message = self._message, new
+        self._published = True
         self.last_deltas = compute_deltas(prev, new)
         return self.last_deltas

@@ -14,8 +14,8 @@ extended to the new end:
 - NEED_MORE_INPUT then unwinds through the same parents as before (sequences stop, choices return it, rules
   record a partial node), which depends on the result type only, never on the end position.
 
-`Resumption.extend` checks only the text added since the last check, so a stream costs O(total length) plus
-O(depth of the open nodes) per token. Anything else (a partial marker at the end, a number or a space run cut
+`Resumption.extend` checks only the text added since the last check (plus a delimiter's length before it),
+so a stream costs O(total length) plus O(depth of the open nodes) per token. Anything else (a partial marker at the end, a number or a space run cut
 by the end, undecodable bytes) makes it return None, and the caller parses from the start as before.
 """
 
@@ -35,73 +35,83 @@ if TYPE_CHECKING:
 
 __all__ = ["Resumption", "resumption"]
 
-# check(text, scan_start, checked_len) -> whether the scan, which ran into the end at `checked_len`, runs into
-# the end of `text` as well.
-Check = Callable[[str, int, int], bool]
+# check(window, window_start, scan_start, checked_len) -> whether the scan, which ran into the end of the text
+# at `checked_len`, runs into the end of the longer text as well. `window` is the longer text from
+# `window_start` (= checked_len minus the scan's lookback) on, so a check costs O(lookback + new text).
+Check = Callable[[str, int, int, int], bool]
 
 
 @cache
-def _until_check(delimiters: tuple[str, ...]) -> Check:
+def _until_check(delimiters: tuple[str, ...]) -> tuple[Check, int]:
     usable = sorted({d for d in delimiters if d}, key=len)
     if not usable:
-        return lambda text, start, checked: True
+        return (lambda window, ws, start, checked: True), 0
     longest = len(usable[-1])
     finder = re.compile("|".join(re.escape(d) for d in usable))
     first = re.compile("[" + "".join(re.escape(c) for c in sorted({d[0] for d in usable})) + "]")
     prefixes = frozenset(d[:k] for d in usable for k in range(1, len(d)))
 
-    def check(text: str, start: int, checked: int) -> bool:
+    def check(window: str, ws: int, start: int, checked: int) -> bool:
         # A delimiter wholly inside the checked text would have stopped the scan already: only matches
         # reaching into the new text count.
-        if finder.search(text, max(start, checked - longest + 1)) is not None:
+        if finder.search(window, max(start, checked - longest + 1) - ws) is not None:
             return False
         # The engine's `until` also stops before a delimiter cut off by the end of the input.
-        n = len(text)
-        lo = max(start, n - longest + 1)
-        m = first.search(text, lo)
+        lo = max(start - ws, len(window) - longest + 1, 0)
+        m = first.search(window, lo)
         while m is not None:
-            if text[m.start():] in prefixes:
+            if window[m.start():] in prefixes:
                 return False
-            m = first.search(text, m.start() + 1)
+            m = first.search(window, m.start() + 1)
         return True
 
-    return check
+    return check, longest - 1
 
 
 @cache
-def _string_check(delimiter: str) -> Check:
+def _string_check(delimiter: str) -> tuple[Check, int]:
     plain = re.compile("[^" + re.escape(delimiter) + "\\\\\udc80-\udcff]*")
 
-    def check(text: str, start: int, checked: int) -> bool:
-        return plain.match(text, checked).end() == len(text)  # type: ignore[union-attr]
+    def check(window: str, ws: int, start: int, checked: int) -> bool:
+        return plain.match(window, checked - ws).end() == len(window)  # type: ignore[union-attr]
 
-    return check
+    return check, 0
 
 
 class Resumption:
-    """How to extend one partial parse result. Stateful: it remembers how far the text has been checked."""
+    """How to extend one partial parse result. Stateful: it remembers how far the text has been checked and
+    keeps the last few characters a check looks back at, so a check never needs the whole text."""
 
-    __slots__ = ("base", "check", "checked", "scan_start", "spine")
+    __slots__ = ("base", "check", "checked", "lookback", "scan_start", "spine", "tail")
 
-    def __init__(self, base: ParseResult, check: Check, scan_start: int, spine: tuple[AstId, ...]) -> None:
+    def __init__(self, base: ParseResult, check: Check, lookback: int, scan_start: int,
+                 spine: tuple[AstId, ...]) -> None:
         self.base = base
         self.check = check
+        self.lookback = lookback
         self.scan_start = scan_start
         self.spine = spine  # the open (partial) AST nodes, outermost first
         self.checked = len(base.text)
+        self.tail = base.text[max(scan_start, self.checked - lookback):] if lookback else ""
 
-    def extend(self, text: str) -> bool:
-        """Whether the parse of `text` (which must start with the text checked so far) is this parse with its
-        open nodes extended. Checks only the new part; on success it becomes the checked text."""
-        if len(text) == self.checked:
+    def extend(self, piece: str) -> bool:
+        """Whether the parse of the checked text + `piece` is this parse with its open nodes extended.
+        Looks at `piece` (and the lookback) only; on success the longer text becomes the checked one."""
+        if not piece:
             return True
-        if has_escaped_bytes(text[self.checked:]) or not self.check(text, self.scan_start, self.checked):
+        if has_escaped_bytes(piece):
             return False
-        self.checked = len(text)
+        window = self.tail + piece
+        ws = self.checked - len(self.tail)
+        if not self.check(window, ws, self.scan_start, self.checked):
+            return False
+        self.checked += len(piece)
+        if self.lookback:
+            self.tail = window[-self.lookback:]
         return True
 
     def result(self, text: str) -> ParseResult:
-        """The parse result for `text` (already accepted by `extend`): the open nodes end at its end."""
+        """The parse result for `text` (the checked text): the open nodes end at its end."""
         base = self.base
         if len(text) == len(base.text):
             return base
@@ -141,9 +151,9 @@ def resumption(arena: Arena, result: ParseResult) -> Resumption | None:
     kind, pid, start = result.observed[0]
     node = arena.parsers[pid] if kind in (OBS_UNTIL, OBS_STRING) else None
     if isinstance(node, N.Until) and kind == OBS_UNTIL:
-        check = _until_check(node.delimiters)
+        check, lookback = _until_check(node.delimiters)
     elif isinstance(node, N.String) and kind == OBS_STRING:
-        check = _string_check(node.delimiter)
+        check, lookback = _string_check(node.delimiter)
     else:
         return None
     if has_escaped_bytes(result.text):
@@ -151,4 +161,4 @@ def resumption(arena: Arena, result: ParseResult) -> Resumption | None:
     spine = open_spine(result)
     if spine is None:
         return None
-    return Resumption(result, check, start, spine)
+    return Resumption(result, check, lookback, start, spine)

@@ -196,25 +196,34 @@ def test_stream_parser_bytes_split_inside_utf8_and_generated_ids() -> None:
     arena = _stream_arena()
     assert isinstance(arena, Arena)
     counter = iter(range(100))
-    sp = StreamParser(lambda text, partial: peg_parse(arena, text, is_partial=partial),
-                      gen_tool_call_id=lambda: f"gen{next(counter)}")
+    sp = StreamParser(arena, gen_tool_call_id=lambda: f"gen{next(counter)}")
     data = '<think>caf\u00e9</think>h\u00e9llo<call>fn{"a": "\u00e9"}</call><call>g{}</call>'.encode()
     acc = ChatMessage()
     for i in range(len(data)):
         deltas = sp.feed(data[i:i + 1])
         acc = apply_deltas(acc, deltas)
         assert "\udcc3" not in sp.text  # a split é is held back, never seen as an escaped byte
-    acc = apply_deltas(acc, sp.finish())
+    final = sp.finish()
+    acc = apply_deltas(acc, sp.last_deltas)
     expected = msg("h\u00e9llo", "caf\u00e9", ToolCall("fn", '{"a": "\u00e9"}', "gen0"), ToolCall("g", "{}", "gen1"))
-    assert sp.message == expected
+    assert final == sp.message == expected
     assert acc == expected
+    whole = peg_parse(arena, data.decode(), is_partial=False)
+    assert whole.content == final.content and whole.reasoning_content == final.reasoning_content
+    assert [(c.name, c.arguments) for c in whole.tool_calls] == [(c.name, c.arguments) for c in final.tool_calls]
 
 
 def test_stream_parser_keeps_model_ids() -> None:
+    from autoparser.chat.builder import build_chat_peg_parser
     from autoparser.chat.stream import StreamParser
 
-    outputs = {"a": msg("", "", ToolCall("f", "{", "m1")), "ab": msg("", "", ToolCall("f", "{}", "m1"))}
-    sp = StreamParser(lambda text, partial: outputs.get(text, ChatMessage()), gen_tool_call_id=lambda: "generated")
+    arena = build_chat_peg_parser(lambda p: p.tool(
+        p.tool_open(p.literal("<call id=")) + p.tool_id(p.chars("[a-z0-9]")) + p.literal(">")
+        + p.tool_name(p.chars("[a-z]")) + p.tool_args(p.json()) + p.tool_close(p.literal("</call>"))) + p.end())
+    sp = StreamParser(arena, gen_tool_call_id=lambda: "generated")
     assert sp.feed("") == []
-    assert sp.feed("a") == [MessageDelta(tool_call_index=0, tool_call_delta=ToolCall("f", "{", "m1"))]
-    assert sp.finish("b") == [MessageDelta(tool_call_index=0, tool_call_delta=ToolCall("", "}", ""))]
+    assert sp.feed('<call id=m1>f{"a": ') == [
+        MessageDelta(tool_call_index=0, tool_call_delta=ToolCall("f", '{"a":', "m1"))]
+    sp.finish("1}</call>")
+    assert sp.last_deltas == [MessageDelta(tool_call_index=0, tool_call_delta=ToolCall("", " 1}", ""))]
+    assert sp.message.tool_calls == (ToolCall("f", '{"a": 1}', "m1"),)
