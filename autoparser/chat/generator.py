@@ -159,14 +159,16 @@ def _template(source: str) -> ChatTemplate:
 
 
 @functools.lru_cache(maxsize=64)
-def _caps(source: str) -> Any:
+def cached_caps(source: str) -> Any:
+    """The template's capabilities, probed once per source (generate() and the corpus artefacts share it)."""
     from autoparser.template.caps import template_caps
 
     return template_caps(_template(source))
 
 
 @functools.lru_cache(maxsize=64)
-def _analysis(source: str) -> Any:
+def cached_analysis(source: str) -> Any:
+    """The (non-strict) template analysis, run once per source."""
     from autoparser.analysis.analyzer import analyze_template
 
     return analyze_template(_template(source))
@@ -206,7 +208,7 @@ def generation_prompt(tmpl: ChatTemplate, inputs: GenerationInputs, *, messages:
 
 
 def prepare_inputs(source: str, request: ChatRequest) -> GenerationInputs:
-    caps = _caps(source)
+    caps = cached_caps(source)
     raw = list(request.messages)
     if "You have access to the following functions in JSONSchema format" in source:
         # StepFun: leftover whitespace in history drives the model into loops; the C++ trims it.
@@ -280,7 +282,7 @@ def generate(source: str, request: Mapping[str, Any] | ChatRequest) -> ChatParam
         params = handler.generate(tmpl, inputs)
         return replace(params, messages=inputs.messages, tools=tuple(inputs.tools or ()), handler=handler.name)
     try:
-        analysis = _analysis(source)
+        analysis = cached_analysis(source)
     except AutoparserError as e:
         raise AnalysisError(f"Unable to generate parser for this template. Automatic parser generation failed: {e}") \
             from e

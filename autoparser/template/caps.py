@@ -22,7 +22,14 @@ import jinja2.sandbox
 import jinja2.utils
 
 from autoparser.errors import TemplateError
-from autoparser.template.render import ChatTemplate, GuardedEnvironment, make_environment, run_template
+from autoparser.template.render import (
+    ChatTemplate,
+    GuardedEnvironment,
+    compile_source,
+    make_environment,
+    parse_source,
+    run_template,
+)
 
 __all__ = ["TemplateCaps", "normalize_messages", "template_caps"]
 
@@ -279,7 +286,7 @@ def _macro_defaults(source: str) -> dict[str, int]:
     import jinja2.nodes
 
     out: dict[str, int] = {}
-    for node in _STATS_ENV.parse(source).find_all(jinja2.nodes.Macro):
+    for node in parse_source(_STATS_ENV, source).find_all(jinja2.nodes.Macro):
         out.setdefault(node.name, len(node.defaults))
     return out
 
@@ -481,7 +488,7 @@ def template_caps(template: ChatTemplate | str, name: str = "<template>") -> Tem
     if isinstance(template, ChatTemplate):
         name = template.name
     try:
-        compiled = _STATS_ENV.from_string(source)
+        compiled = compile_source(_STATS_ENV, source)
     except Exception as err:
         ChatTemplate(source, name=name)  # raises the same TemplateError the renderer would
         raise TemplateError(f"{name}: {err}") from err

@@ -26,6 +26,7 @@ from autoparser.template.render import (
     DEFAULT_TIME_LIMIT,
     ChatTemplate,
     GuardedEnvironment,
+    compile_source,
     make_environment,
     run_template,
 )
@@ -411,7 +412,7 @@ class DiffRenderer:
         self.first_error: str | None = None
         # One compilation, with the C++-flavoured environment (compiling is most of an analysis' cost).
         try:
-            self._compiled = _CPP_ENV.from_string(source)
+            self._compiled = compile_source(_CPP_ENV, source)
         except Exception as err:
             ChatTemplate(source, name=name)
             raise TemplateError(f"{name}: {err}") from err

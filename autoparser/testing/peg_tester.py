@@ -37,9 +37,10 @@ class PegTestFailure(AssertionError):
 
 
 def renormalize_json(text: str) -> str:
-    """Arguments as the C++ test compares them: re-serialised JSON, and "" for anything unparsable."""
+    """Arguments as the C++ test compares them: re-serialised JSON, and "" for anything unparsable. Keys are
+    sorted, as nlohmann::json (a std::map) serialises them: the order of arguments is not compared."""
     try:
-        return json.dumps(json.loads(text), separators=(",", ":"), ensure_ascii=False)
+        return json.dumps(json.loads(text), separators=(",", ":"), ensure_ascii=False, sort_keys=True)
     except (json.JSONDecodeError, TypeError):
         return ""
 

@@ -190,3 +190,15 @@ def test_immutable() -> None:
     t = ChatTemplate("x")
     with pytest.raises(AttributeError):
         t.source = "y"  # type: ignore[misc]
+
+
+def test_invalid_escape_in_a_string_literal_is_not_a_syntax_error() -> None:
+    # Runs under filterwarnings=error: jinja2 alone would raise TemplateSyntaxError("invalid escape sequence").
+    from autoparser import generate
+    from autoparser.template.caps import template_caps
+
+    source = "{%- set pattern = '\\s+' -%}{% for m in messages %}{{ m.content }}{% endfor %}[{{ pattern }}]"
+    tmpl = ChatTemplate(source)
+    assert tmpl.render([{"role": "user", "content": "hi"}]) == "hi[\\s+]"
+    assert template_caps(tmpl).supports_system_role is not None
+    assert generate(source, {"messages": [{"role": "user", "content": "hi"}]}).prompt == "hi[\\s+]"
