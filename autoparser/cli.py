@@ -156,8 +156,14 @@ def build_parser() -> argparse.ArgumentParser:
     cr.add_argument("--endpoint", help="hub endpoint (default: HF_ENDPOINT or huggingface.co)")
     cr.add_argument("--report", default="reports", help="where the change report goes (JSON + Markdown)")
     cp = csub.add_parser("report", help="write the corpus report (HTML + Markdown)")
-    cp.add_argument("--corpus", default="corpus")
-    cp.add_argument("--out", default="reports")
+    cp.add_argument("--corpus", default="corpus", help="corpus directory (default: ./corpus)")
+    cp.add_argument("--snapshots", default="snapshots",
+                    help="committed artefact snapshots to compare with (default: ./snapshots)")
+    cp.add_argument("--out", default="reports", help="where report.html and report.md go (default: ./reports)")
+    cp.add_argument("--only", nargs="+", metavar="NAME",
+                    help="only these templates (names or patterns such as 'Qwen__*')")
+    cp.add_argument("--limit", type=int, metavar="N", help="only the first N (selected) templates")
+    cp.add_argument("--jobs", "-j", type=int, default=1, metavar="N", help="worker processes (default: 1)")
     c.set_defaults(func=cmd_corpus)
     return p
 

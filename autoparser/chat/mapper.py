@@ -12,6 +12,7 @@ MiniMax-M3); they rebuild the arguments from rule-named / tagged sub-nodes.
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass
 
 from autoparser.chat.builder import (
@@ -147,23 +148,15 @@ def normalize_quotes_to_json(s: str) -> str:
     return "".join(out)
 
 
+# A JSON string, to its closing quote or to the end of unfinished text.
+_JSON_STRING = re.compile(r'"(?:[^"\\]|\\.)*(?:"|\\?\Z)', re.DOTALL)
+
+
 def _json_brace_depth(s: str) -> int:
     """Unclosed `{` in JSON-ish text, ignoring braces inside double-quoted strings (`[` is not tracked)."""
-    depth = 0
-    in_string = escaped = False
-    for c in s:
-        if escaped:
-            escaped = False
-        elif c == "\\" and in_string:
-            escaped = True
-        elif c == '"':
-            in_string = not in_string
-        elif not in_string:
-            if c == "{":
-                depth += 1
-            elif c == "}":
-                depth -= 1
-    return depth
+    if '"' in s:
+        s = _JSON_STRING.sub("", s)  # in C: no Python loop over the (possibly long) arguments
+    return s.count("{") - s.count("}")
 
 
 @dataclass

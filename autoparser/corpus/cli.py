@@ -8,7 +8,7 @@ from pathlib import Path
 
 from autoparser.errors import CorpusError
 
-__all__ = ["run_corpus", "run_refresh"]
+__all__ = ["run_corpus", "run_refresh", "run_report"]
 
 
 def _fail(message: str, code: int = 2) -> int:
@@ -35,10 +35,48 @@ def run_refresh(args: argparse.Namespace) -> int:
     return 0 if report.ok else 1
 
 
+def run_report(args: argparse.Namespace) -> int:
+    """Write report.html + report.md for the corpus (or a --only/--limit subset); exit 0, 2 on bad input."""
+    import time
+
+    from autoparser.corpus import Corpus
+    from autoparser.corpus.report import collect_rows, summary_line, write_report
+
+    limit = getattr(args, "limit", None)
+    jobs = getattr(args, "jobs", None)
+    jobs = 1 if jobs is None else int(jobs)
+    if limit is not None and limit < 0:
+        return _fail("corpus report: --limit must be >= 0")
+    if jobs < 1:
+        return _fail("corpus report: --jobs must be >= 1")
+    corpus_dir = Path(args.corpus)
+    if not corpus_dir.is_dir():
+        return _fail(f"corpus report: no corpus directory {corpus_dir}")
+    try:
+        corpus = Corpus.load(corpus_dir)
+    except CorpusError as e:
+        return _fail(f"corpus report: {e}")
+    only = list(getattr(args, "only", None) or []) or None
+    snapshots = Path(args.snapshots) if getattr(args, "snapshots", None) else None
+    if snapshots is not None and snapshots.exists() and not snapshots.is_dir():
+        return _fail(f"corpus report: --snapshots {snapshots} is not a directory")
+    started = time.monotonic()
+    rows = collect_rows(corpus, snapshots, names=only, limit=limit, jobs=jobs)
+    if only and not rows:
+        return _fail(f"corpus report: no template matches --only {' '.join(only)}")
+    try:
+        html_path, md_path = write_report(rows, Path(args.out))
+    except OSError as e:
+        return _fail(f"corpus report: cannot write to {args.out}: {e.strerror or e}")
+    print(f"corpus report: wrote {html_path} and {md_path} in {time.monotonic() - started:.1f}s")
+    print(f"corpus report: {summary_line(rows)}")
+    return 0
+
+
 def run_corpus(args: argparse.Namespace) -> int:
     command = getattr(args, "corpus_command", None)
     if command == "refresh":
         return run_refresh(args)
     if command == "report":
-        return _fail("corpus report: not implemented yet")
+        return run_report(args)
     return _fail(f"unknown corpus command {command!r}")

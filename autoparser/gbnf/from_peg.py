@@ -175,9 +175,10 @@ def _ac_grammar(builder: GrammarBuilder, prefix: str, delimiters: tuple[str, ...
         ordered = {d: buckets[d] for d in sorted(buckets)}  # the C++ keeps buckets in a std::map
         builder.add_rule(state_name(q), body(completing, ordered, specific, state_name))
     if ac.terminal(0):
-        # An empty delimiter matches at once; the start rule must still exist. (llama.cpp's own grammar
-        # parser rejects a `x ::= |` line followed by another rule; kept as the C++ emits it.)
-        builder.add_rule(prefix, "|")
+        # An empty delimiter matches at once; the start rule must still exist and match "". The C++ emits
+        # `x ::= |`, which llama.cpp's own grammar parser misreads when another rule follows (after a `|` it
+        # skips the newline and takes the next rule's name as this alternative): `""` means the same and loads.
+        builder.add_rule(prefix, '""')
     return state_name(0)
 
 

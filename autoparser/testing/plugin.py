@@ -30,8 +30,22 @@ def gbnf_oracle() -> Any:
     return LlamaGrammar
 
 
+@pytest.fixture
+def artefact_snapshot(snapshot: Any, request: pytest.FixtureRequest) -> Any:
+    """Per-template artefact snapshots at snapshots/<key>/<file> (autoparser.testing.snapshots.ArtefactSnapshot):
+
+        artefact_snapshot.check(key, {"analysis.json": text, ...})      # all files, one failure with every diff
+        assert text == artefact_snapshot(key, "analysis.json")          # one file
+    """
+    from autoparser.testing.snapshots import ArtefactSnapshot
+
+    option = request.config.option
+    return ArtefactSnapshot(snapshot, colors=not getattr(option, "no_colors", False),
+                            detailed=str(getattr(option, "diff_mode", "detailed")) != "disabled")
+
+
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", "oracle: checked by llama.cpp's own GBNF engine")
 
 
-__all__ = ["gbnf_oracle", "peg_tester"]
+__all__ = ["artefact_snapshot", "gbnf_oracle", "peg_tester"]

@@ -13,6 +13,8 @@ from collections.abc import Callable
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from autoparser.chat.builder import ChatBuilder, build_chat_peg_parser
 from autoparser.chat.mapper import (
@@ -698,3 +700,26 @@ def test_minimax_m3_streaming() -> None:
     cut = MINIMAX_INPUT.index("Paris") + 3
     assert peg_parse(arena, MINIMAX_INPUT[:cut], is_partial=True, format=ChatFormat.PEG_MINIMAX_M3).tool_calls == (
         ToolCall("search", '{"city":"Par'),)
+
+
+def _brace_depth_by_hand(s: str) -> int:
+    depth = 0
+    in_string = escaped = False
+    for c in s:
+        if escaped:
+            escaped = False
+        elif c == "\\" and in_string:
+            escaped = True
+        elif c == '"':
+            in_string = not in_string
+        elif not in_string:
+            depth += {"{": 1, "}": -1}.get(c, 0)
+    return depth
+
+
+@settings(max_examples=3000)
+@given(st.text(alphabet='{}"\\a\n', max_size=40))
+def test_json_brace_depth_skips_strings_finished_or_not(text: str) -> None:
+    from autoparser.chat.mapper import _json_brace_depth
+
+    assert _json_brace_depth(text) == _brace_depth_by_hand(text)

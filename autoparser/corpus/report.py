@@ -1,0 +1,590 @@
+"""`autoparser corpus report`: one self-contained HTML page and a Markdown summary over the whole corpus.
+
+Per template: its family, formats and markers (from the analyzer and `generate`), the round-trip scenario
+results (autoparser.corpus.roundtrip), the size of the one-tool grammar, and which artefacts differ from the
+committed snapshot (autoparser.corpus.artefacts + snapshots/<key>/<file>).
+
+Collecting never stops at one bad template: each stage's exception is recorded in the row's `errors` and the
+report carries on. Rendering is pure (rows in, text out) and escapes every piece of corpus-derived text.
+
+The HTML page needs no network and no JavaScript to read: it is a plain table in name order with <details>
+for markers and diffs. A few lines of inline JS make the headers sortable (click, or `#sort=<key>` /
+`#sort=-<key>` in the URL to sort on load; the table then carries `data-sorted`, which the browser test reads).
+
+Family rule (documented in the page too): the first known family keyword among the name tokens of the model
+part of the entry's model_hint / repo_id / name (text after "/" or after the first "__"), by position; if the
+model part names none, the same search over the org / package part, then a small org table; else "other".
+"""
+
+from __future__ import annotations
+
+import concurrent.futures
+import difflib
+import fnmatch
+import html
+import json
+import multiprocessing
+import re
+from collections import Counter
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from autoparser.chat.generator import generate
+from autoparser.corpus import Corpus, CorpusEntry
+from autoparser.corpus.artefacts import (
+    ANALYSIS_FILE,
+    GRAMMAR_REQUESTS,
+    ROUNDTRIP_FILE,
+    snapshot_key,
+    template_artefacts,
+)
+from autoparser.corpus.manifest import atomic_write_bytes
+from autoparser.corpus.roundtrip import SCENARIOS
+
+__all__ = [
+    "ArtefactChange",
+    "ScenarioCell",
+    "TemplateRow",
+    "collect_row",
+    "collect_rows",
+    "family_of",
+    "render_html",
+    "render_markdown",
+    "summarize",
+    "write_report",
+]
+
+STATUSES = ("pass", "fail", "not_expressible", "error")
+_DIFF_LINES = 40  # unified-diff excerpt per changed artefact; the full text is in the artefacts themselves
+_DETAIL_CHARS = 400
+
+# The one-tool grammar is the "grammar size" column (the no-tools grammar is usually empty).
+_ONE_TOOL_GRAMMAR = "grammar-one-tool.gbnf"
+
+
+# --- rows ---------------------------------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class ScenarioCell:
+    scenario: str
+    status: str  # pass | fail | not_expressible | error
+    detail: str = ""
+
+
+@dataclass(frozen=True)
+class ArtefactChange:
+    artefact: str
+    kind: str  # changed | new | missing
+    diff: str = ""  # unified-diff excerpt (changed only)
+
+
+@dataclass(frozen=True)
+class TemplateRow:
+    name: str
+    family: str
+    model: str = ""  # repo id / model hint / package source, for display
+    handler: str = ""  # "autoparser" or the specialised handler's name
+    chat_format: str = ""  # ChatParams.format of the one-tool request
+    reasoning: str = ""  # reasoning mode (analysis)
+    content: str = ""  # content mode
+    tools: str = ""  # tool-call format
+    markers: tuple[tuple[str, str], ...] = ()  # (field, marker text), non-empty markers only
+    scenarios: tuple[ScenarioCell, ...] = ()
+    grammar_size: int | None = None  # characters of the one-tool GBNF grammar; None when not generated
+    grammar_rules: int | None = None
+    snapshot: str = "unavailable"  # same | changed | none (no snapshot folder) | unavailable (not computed)
+    changes: tuple[ArtefactChange, ...] = ()
+    errors: tuple[str, ...] = ()
+
+    def status_of(self, scenario: str) -> str:
+        for c in self.scenarios:
+            if c.scenario == scenario:
+                return c.status
+        return ""
+
+    def count(self, status: str) -> int:
+        return sum(1 for c in self.scenarios if c.status == status)
+
+
+# --- family -------------------------------------------------------------------------------------------------------
+
+# keyword (prefix of a name token) -> family. Token = run of [a-z0-9] in the lower-cased name.
+_FAMILY_KEYWORDS: tuple[tuple[str, str], ...] = (
+    ("qwen", "Qwen"), ("qwq", "Qwen"),
+    ("llama", "Llama"), ("tinyllama", "Llama"), ("codellama", "Llama"),
+    ("mistral", "Mistral"), ("mixtral", "Mistral"), ("ministral", "Mistral"), ("pixtral", "Mistral"),
+    ("magistral", "Mistral"), ("devstral", "Mistral"), ("codestral", "Mistral"),
+    ("gemma", "Gemma"), ("deepseek", "DeepSeek"), ("phi", "Phi"),
+    ("command", "Command"), ("c4ai", "Command"), ("cohere", "Command"), ("aya", "Command"),
+    ("granite", "Granite"), ("glm", "GLM"), ("chatglm", "GLM"), ("kimi", "Kimi"), ("minimax", "MiniMax"),
+    ("hermes", "Hermes"), ("nemotron", "Nemotron"), ("exaone", "EXAONE"), ("falcon", "Falcon"),
+    ("yi", "Yi"), ("internlm", "InternLM"), ("olmo", "OLMo"), ("smollm", "SmolLM"), ("lfm", "LFM"),
+    ("jamba", "Jamba"), ("functionary", "Functionary"), ("hunyuan", "Hunyuan"), ("ernie", "ERNIE"),
+    ("baichuan", "Baichuan"), ("llava", "LLaVA"), ("ling", "Ling"), ("step", "StepFun"), ("apertus", "Apertus"),
+    ("seed", "Seed"), ("gpt", "GPT"), ("chatml", "ChatML"), ("alpaca", "Alpaca"), ("vicuna", "Vicuna"),
+    ("zephyr", "Zephyr"), ("openchat", "OpenChat"), ("solar", "Solar"), ("dolphin", "Dolphin"),
+    ("metharme", "Metharme"), ("pythia", "Pythia"), ("salamandra", "Salamandra"), ("aquila", "Aquila"),
+    ("ring", "Ling"), ("minicpm", "MiniCPM"), ("mimo", "MiMo"), ("kanana", "Kanana"), ("internvl", "InternLM"),
+    ("arcee", "Arcee"), ("trinity", "Arcee"), ("virtuoso", "Arcee"), ("mellum", "Mellum"),
+    ("nanbeige", "Nanbeige"), ("motif", "Motif"), ("fanar", "Fanar"), ("orion", "Orion"),
+)
+_FAMILY_ORGS: Mapping[str, str] = {
+    "meta-llama": "Llama", "mistralai": "Mistral", "google": "Gemma", "deepseek-ai": "DeepSeek",
+    "microsoft": "Phi", "coherelabs": "Command", "cohereforai": "Command", "ibm-granite": "Granite",
+    "thudm": "GLM", "zai-org": "GLM", "moonshotai": "Kimi", "nousresearch": "Hermes", "nvidia": "Nemotron",
+    "lgai-exaone": "EXAONE", "tiiuae": "Falcon", "01-ai": "Yi", "internlm": "InternLM", "allenai": "OLMo",
+    "huggingfacetb": "SmolLM", "liquidai": "LFM", "openai": "GPT", "bytedance-seed": "Seed",
+    "inclusionai": "Ling", "arcee-ai": "Arcee", "tencent": "Hunyuan", "kakaocorp": "Kanana", "openbmb": "MiniCPM",
+    "xiaomimimo": "MiMo", "opengvlab": "InternLM", "jetbrains": "Mellum",
+}
+
+
+def _keyword_family(text: str) -> str | None:
+    best: tuple[int, int, str] | None = None  # (position, -keyword length, family)
+    for m in re.finditer(r"[a-z0-9]+", text.lower()):
+        tok = m.group(0)
+        for kw, fam in _FAMILY_KEYWORDS:
+            if tok.startswith(kw) and (kw != "yi" or re.fullmatch(r"yi\d*", tok)) and (kw != "gpt" or "oss" in text.lower()):
+                cand = (m.start(), -len(kw), fam)
+                if best is None or cand < best:
+                    best = cand
+    return best[2] if best else None
+
+
+def family_of(entry: CorpusEntry) -> str:
+    """See the module docstring for the rule."""
+    label = entry.model_hint or entry.repo_id or ""
+    if "/" in label:
+        org, _, model = label.partition("/")
+    else:
+        org, sep, model = entry.name.partition("__")
+        if not sep:
+            org, model = "", entry.name
+    return _keyword_family(model) or _keyword_family(org) or _FAMILY_ORGS.get(org.lower(), "other")
+
+
+def _model_label(entry: CorpusEntry) -> str:
+    return entry.model_hint or entry.repo_id or entry.source_file or (entry.origins[0] if entry.origins else "")
+
+
+# --- collecting ---------------------------------------------------------------------------------------------------
+
+def _err(stage: str, e: BaseException) -> str:
+    text = str(e).strip().replace("\n", " ")
+    return f"{stage}: {type(e).__name__}: {text[:_DETAIL_CHARS]}"
+
+
+def _name(v: Any) -> str:
+    return str(getattr(v, "value", v))
+
+
+def _markers(d: Mapping[str, Any]) -> tuple[tuple[str, str], ...]:
+    """Non-empty markers of an analysis record (`TemplateAnalysis.to_dict()` / analysis.json)."""
+    tools = d.get("tools", {})
+    paths = [
+        ("reasoning.start", d.get("reasoning", {}), "start"), ("reasoning.end", d.get("reasoning", {}), "end"),
+        ("content.start", d.get("content", {}), "start"), ("content.end", d.get("content", {}), "end"),
+        ("tools.section_start", tools.get("format", {}), "section_start"),
+        ("tools.section_end", tools.get("format", {}), "section_end"),
+        ("tools.per_call_start", tools.get("format", {}), "per_call_start"),
+        ("tools.per_call_end", tools.get("format", {}), "per_call_end"),
+        ("function.name_prefix", tools.get("function", {}), "name_prefix"),
+        ("function.name_suffix", tools.get("function", {}), "name_suffix"),
+        ("function.close", tools.get("function", {}), "close"),
+        ("arguments.start", tools.get("arguments", {}), "start"),
+        ("arguments.end", tools.get("arguments", {}), "end"),
+        ("arguments.name_prefix", tools.get("arguments", {}), "name_prefix"),
+        ("arguments.value_prefix", tools.get("arguments", {}), "value_prefix"),
+        ("call_id.prefix", tools.get("call_id", {}), "prefix"),
+    ]
+    return tuple((label, str(sub[key])) for label, sub, key in paths if isinstance(sub, dict) and sub.get(key))
+
+
+def _analysis_fields(d: Mapping[str, Any]) -> dict[str, Any]:
+    return {"reasoning": str(d["reasoning"]["mode"]), "content": str(d["content"]["mode"]),
+            "tools": str(d["tools"]["format"]["mode"]), "markers": _markers(d)}
+
+
+def _artefact_error(text: str) -> str | None:
+    """"Type: message" when a JSON artefact records its stage's failure ({"error": {...}}), else None."""
+    try:
+        d = json.loads(text)
+    except ValueError:
+        return None
+    if isinstance(d, dict) and isinstance(d.get("error"), dict):
+        return f"{d['error'].get('type', 'Error')}: {str(d['error'].get('message', ''))[:_DETAIL_CHARS]}"
+    return None
+
+
+def _rule_count(grammar: str) -> int:
+    return sum(1 for line in grammar.splitlines() if "::=" in line)
+
+
+def _read_snapshot(path: Path) -> str | None:
+    try:
+        return path.read_bytes().decode("utf-8", "surrogateescape")
+    except OSError:
+        return None
+
+
+def _diff_excerpt(old: str, new: str, name: str) -> str:
+    lines = list(difflib.unified_diff(old.splitlines(), new.splitlines(), f"snapshot/{name}", f"now/{name}",
+                                      lineterm="", n=1))
+    if len(lines) > _DIFF_LINES:
+        lines = [*lines[:_DIFF_LINES], f"... ({len(lines) - _DIFF_LINES} more diff lines)"]
+    return "\n".join(lines)
+
+
+def compare_snapshot(artefacts: Mapping[str, str], folder: Path) -> tuple[str, tuple[ArtefactChange, ...]]:
+    """(same | changed | none, changes) of freshly computed artefacts against snapshots/<key>/ on disk."""
+    if not folder.is_dir():
+        return "none", ()
+    changes: list[ArtefactChange] = []
+    on_disk = {p.name for p in folder.iterdir() if p.is_file() and not p.name.startswith(".")}
+    for name in sorted(set(artefacts) | on_disk):
+        now = artefacts.get(name)
+        old = _read_snapshot(folder / name) if name in on_disk else None
+        if now is None:
+            changes.append(ArtefactChange(name, "missing"))
+        elif old is None:
+            changes.append(ArtefactChange(name, "new"))
+        elif old != now:
+            changes.append(ArtefactChange(name, "changed", _diff_excerpt(old, now, name)))
+    return ("changed" if changes else "same"), tuple(changes)
+
+
+def collect_row(entry: CorpusEntry, snapshots_dir: Path | None) -> TemplateRow:
+    """Everything the report shows about one template; each failing stage adds to `errors`.
+
+    The analysis, the one-tool grammar and the round-trip results are read from the artefacts (computed once,
+    and exactly what the snapshots hold), so the report and the snapshot suite can never disagree.
+    """
+    errors: list[str] = []
+    fields: dict[str, Any] = {"name": entry.name, "family": family_of(entry), "model": _model_label(entry)}
+    try:
+        source = entry.read_text()
+    except Exception as e:
+        return TemplateRow(**fields, errors=(_err("read", e),))
+    arts = template_artefacts(source)  # never raises: a failing stage is an error artefact
+
+    failed = _artefact_error(arts[ANALYSIS_FILE])
+    if failed:
+        errors.append(f"analysis: {failed}")
+    else:
+        fields.update(_analysis_fields(json.loads(arts[ANALYSIS_FILE])))
+
+    # handler and chat format: the one-tool grammar's request, generated again (cached analysis: cheap)
+    try:
+        params = generate(source, GRAMMAR_REQUESTS[_ONE_TOOL_GRAMMAR])
+        fields.update(handler=params.handler, chat_format=_name(params.format),
+                      grammar_size=len(params.grammar), grammar_rules=_rule_count(params.grammar))
+    except Exception as e:  # the artefact records the same failure; the row names the stage
+        errors.append(_err("generate", e))
+
+    failed = _artefact_error(arts[ROUNDTRIP_FILE])
+    if failed:
+        errors.append(f"roundtrip: {failed}")
+    else:
+        fields["scenarios"] = tuple(
+            ScenarioCell(str(r["scenario"]), str(r["status"]), str(r.get("detail") or "")[:_DETAIL_CHARS])
+            for r in json.loads(arts[ROUNDTRIP_FILE]))
+
+    if snapshots_dir is not None:
+        fields["snapshot"], fields["changes"] = compare_snapshot(arts, snapshots_dir / snapshot_key(entry))
+    return TemplateRow(**fields, errors=tuple(errors))
+
+
+def _collect_one(args: tuple[CorpusEntry, Path | None]) -> TemplateRow:
+    entry, snapshots_dir = args
+    try:
+        return collect_row(entry, snapshots_dir)
+    except BaseException as e:  # RecursionError, SystemExit from a template... never lose the whole report
+        if isinstance(e, KeyboardInterrupt):
+            raise
+        return TemplateRow(name=entry.name, family=family_of(entry), errors=(_err("collect", e),))
+
+
+def select_entries(corpus: Corpus, names: Iterable[str] | None = None, limit: int | None = None
+                   ) -> tuple[CorpusEntry, ...]:
+    """Entries named (exact names or fnmatch patterns such as "Qwen__*", in corpus order), then the first
+    `limit` of them."""
+    entries = corpus.entries
+    if names is not None:
+        wanted = list(names)
+        entries = tuple(e for e in entries if any(w == e.name or fnmatch.fnmatchcase(e.name, w) for w in wanted))
+    if limit is not None:
+        entries = entries[:max(limit, 0)]
+    return entries
+
+
+def collect_rows(corpus: Corpus, snapshots_dir: Path | str | None, *, names: Iterable[str] | None = None,
+                 limit: int | None = None, jobs: int = 1,
+                 progress: Callable[[int, int], None] | None = None) -> list[TemplateRow]:
+    """One row per selected template, in corpus (name) order. jobs > 1 uses worker processes."""
+    snaps = Path(snapshots_dir) if snapshots_dir is not None else None
+    entries = select_entries(corpus, names, limit)
+    work = [(e, snaps) for e in entries]
+    rows: list[TemplateRow] = []
+    if jobs <= 1 or len(work) <= 1:
+        for i, w in enumerate(work, 1):
+            rows.append(_collect_one(w))
+            if progress:
+                progress(i, len(work))
+        return rows
+    # spawn: no fork of a process that may hold threads/locks; the worker imports what it needs
+    ctx = multiprocessing.get_context("spawn")
+    with concurrent.futures.ProcessPoolExecutor(max_workers=jobs, mp_context=ctx) as pool:
+        for i, row in enumerate(pool.map(_collect_one, work, chunksize=4), 1):
+            rows.append(row)
+            if progress:
+                progress(i, len(work))
+    return rows
+
+
+# --- summary ------------------------------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class Summary:
+    templates: int
+    with_errors: int
+    scenarios: tuple[str, ...]
+    by_scenario: Mapping[str, Mapping[str, int]]  # scenario -> status -> count
+    totals: Mapping[str, int]  # status -> count over all scenarios
+    snapshot: Mapping[str, int]  # same | changed | none | unavailable -> count
+    families: tuple[tuple[str, int], ...] = field(default=())
+
+
+def _scenarios(rows: Sequence[TemplateRow]) -> tuple[str, ...]:
+    """The scenarios present in rows, in SCENARIOS order, unknown ones after."""
+    known = SCENARIOS
+    seen: dict[str, None] = {}
+    for r in rows:
+        for c in r.scenarios:
+            seen.setdefault(c.scenario)
+    order = {s: i for i, s in enumerate(known)}
+    return tuple(sorted(seen, key=lambda s: (order.get(s, len(order)), list(seen).index(s))))
+
+
+def summarize(rows: Sequence[TemplateRow]) -> Summary:
+    scenarios = _scenarios(rows)
+    by_scenario = {s: {st: sum(1 for r in rows if r.status_of(s) == st) for st in STATUSES} for s in scenarios}
+    totals = {st: sum(r.count(st) for r in rows) for st in STATUSES}
+    snap = Counter(r.snapshot for r in rows)
+    fam = Counter(r.family for r in rows)
+    return Summary(
+        templates=len(rows), with_errors=sum(1 for r in rows if r.errors), scenarios=scenarios,
+        by_scenario=by_scenario, totals=totals,
+        snapshot={k: snap.get(k, 0) for k in ("same", "changed", "none", "unavailable")},
+        families=tuple(sorted(fam.items(), key=lambda kv: (-kv[1], kv[0]))),
+    )
+
+
+def summary_line(rows: Sequence[TemplateRow]) -> str:
+    s = summarize(rows)
+    t = s.totals
+    return (f"{s.templates} templates ({s.with_errors} with errors); scenarios: {t['pass']} pass, {t['fail']} fail,"
+            f" {t['not_expressible']} not expressible, {t['error']} error; snapshot: {s.snapshot['changed']} changed,"
+            f" {s.snapshot['none']} without snapshot")
+
+
+# --- HTML ---------------------------------------------------------------------------------------------------------
+
+def _e(text: object) -> str:
+    # surrogateescape'd bytes from a template cannot be encoded: show them as U+FFFD instead of failing
+    return html.escape(str(text).encode("utf-8", "replace").decode("utf-8"), quote=True)
+
+
+_CSS = """
+body{font:14px/1.4 system-ui,sans-serif;margin:1em;color:#111}
+table{border-collapse:collapse}
+#templates{width:100%}
+th,td{border:1px solid #ccc;padding:2px 5px;vertical-align:top;text-align:left}
+th{background:#eee;position:sticky;top:0}
+th[data-key]{cursor:pointer}
+th[aria-sort=ascending]::after{content:" \\25B2"}
+th[aria-sort=descending]::after{content:" \\25BC"}
+td.num{text-align:right}
+#templates td:first-child{max-width:26em;word-break:break-word}
+#templates td:first-child small{color:#555;word-break:break-all}
+.pass{background:#d8f5d8}.fail{background:#f8d0d0}.error{background:#f5b0b0}.not_expressible{background:#eee}
+.changed{background:#fde9b8}.none{color:#777}
+code,pre{font:12px ui-monospace,monospace;white-space:pre-wrap;word-break:break-all}
+summary{cursor:pointer}
+"""
+
+# Sort on header click (toggles asc/desc) and on load from #sort=<key> or #sort=-<key>. Cells carry data-v
+# (numbers for numeric columns); rows are re-appended in the new order. Without JS the table is in name order.
+_JS = """
+(function(){
+var t=document.getElementById('templates');if(!t)return;var b=t.tBodies[0];
+var hs=Array.prototype.slice.call(t.tHead.rows[0].cells);
+function sortBy(key,desc){var i=-1;hs.forEach(function(h,j){if(h.dataset.key===key)i=j;});if(i<0)return;
+var num=hs[i].dataset.type==='num';var rows=Array.prototype.slice.call(b.rows);
+rows.sort(function(x,y){var a=x.cells[i].dataset.v,c=y.cells[i].dataset.v;
+var r=num?(parseFloat(a)||0)-(parseFloat(c)||0):a.localeCompare(c);
+if(r===0)r=x.cells[0].dataset.v.localeCompare(y.cells[0].dataset.v);return desc?-r:r;});
+rows.forEach(function(r){b.appendChild(r);});
+hs.forEach(function(h){h.removeAttribute('aria-sort');});
+hs[i].setAttribute('aria-sort',desc?'descending':'ascending');t.setAttribute('data-sorted',(desc?'-':'')+key);}
+hs.forEach(function(h){if(!h.dataset.key)return;h.addEventListener('click',function(){
+sortBy(h.dataset.key,h.getAttribute('aria-sort')==='ascending');});});
+var m=/[#&]sort=(-?)([A-Za-z0-9_.:-]+)/.exec(location.hash);if(m)sortBy(m[2],m[1]==='-');
+})();
+"""
+
+
+@dataclass(frozen=True)
+class _Col:
+    key: str
+    title: str
+    numeric: bool = False
+
+
+def _columns(scenarios: Sequence[str]) -> list[_Col]:
+    return [
+        _Col("name", "Template"), _Col("family", "Family"), _Col("handler", "Handler"),
+        _Col("chat_format", "Format"), _Col("reasoning", "Reasoning"), _Col("content", "Content"),
+        _Col("tools", "Tool calls"), _Col("markers", "Markers", numeric=True),
+        *(_Col(f"scenario:{s}", s) for s in scenarios),
+        _Col("passed", "Pass", numeric=True), _Col("grammar_size", "Grammar size", numeric=True),
+        _Col("snapshot", "Since snapshot"), _Col("errors", "Errors", numeric=True),
+    ]
+
+
+_SHORT_STATUS = {"pass": "pass", "fail": "FAIL", "not_expressible": "n/e", "error": "ERROR"}
+
+
+def _td(value: str, body: str, cls: str = "") -> str:
+    c = f' class="{_e(cls)}"' if cls else ""
+    return f'<td{c} data-v="{_e(value)}">{body}</td>'
+
+
+def _row_html(r: TemplateRow, scenarios: Sequence[str]) -> str:
+    cells = [
+        _td(r.name, f"<b>{_e(r.name)}</b><br><small>{_e(r.model)}</small>"),
+        _td(r.family, _e(r.family)), _td(r.handler, _e(r.handler)), _td(r.chat_format, _e(r.chat_format)),
+        _td(r.reasoning, _e(r.reasoning)), _td(r.content, _e(r.content)), _td(r.tools, _e(r.tools)),
+    ]
+    if r.markers:
+        items = "".join(f"<li>{_e(k)}: <code>{_e(json.dumps(v, ensure_ascii=False))}</code></li>" for k, v in r.markers)
+        cells.append(_td(str(len(r.markers)),
+                         f"<details><summary>{len(r.markers)}</summary><ul>{items}</ul></details>", "num"))
+    else:
+        cells.append(_td("0", "0", "num"))
+    for s in scenarios:
+        cell = next((c for c in r.scenarios if c.scenario == s), None)
+        if cell is None:
+            cells.append(_td("", ""))
+        else:
+            title = cell.status + (f": {cell.detail}" if cell.detail else "")
+            short = _SHORT_STATUS.get(cell.status, cell.status)
+            cells.append(_td(cell.status, f'<span title="{_e(title)}">{_e(short)}</span>', cell.status))
+    total = len(r.scenarios)
+    cells.append(_td(str(r.count("pass")), f"{r.count('pass')}/{total}" if total else "", "num"))
+    gs = "" if r.grammar_size is None else str(r.grammar_size)
+    cells.append(_td(gs or "-1", f"{gs}<br><small>{r.grammar_rules} rules</small>" if gs else "", "num"))
+    if r.changes:
+        items = "".join(
+            f"<li>{_e(c.kind)}: <code>{_e(c.artefact)}</code>"
+            + (f"<pre>{_e(c.diff)}</pre>" if c.diff else "") + "</li>" for c in r.changes)
+        body = f"<details><summary>{_e(r.snapshot)} ({len(r.changes)})</summary><ul>{items}</ul></details>"
+    else:
+        body = _e(r.snapshot)
+    cells.append(_td(r.snapshot, body, r.snapshot))
+    if r.errors:
+        items = "".join(f"<li><code>{_e(x)}</code></li>" for x in r.errors)
+        cells.append(_td(str(len(r.errors)),
+                         f"<details><summary>{len(r.errors)}</summary><ul>{items}</ul></details>", "num error"))
+    else:
+        cells.append(_td("0", "", "num"))
+    return f'<tr id="t-{_e(r.name)}">' + "".join(cells) + "</tr>"
+
+
+def render_html(rows: Sequence[TemplateRow], *, title: str = "autoparser corpus report") -> str:
+    """A self-contained page (inline CSS/JS, no external resources), readable with JavaScript off."""
+    s = summarize(rows)
+    cols = _columns(s.scenarios)
+    # scenario names wrap at their underscores; the full name stays in the tooltip
+    head = "".join(
+        f'<th data-key="{_e(c.key)}" title="{_e(c.title)}"' + (' data-type="num"' if c.numeric else "")
+        + f">{_e(c.title.replace('_', ' ') if c.key.startswith('scenario:') else c.title)}</th>"
+        for c in cols)
+    body = "\n".join(_row_html(r, s.scenarios) for r in rows)
+    scen_rows = "".join(
+        f"<tr><td>{_e(sc)}</td>" + "".join(f'<td class="num">{s.by_scenario[sc][st]}</td>' for st in STATUSES)
+        + "</tr>" for sc in s.scenarios)
+    fams = ", ".join(f"{_e(f)} {n}" for f, n in s.families)
+    return f"""<!DOCTYPE html>
+<html lang="en"><head><meta charset="utf-8">
+<meta http-equiv="Content-Security-Policy" content="default-src 'none'; style-src 'unsafe-inline'; script-src 'unsafe-inline'">
+<title>{_e(title)}</title><style>{_CSS}</style></head>
+<body>
+<h1>{_e(title)}</h1>
+<p id="summary" data-templates="{s.templates}" data-errors="{s.with_errors}" data-pass="{s.totals['pass']}"
+ data-fail="{s.totals['fail']}">{_e(summary_line(rows))}</p>
+<table id="scenario-summary"><thead><tr><th>Scenario</th>{"".join(f"<th>{_e(st)}</th>" for st in STATUSES)}</tr></thead>
+<tbody>{scen_rows}</tbody></table>
+<p><small>Families: {fams}</small></p>
+<p><small>Family = first known family keyword in the model name (repo id / model hint / template name), else in
+its org or package, else "other". Grammar size = characters of the GBNF grammar for a one-tool request.
+Since snapshot = artefacts compared with snapshots/&lt;key&gt;/. Scenario cells: pass, FAIL, ERROR, n/e = not
+expressible by this template (hover for details). Click a header to sort.</small></p>
+<table id="templates" data-rows="{len(rows)}"><thead><tr>{head}</tr></thead>
+<tbody>
+{body}
+</tbody></table>
+<script>{_JS}</script>
+</body></html>
+"""
+
+
+# --- Markdown -----------------------------------------------------------------------------------------------------
+
+def _md(text: object) -> str:
+    """A table-cell-safe rendering: pipes, backticks, angle brackets and newlines cannot break the table."""
+    out = str(text).encode("utf-8", "replace").decode("utf-8")
+    out = out.replace("\\", "\\\\").replace("|", "\\|").replace("`", "\\`").replace("\r", " ").replace("\n", " ")
+    return out.replace("<", "&lt;").replace(">", "&gt;")
+
+
+def render_markdown(rows: Sequence[TemplateRow], *, title: str = "autoparser corpus report") -> str:
+    s = summarize(rows)
+    lines = [f"# {_md(title)}", "", summary_line(rows), ""]
+    if s.scenarios:
+        lines += ["| scenario | " + " | ".join(STATUSES) + " |", "|---" * (len(STATUSES) + 1) + "|"]
+        lines += [f"| {_md(sc)} | " + " | ".join(str(s.by_scenario[sc][st]) for st in STATUSES) + " |"
+                  for sc in s.scenarios]
+        lines.append("")
+    lines += ["Families: " + ", ".join(f"{_md(f)} {n}" for f, n in s.families), ""]
+    changed = [r for r in rows if r.changes]
+    if changed:
+        lines += ["## Changed since the last snapshot", ""]
+        lines += [f"- {_md(r.name)}: " + ", ".join(f"{_md(c.artefact)} ({c.kind})" for c in r.changes)
+                  for r in changed]
+        lines.append("")
+    failing = [r for r in rows if r.errors]
+    if failing:
+        lines += ["## Errors", ""]
+        lines += [f"- {_md(r.name)}: {_md('; '.join(r.errors))}" for r in failing]
+        lines.append("")
+    lines += ["## Templates", "",
+              "| template | family | handler | format | reasoning | tools | pass | grammar | snapshot |",
+              "|---|---|---|---|---|---|---|---|---|"]
+    for r in rows:
+        passed = f"{r.count('pass')}/{len(r.scenarios)}" if r.scenarios else ""
+        gs = "" if r.grammar_size is None else str(r.grammar_size)
+        lines.append(f"| {_md(r.name)} | {_md(r.family)} | {_md(r.handler)} | {_md(r.chat_format)} |"
+                     f" {_md(r.reasoning)} | {_md(r.tools)} | {passed} | {gs} | {_md(r.snapshot)} |")
+    return "\n".join(lines) + "\n"
+
+
+def write_report(rows: Sequence[TemplateRow], out_dir: Path | str) -> tuple[Path, Path]:
+    """report.html and report.md in out_dir (created), each written atomically."""
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    html_path, md_path = out / "report.html", out / "report.md"
+    atomic_write_bytes(html_path, render_html(rows).encode("utf-8"))
+    atomic_write_bytes(md_path, render_markdown(rows).encode("utf-8"))
+    return html_path, md_path

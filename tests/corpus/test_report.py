@@ -1,0 +1,347 @@
+"""`autoparser corpus report`: rendering (escaping, sorting hooks, summary counts), collecting, the CLI, and the
+page as headless Chromium sees it (the sort script included)."""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import re
+import shutil
+import subprocess
+from html.parser import HTMLParser
+from pathlib import Path
+
+import pytest
+
+from autoparser.cli import main
+from autoparser.corpus import Corpus, CorpusEntry
+from autoparser.corpus.report import (
+    ArtefactChange,
+    ScenarioCell,
+    TemplateRow,
+    collect_row,
+    collect_rows,
+    compare_snapshot,
+    family_of,
+    render_html,
+    render_markdown,
+    summarize,
+    write_report,
+)
+
+ROOT = Path(__file__).resolve().parents[2] / "corpus"
+CORPUS = Corpus.load(ROOT)
+# small, fast templates of different shapes: a reasoning model, a plain ChatML, a tool-calling Llama
+REAL = ("Qwen__QwQ-32B", "axolotl__chatml", "axolotl__llama3")
+
+EVIL = '<script>alert("x")</script>&amp;|`'
+
+ROWS = (
+    TemplateRow(
+        name="beta", family="Qwen", model="Qwen/Beta", handler="autoparser", chat_format="peg-native",
+        reasoning="TAG_BASED", content="PLAIN", tools="TAG_WITH_JSON",
+        markers=(("reasoning.start", "<think>"), ("reasoning.end", "</think>")),
+        scenarios=(ScenarioCell("no_tools", "pass"), ScenarioCell("one_tool", "fail", EVIL)),
+        grammar_size=120, grammar_rules=4, snapshot="same",
+    ),
+    TemplateRow(
+        name="alpha" + EVIL, family="Llama", model=EVIL, handler="autoparser",
+        scenarios=(ScenarioCell("no_tools", "pass"), ScenarioCell("one_tool", "not_expressible")),
+        grammar_size=9000, grammar_rules=40, snapshot="changed",
+        changes=(ArtefactChange("grammar-one-tool.gbnf", "changed", "-root ::= a\n+root ::= " + EVIL),
+                 ArtefactChange("roundtrip.json", "new")),
+    ),
+    TemplateRow(name="gamma", family="other", errors=("analysis: TemplateError: " + EVIL,), snapshot="none"),
+)
+
+
+class _Table(HTMLParser):
+    """Headers (data-key) and body rows (ids, cell data-v) of the #templates table."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.attrs: dict[str, str | None] = {}
+        self.keys: list[str] = []
+        self.rows: list[list[str]] = []
+        self.row_ids: list[str] = []
+        self._in, self._body = False, False
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        a = dict(attrs)
+        if tag == "table" and a.get("id") == "templates":
+            self._in, self.attrs = True, a
+        elif not self._in:
+            return
+        elif tag == "tbody":
+            self._body = True
+        elif tag == "th" and a.get("data-key"):
+            self.keys.append(a["data-key"] or "")
+        elif tag == "tr" and self._body:
+            self.rows.append([])
+            self.row_ids.append(a.get("id") or "")
+        elif tag == "td" and self._body:
+            self.rows[-1].append(a.get("data-v") or "")
+
+    def handle_endtag(self, tag: str) -> None:
+        if tag == "table" and self._in:
+            self._in = self._body = False
+
+
+def _table(page: str) -> _Table:
+    t = _Table()
+    t.feed(page)
+    return t
+
+
+def _column(t: _Table, key: str) -> list[str]:
+    i = t.keys.index(key)
+    return [r[i] for r in t.rows]
+
+
+# --- rendering ----------------------------------------------------------------------------------------------------
+
+def test_html_escapes_everything_from_the_corpus() -> None:
+    page = render_html(ROWS)
+    assert "<script>alert" not in page and 'alert("x")' not in page
+    assert page.count("<script>") == 1  # only the page's own sort script
+    assert "&lt;script&gt;alert(&quot;x&quot;)&lt;/script&gt;&amp;amp;|`" in page
+    assert "&lt;think&gt;" in page  # markers too, as JSON strings
+    t = _table(page)
+    assert t.row_ids == ["t-beta", "t-alpha" + EVIL, "t-gamma"]  # unescaped back by the parser: round-trips
+
+
+def test_html_has_sort_hooks_and_is_self_contained() -> None:
+    page = render_html(ROWS)
+    t = _table(page)
+    assert t.keys == ["name", "family", "handler", "chat_format", "reasoning", "content", "tools", "markers",
+                      "scenario:no_tools", "scenario:one_tool", "passed", "grammar_size", "snapshot", "errors"]
+    assert t.attrs["data-rows"] == "3"
+    assert re.search(r"<th data-key=\"grammar_size\" title=\"Grammar size\" data-type=\"num\">", page)
+    assert _column(t, "grammar_size") == ["120", "9000", "-1"]  # numeric sort values; -1 = no grammar
+    assert _column(t, "scenario:one_tool") == ["fail", "not_expressible", ""]
+    assert not re.search(r"(?i)https?://|<link|<img|<iframe|@import|\bsrc=", page)
+    assert "Content-Security-Policy" in page and "default-src 'none'" in page
+
+
+def test_summary_counts() -> None:
+    s = summarize(ROWS)
+    assert (s.templates, s.with_errors) == (3, 1)
+    assert s.scenarios == ("no_tools", "one_tool")
+    assert s.by_scenario["no_tools"] == {"pass": 2, "fail": 0, "not_expressible": 0, "error": 0}
+    assert s.by_scenario["one_tool"] == {"pass": 0, "fail": 1, "not_expressible": 1, "error": 0}
+    assert s.totals == {"pass": 2, "fail": 1, "not_expressible": 1, "error": 0}
+    assert s.snapshot == {"same": 1, "changed": 1, "none": 1, "unavailable": 0}
+    page = render_html(ROWS)
+    assert 'data-templates="3" data-errors="1" data-pass="2"' in page
+    assert "3 templates (1 with errors); scenarios: 2 pass, 1 fail, 1 not expressible, 0 error" in page
+
+
+def test_markdown_summary_and_escaping() -> None:
+    md = render_markdown(ROWS)
+    lines = md.splitlines()
+    assert lines[0] == "# autoparser corpus report"
+    assert lines[2].startswith("3 templates (1 with errors); scenarios: 2 pass, 1 fail")
+    assert "| one_tool | 0 | 1 | 1 | 0 |" in lines
+    table = [ln for ln in lines if ln.startswith("| ") and ln.count(" | ") >= 8]
+    assert len(table) == 1 + 3  # header + one line per template
+    # no cell text can open a new cell or inject markup: every row splits into exactly 9 cells
+    for ln in table:
+        assert len(re.split(r"(?<!\\)\|", ln.strip())[1:-1]) == 9, ln
+    assert "<script>" not in md
+    assert "## Changed since the last snapshot" in md and "grammar-one-tool.gbnf (changed)" in md
+    assert "## Errors" in md and "- gamma: analysis: TemplateError:" in md
+
+
+def test_write_report(tmp_path: Path) -> None:
+    html_path, md_path = write_report(ROWS, tmp_path / "out" / "nested")
+    assert html_path.name == "report.html" and md_path.name == "report.md"
+    assert html_path.read_text(encoding="utf-8") == render_html(ROWS)
+    assert md_path.read_text(encoding="utf-8") == render_markdown(ROWS)
+
+
+def test_empty_report_renders() -> None:
+    assert _table(render_html([])).rows == []
+    assert "0 templates" in render_markdown([])
+
+
+# --- collecting ---------------------------------------------------------------------------------------------------
+
+def _entry(name: str, path: Path, **kw: object) -> CorpusEntry:
+    base = CORPUS.entries[0]
+    fields: dict[str, object] = {"name": name, "path": path, "repo_id": None, "model_hint": None,
+                                 "source_file": None, "origins": (), "shared_with": ()}
+    fields.update(kw)
+    return dataclasses.replace(base, **fields)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(("name", "hint", "family"), [
+    ("x", "deepseek-ai/DeepSeek-R1-Distill-Qwen-7B", "DeepSeek"),  # the first keyword in the model name wins
+    ("x", "NousResearch/Hermes-3-Llama-3.1-8B", "Hermes"),
+    ("x", "Qwen/QwQ-32B", "Qwen"),
+    ("x", "mistralai/Ministral-8B-Instruct-2410", "Mistral"),
+    ("x", "cognitivecomputations/dolphin-2.9", "Dolphin"),  # "phi" inside "dolphin" is not Phi
+    ("x", "microsoft/Phi-3.5-mini-instruct", "Phi"),
+    ("x", "meta-llama/Meta-Llama-3-8B", "Llama"),
+    ("x", "openai/gpt-oss-20b", "GPT"),
+    ("x", "ibm-granite/foo-8b", "Granite"),  # nothing in the model name: the org table
+    ("axolotl__gemma3", None, "Gemma"),  # package templates: the name after the package
+    ("litgpt__serve.chat_template", None, "other"),
+])
+def test_family_rule(tmp_path: Path, name: str, hint: str | None, family: str) -> None:
+    assert family_of(_entry(name, tmp_path / "x.jinja", model_hint=hint)) == family
+
+
+def test_compare_snapshot(tmp_path: Path) -> None:
+    now = {"same.json": "{}\n", "changed.gbnf": "root ::= \"b\"\n", "new.json": "[]"}
+    assert compare_snapshot(now, tmp_path / "nothing") == ("none", ())
+    snap = tmp_path / "snap"
+    snap.mkdir()
+    (snap / "same.json").write_text("{}\n", encoding="utf-8")
+    (snap / "changed.gbnf").write_text("root ::= \"a\"\n", encoding="utf-8")
+    (snap / "gone.json").write_text("1", encoding="utf-8")
+    status, changes = compare_snapshot(now, snap)
+    assert status == "changed"
+    assert [(c.artefact, c.kind) for c in changes] == [("changed.gbnf", "changed"), ("gone.json", "missing"),
+                                                       ("new.json", "new")]
+    assert '-root ::= "a"' in changes[0].diff and '+root ::= "b"' in changes[0].diff
+    (snap / "gone.json").unlink()
+    (snap / "changed.gbnf").unlink()
+    assert compare_snapshot({"same.json": "{}\n"}, snap) == ("same", ())
+
+
+def test_a_broken_template_is_a_row_not_a_crash(tmp_path: Path) -> None:
+    missing = collect_row(_entry("missing", tmp_path / "missing.jinja"), tmp_path)
+    assert missing.name == "missing" and len(missing.errors) == 1 and missing.errors[0].startswith("read:")
+    bad = tmp_path / "bad.jinja"
+    bad.write_text("{% if %}never closed", encoding="utf-8")
+    row = collect_row(_entry("bad", bad), tmp_path)
+    assert row.errors and any(e.startswith(("analysis:", "generate:")) for e in row.errors)
+    assert row.grammar_size is None or row.grammar_size >= 0
+    assert "bad" in render_html([row, missing])
+
+
+# --- CLI ----------------------------------------------------------------------------------------------------------
+
+def test_cli_end_to_end_on_real_templates(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    out = tmp_path / "out"
+    code = main(["corpus", "report", "--corpus", str(ROOT), "--snapshots", str(tmp_path / "snaps"),
+                 "--out", str(out), "--only", *REAL])
+    printed = capsys.readouterr().out
+    assert code == 0, printed
+    assert f"wrote {out / 'report.html'} and {out / 'report.md'}" in printed
+    assert "3 templates (" in printed
+    t = _table((out / "report.html").read_text(encoding="utf-8"))
+    assert [r[0] for r in t.rows] == sorted(REAL)
+    assert _column(t, "family") == ["Qwen", "ChatML", "Llama"]
+    by_name = {r[0]: dict(zip(t.keys, r)) for r in t.rows}
+    assert by_name["Qwen__QwQ-32B"]["reasoning"] == "TAG_BASED"
+    assert by_name["axolotl__chatml"]["tools"] == "NONE"
+    assert all(row["errors"] == "0" for row in by_name.values()), by_name
+    md = (out / "report.md").read_text(encoding="utf-8")
+    assert all(f"| {n} |" in md for n in REAL)
+
+
+def test_changes_since_the_snapshot(tmp_path: Path) -> None:
+    from autoparser.corpus.artefacts import snapshot_key, template_artefacts
+
+    entry = CORPUS.by_name("Qwen__QwQ-32B")
+    folder = tmp_path / "snaps" / snapshot_key(entry)
+    folder.mkdir(parents=True)
+    arts = template_artefacts(entry.read_text())
+    for name, text in arts.items():
+        (folder / name).write_text(text, encoding="utf-8", newline="")
+    same = collect_row(entry, tmp_path / "snaps")
+    assert (same.snapshot, same.changes) == ("same", ())
+
+    (folder / "grammar-one-tool.gbnf").write_text("root ::= <old>\n", encoding="utf-8")
+    (folder / "capabilities.json").unlink()
+    (folder / "stale.json").write_text("{}", encoding="utf-8")
+    row = collect_row(entry, tmp_path / "snaps")
+    assert row.snapshot == "changed"
+    assert [(c.artefact, c.kind) for c in row.changes] == [
+        ("capabilities.json", "new"), ("grammar-one-tool.gbnf", "changed"), ("stale.json", "missing")]
+    assert "-root ::= <old>" in row.changes[1].diff
+    page = render_html([row])
+    assert "-root ::= &lt;old&gt;" in page and "<details><summary>changed (3)</summary>" in page
+    assert "- Qwen__QwQ-32B: capabilities.json (new), grammar-one-tool.gbnf (changed), stale.json (missing)" \
+        in render_markdown([row])
+
+
+def test_cli_limit_and_jobs_give_the_same_rows(tmp_path: Path) -> None:
+    one = collect_rows(CORPUS, tmp_path, names=REAL, limit=2)
+    two = collect_rows(CORPUS, tmp_path, names=REAL, limit=2, jobs=2)
+    assert [r.name for r in one] == sorted(REAL)[:2]
+    assert one == two
+
+
+@pytest.mark.parametrize(("argv", "message"), [
+    (["--corpus", "{tmp}/nowhere"], "no corpus directory"),
+    (["--corpus", "{tmp}"], "no manifest.json"),
+    (["--limit", "-1"], "--limit must be >= 0"),
+    (["--jobs", "0"], "--jobs must be >= 1"),
+    (["--only", "no-such-template-anywhere"], "no template matches"),
+])
+def test_cli_bad_input_exits_2(tmp_path: Path, capsys: pytest.CaptureFixture[str], argv: list[str],
+                               message: str) -> None:
+    args = [a.replace("{tmp}", str(tmp_path)) for a in argv]
+    if "--corpus" not in args:
+        args = ["--corpus", str(ROOT), *args]
+    assert main(["corpus", "report", "--out", str(tmp_path / "out"), *args]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("autoparser: error: corpus report:") and message in err
+    assert not (tmp_path / "out").exists()
+
+
+def test_cli_rejects_a_non_integer_limit(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as exc:
+        main(["corpus", "report", "--limit", "many"])
+    assert exc.value.code == 2
+    assert "invalid int value" in capsys.readouterr().err
+
+
+# --- the page in a browser ----------------------------------------------------------------------------------------
+
+def _chromium() -> str:
+    path = shutil.which("chromium") or ("/usr/bin/chromium" if os.path.exists("/usr/bin/chromium") else None)
+    if path is None:
+        if os.environ.get("AUTOPARSER_REQUIRE_BROWSER") == "1":
+            pytest.fail("AUTOPARSER_REQUIRE_BROWSER=1 but no chromium: install Debian's `chromium` package")
+        pytest.skip("no chromium on PATH or at /usr/bin/chromium (apt-get install chromium); "
+                    "set AUTOPARSER_REQUIRE_BROWSER=1 to make this a failure")
+    return path
+
+
+def _dump_dom(browser: str, page: Path, fragment: str, profile: Path) -> str:
+    url = page.resolve().as_uri() + fragment
+    proc = subprocess.run(
+        [browser, "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+         "--disable-background-networking", "--disable-component-update", "--disable-sync",
+         "--disable-dev-shm-usage", f"--user-data-dir={profile}", "--dump-dom", url],
+        capture_output=True, text=True, timeout=90, check=False)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert "<table" in proc.stdout, proc.stderr[-2000:]
+    return proc.stdout
+
+
+def test_page_in_headless_chromium_and_sorting(tmp_path: Path) -> None:
+    browser = _chromium()
+    rows = [*ROWS, dataclasses.replace(ROWS[0], name="delta", grammar_size=500, family="Gemma")]
+    html_path, _ = write_report(rows, tmp_path / "out")
+    profile = tmp_path / "profile"
+
+    plain = _table(_dump_dom(browser, html_path, "", profile))
+    assert plain.keys[:3] == ["name", "family", "handler"] and "grammar_size" in plain.keys
+    assert len(plain.rows) == 4 and plain.attrs["data-rows"] == "4"
+    assert _column(plain, "name") == [r.name for r in rows]  # no hash: the page's own order, untouched
+    assert "data-sorted" not in plain.attrs
+
+    by_size = _table(_dump_dom(browser, html_path, "#sort=-grammar_size", profile))
+    assert by_size.attrs["data-sorted"] == "-grammar_size"
+    assert _column(by_size, "grammar_size") == ["9000", "500", "120", "-1"]  # numeric, not lexicographic
+
+    by_name = _table(_dump_dom(browser, html_path, "#sort=name", profile))
+    assert by_name.attrs["data-sorted"] == "name"
+    assert _column(by_name, "name") == sorted((r.name for r in rows), key=str.lower)
+
+    by_family = _table(_dump_dom(browser, html_path, "#sort=family", profile))
+    assert _column(by_family, "family") == ["Gemma", "Llama", "other", "Qwen"]
