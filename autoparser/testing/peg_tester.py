@@ -4,7 +4,8 @@ A port of llama.cpp's `peg_tester` / `test_peg_parser` (tests/test-chat.cpp). Ev
 C++ harness:
 
 1. the streamed parse, prefix by prefix, folding `compute_deltas` into an accumulator that must equal each
-   partial parse (so deltas are consistent and nothing shrinks or changes retroactively);
+   partial parse (so deltas are consistent and nothing shrinks or changes retroactively); and
+   `ChatParams.stream()` fed byte by byte, which must send the same deltas;
 2. the whole parse (unless the case is partial) and the folded stream, both equal to the expected message
    with the C++ comparison rules (content and reasoning stripped, argument JSON re-serialised, ids equal);
 3. a response format must come with an eager grammar;
@@ -27,6 +28,7 @@ from typing import Any
 
 from autoparser.chat.generator import ChatParams, TriggerType, generate
 from autoparser.chat.stream import apply_deltas, compute_deltas
+from autoparser.testing.streaming import stream_mismatch
 from autoparser.types import ChatMessage, ToolCall
 
 _WS = " \t\n\v\f\r"
@@ -262,6 +264,12 @@ class PegTestCase:
                 problems.append(f"streaming: after prefix {text[:i]!r} the folded deltas differ: {diffs[0]}")
                 return None
             prev = cur
+        # The incremental StreamParser must send the same deltas as those whole re-parses, byte by byte (cuts
+        # inside UTF-8 sequences included).
+        n = len(text.encode("utf-8", "surrogateescape"))
+        mismatch = stream_mismatch(params, text, range(1, n, 1 if n <= 2000 else 7), self.is_partial_)
+        if mismatch:
+            problems.append(f"ChatParams.stream(): {mismatch}")
         return acc
 
     def _check_grammar(self, params: ChatParams, expected: ChatMessage, problems: list[str]) -> None:
