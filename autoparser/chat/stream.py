@@ -117,6 +117,10 @@ def set_tool_call_ids(msg: ChatMessage, ids_cache: list[str], gen_id: Callable[[
     return dataclasses.replace(msg, tool_calls=tuple(calls))
 
 
+# How much text may wait for the last resumable parse to extend over it (bounds the work of a retry).
+_MAX_UNCHECKED = 64
+
+
 class StreamParser:
     """Turns a stream of output chunks into deltas, as the llama.cpp server does, in time linear in the output.
 
@@ -149,6 +153,11 @@ class StreamParser:
         # one growing str would copy it at every step.
         self._parts: list[str] = [generation_prompt]
         self._resume: Resumption | None = None
+        # Pieces fed since `_resume` last extended, while the parses of them were not resumable themselves
+        # (typically: the text ended with the start of a marker). If the next piece shows it was no marker,
+        # `_resume` extends over all of them at once, and no parse from the start is needed.
+        self._unchecked: list[str] = []
+        self._unchecked_len = 0
         self._append_to: str | None = None  # "content" / "reasoning_content" when chunks append directly
         self._appended: list[str] = []  # direct appends not yet folded into the messages (folded on demand)
         self._mapped = ChatMessage()  # the last mapped message (before ids; may be empty)
@@ -198,23 +207,33 @@ class StreamParser:
             return self.last_deltas
         self._parts.append(piece)
         resume = self._resume
-        if resume is not None and resume.extend(piece):
-            field = self._append_to
-            if field is not None and self._published and (field == "content" or self._mapped.reasoning_content):
-                # Only this field grows, by exactly `piece`: the deltas are known without building the message.
-                # (An empty reasoning field may hold whitespace-only reasoning, which maps to none: not here.)
-                self._appended.append(piece)
-                self.last_deltas = [MessageDelta(content_delta=piece) if field == "content"
-                                    else MessageDelta(reasoning_content_delta=piece)]
-                return self.last_deltas
-            self._fold()
-            return self._publish(map_result(resume.result(self._text()), self._fmt))
+        if resume is not None:
+            unchecked = self._unchecked
+            if resume.extend("".join(unchecked) + piece if unchecked else piece):
+                field = self._append_to
+                if (not unchecked and field is not None and self._published
+                        and (field == "content" or self._mapped.reasoning_content)):
+                    # Only this field grows, by exactly `piece`: the deltas are known without building the
+                    # message. (An empty reasoning field may hold whitespace-only reasoning, which maps to none.)
+                    self._appended.append(piece)
+                    self.last_deltas = [MessageDelta(content_delta=piece) if field == "content"
+                                        else MessageDelta(reasoning_content_delta=piece)]
+                    return self.last_deltas
+                self._unchecked, self._unchecked_len = [], 0
+                self._fold()
+                return self._publish(map_result(resume.result(self._text()), self._fmt))
         self._fold()
         result = parse_effective(self._parser, self._text(), self._offset)
         self.full_parses += 1
         message = message_of(result, self._offset, is_partial=True, fmt=self._fmt)
-        self._resume = resumption(self._parser, result) if not result.fail else None
-        self._append_to = self._direct_field(self._resume) if self._resume is not None else None
+        fresh = resumption(self._parser, result) if not result.fail else None
+        if fresh is not None or resume is None or self._unchecked_len + len(piece) > _MAX_UNCHECKED:
+            self._resume = fresh
+            self._unchecked, self._unchecked_len = [], 0
+            self._append_to = self._direct_field(fresh) if fresh is not None else None
+        else:
+            self._unchecked.append(piece)
+            self._unchecked_len += len(piece)
         return self._publish(message)
 
     def finish(self, chunk: str | bytes = "") -> ChatMessage:

@@ -125,3 +125,30 @@ def test_feed_after_finish_is_an_error() -> None:
     assert stream.finish() == ChatMessage(content="hello")
     with pytest.raises(ParseError, match="finished"):
         stream.feed("more")
+
+
+def test_a_false_marker_start_costs_one_parse_not_two() -> None:
+    """Text ending in `<` (maybe a marker) needs a parse from the start; the next chunk, showing it was none,
+    extends the last resumable parse over both chunks instead of parsing again."""
+    from autoparser.chat.builder import build_chat_peg_parser
+    from autoparser.chat.mapper import peg_parse
+    from autoparser.chat.stream import compute_deltas
+
+    arena = build_chat_peg_parser(lambda p: p.content(p.until("<tool_call>")) + p.optional(
+        p.literal("<tool_call>") + p.tool(p.tool_name(p.chars("[a-z]")))) + p.end())
+    text = "if a <b and c < d: " * 50
+    stream = StreamParser(arena)
+    deltas: list[MessageDelta] = []
+    for ch in text:
+        deltas += stream.feed(ch)
+    assert stream.finish() == ChatMessage(content=text)
+    assert "".join(d.content_delta for d in deltas + stream.last_deltas) == text
+    assert stream.full_parses <= text.count("<") + 2, stream.full_parses
+    # and the same deltas as whole parses of every prefix
+    prev, want = ChatMessage(), []
+    for i in range(1, len(text) + 1):
+        cur = peg_parse(arena, text[:i], is_partial=i < len(text))
+        if not cur.empty():
+            want += compute_deltas(prev, cur)
+            prev = cur
+    assert deltas + stream.last_deltas == want
