@@ -10,7 +10,7 @@ extended to the new end:
 
 - every other decision looked only at text before the old end, which has not changed;
 - the scan itself would run into the new end again, provided the new text holds no delimiter (nor the start of
-  one at its very end) for an `until`, no quote, backslash or undecodable byte for a string body;
+  one at its very end) for an `until`, no quote, cut or invalid escape, or undecodable byte for a string body;
 - NEED_MORE_INPUT then unwinds through the same parents as before (sequences stop, choices return it, rules
   record a partial node), which depends on the result type only, never on the end position.
 
@@ -70,10 +70,14 @@ def _until_check(delimiters: tuple[str, ...]) -> tuple[Check, int]:
 
 @cache
 def _string_check(delimiter: str) -> tuple[Check, int]:
-    plain = re.compile("[^" + re.escape(delimiter) + "\\\\\udc80-\udcff]*")
+    # What the engine's string body consumes without stopping: plain characters and complete escapes. A cut
+    # escape, an invalid one, the delimiter or an undecodable byte ends the check.
+    escapes = "".join(sorted(set(delimiter + "\\/bfnrt")))
+    body = re.compile("(?:[^" + re.escape(delimiter) + "\\\\\udc80-\udcff]+|\\\\[" + re.escape(escapes)
+                      + "]|\\\\u[0-9a-fA-F]{4})*")
 
     def check(window: str, ws: int, start: int, checked: int) -> bool:
-        return plain.match(window, checked - ws).end() == len(window)  # type: ignore[union-attr]
+        return body.match(window, checked - ws).end() == len(window)  # type: ignore[union-attr]
 
     return check, 0
 

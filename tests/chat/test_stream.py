@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import random
+import re
 from collections.abc import Sequence
 from functools import cache
 from pathlib import Path
@@ -131,8 +132,6 @@ def test_a_false_marker_start_costs_one_parse_not_two() -> None:
     """Text ending in `<` (maybe a marker) needs a parse from the start; the next chunk, showing it was none,
     extends the last resumable parse over both chunks instead of parsing again."""
     from autoparser.chat.builder import build_chat_peg_parser
-    from autoparser.chat.mapper import peg_parse
-    from autoparser.chat.stream import compute_deltas
 
     arena = build_chat_peg_parser(lambda p: p.content(p.until("<tool_call>")) + p.optional(
         p.literal("<tool_call>") + p.tool(p.tool_name(p.chars("[a-z]")))) + p.end())
@@ -144,11 +143,41 @@ def test_a_false_marker_start_costs_one_parse_not_two() -> None:
     assert stream.finish() == ChatMessage(content=text)
     assert "".join(d.content_delta for d in deltas + stream.last_deltas) == text
     assert stream.full_parses <= text.count("<") + 2, stream.full_parses
-    # and the same deltas as whole parses of every prefix
-    prev, want = ChatMessage(), []
-    for i in range(1, len(text) + 1):
+    assert deltas + stream.last_deltas == _reparsed_deltas(arena, text, 1)
+
+
+def _reparsed_deltas(arena: Any, text: str, step: int) -> list[MessageDelta]:
+    """The deltas of whole parses after every `step` characters (the definition of streaming)."""
+    from autoparser.chat.mapper import peg_parse
+    from autoparser.chat.stream import compute_deltas
+
+    prev, out = ChatMessage(), []
+    for i in [*range(step, len(text), step), len(text)]:
         cur = peg_parse(arena, text[:i], is_partial=i < len(text))
         if not cur.empty():
-            want += compute_deltas(prev, cur)
+            out += compute_deltas(prev, cur)
             prev = cur
-    assert deltas + stream.last_deltas == want
+    return out
+
+
+def test_escapes_inside_a_json_string_are_resumed() -> None:
+    from autoparser.chat.builder import build_chat_peg_parser
+
+    arena = build_chat_peg_parser(lambda p: p.tool(
+        p.tool_open(p.literal("<call>")) + p.tool_name(p.chars("[a-z]")) + p.tool_args(p.json())
+        + p.tool_close(p.literal("</call>"))) + p.end())
+    line = 'print(\\"total:\\", total)  # caf\\u00e9\\n'
+    text = '<call>f{"code": "' + line * 30 + '"}</call>'
+    stream = StreamParser(arena)
+    deltas: list[MessageDelta] = []
+    for i in range(0, len(text), 3):
+        deltas += stream.feed(text[i:i + 3])
+    final = stream.finish()
+    assert json.loads(final.tool_calls[0].arguments)["code"] == 'print("total:", total)  # café\n' * 30
+    # Only an escape cut by a chunk boundary needs a parse from the start (plus the markers and structure
+    # around the string); complete escapes inside a chunk do not.
+    escapes = [m.span() for m in re.finditer(r"\\(?:u[0-9a-f]{4}|.)", text)]
+    cut = sum(1 for b in range(3, len(text), 3) if any(a < b < e for a, e in escapes))
+    assert stream.full_parses <= cut + 12, (stream.full_parses, cut)
+    assert cut + 12 < len(escapes)  # what re-parsing at every escape would cost
+    assert deltas + stream.last_deltas == _reparsed_deltas(arena, text, 3)
