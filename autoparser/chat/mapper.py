@@ -86,6 +86,9 @@ def _is_word_char(ch: str) -> bool:
 _PY_LITERALS = (("True", "true"), ("False", "false"), ("None", "null"))
 
 
+_CONTROL_ESCAPES = {"\n": "\\n", "\t": "\\t", "\r": "\\r", "\b": "\\b", "\f": "\\f"}
+
+
 def normalize_quotes_to_json(s: str) -> str:
     """Python-ish value text -> JSON text: single-quoted strings, True/False/None.
 
@@ -142,6 +145,10 @@ def normalize_quotes_to_json(s: str) -> str:
                 out.append(c)
                 i += 1
             continue
+        elif (in_single or in_double) and c < " ":
+            # A raw control character (a template printing a value with a real newline) cannot stand in a
+            # JSON string: escaped, the arguments stay valid JSON (the C++ leaves them invalid).
+            out.append(_CONTROL_ESCAPES.get(c) or f"\\u{ord(c):04x}")
         else:
             out.append(c)
         i += 1

@@ -449,6 +449,17 @@ def test_normalize_quotes_embedded_quotes_is_valid_json() -> None:
     assert '"14"' in parsed["oldString"] and '"15"' in parsed["newString"]
 
 
+def test_normalize_quotes_escapes_raw_control_characters_inside_strings() -> None:
+    # A template printing a Python repr-less value puts a real newline inside the quotes (LFM2.5); JSON cannot
+    # hold it raw. Outside strings (whitespace between values) it stays as it is.
+    src = "{'city': 'Z\u00fcrich \"center\"\nline2\t\x01',\n 'n': 1}"
+    out = normalize_quotes_to_json(src)
+    assert out == '{"city": "Z\u00fcrich \\"center\\"\\nline2\\t\\u0001",\n "n": 1}'
+    assert json.loads(out) == {"city": 'Z\u00fcrich "center"\nline2\t\x01', "n": 1}
+    outs = [normalize_quotes_to_json(src[:i]) for i in range(len(src) + 1)]
+    assert all(b.startswith(a) for a, b in itertools.pairwise(outs))
+
+
 def test_normalize_quotes_prefixes_are_monotonic() -> None:
     src = "{'a': True, 'b': [None, False], 'c': 'x \"z\"', 'd': 1.5}"
     outs = [normalize_quotes_to_json(src[:i]) for i in range(len(src) + 1)]
