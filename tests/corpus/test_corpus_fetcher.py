@@ -476,8 +476,12 @@ def test_cli_exit_codes_and_report(hub: FakeHub, tmp_path: Path, capsys: pytest.
     data = json.loads((tmp_path / "rep" / "corpus-change-report.json").read_text())
     assert [(f["repo_id"], f["kind"]) for f in data["failed"]] == [("org/nope", "missing_repo")]
     assert cli_main(["corpus", "refresh", "--corpus", str(corpus), "--ids", str(tmp_path / "none.txt")]) == 2
-    assert cli_main(["corpus", "report", "--corpus", str(corpus)]) == 2
-    assert "not implemented" in capsys.readouterr().err
+    # the refreshed corpus is what `corpus report` reads
+    out = tmp_path / "out"
+    assert cli_main(["corpus", "report", "--corpus", str(corpus), "--snapshots", str(tmp_path / "none"),
+                     "--out", str(out)]) == 0
+    assert "4 templates" in capsys.readouterr().out
+    assert all(f"| {name} |" in (out / "report.md").read_text() for name in Corpus.load(corpus).names())
 
 
 def test_default_ids_file_in_corpus(hub: FakeHub, tmp_path: Path) -> None:
