@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from enum import Enum
 from typing import Any
 
@@ -125,7 +125,9 @@ class MessageDelta:
     reasoning_content_delta: str = ""
     content_delta: str = ""
     tool_call_index: int | None = None
-    tool_call_delta: ToolCall = field(default_factory=ToolCall)
+    # ToolCall is frozen, so one shared empty instance is a safe default (and spares an object per delta:
+    # a stream creates one delta per token)
+    tool_call_delta: ToolCall = ToolCall()
 
     def to_openai(self) -> dict[str, Any]:
         """The `delta` object of an OpenAI chat-completion chunk (as the llama.cpp server writes it)."""
