@@ -12,7 +12,6 @@ MiniMax-M3); they rebuild the arguments from rule-named / tagged sub-nodes.
 from __future__ import annotations
 
 import json
-import re
 from dataclasses import dataclass
 
 from autoparser.chat.builder import (
@@ -43,8 +42,10 @@ __all__ = [
     "TOOL_ARG_ITEM",
     "TOOL_ARG_OBJECT",
     "ChatPegMapper",
+    "FieldGrowth",
     "Gemma4Mapper",
     "MiniMaxM3Mapper",
+    "map_growing",
     "map_result",
     "normalize_quotes_to_json",
     "peg_parse",
@@ -155,15 +156,30 @@ def normalize_quotes_to_json(s: str) -> str:
     return "".join(out)
 
 
-# A JSON string, to its closing quote or to the end of unfinished text.
-_JSON_STRING = re.compile(r'"(?:[^"\\]|\\.)*(?:"|\\?\Z)', re.DOTALL)
-
-
 def _json_brace_depth(s: str) -> int:
-    """Unclosed `{` in JSON-ish text, ignoring braces inside double-quoted strings (`[` is not tracked)."""
-    if '"' in s:
-        s = _JSON_STRING.sub("", s)  # in C: no Python loop over the (possibly long) arguments
-    return s.count("{") - s.count("}")
+    """Unclosed `{` in JSON-ish text, ignoring braces inside double-quoted strings (`[` is not tracked).
+
+    Jumps from quote to quote (str.find/count run in C): a per-character loop, or a regex over the string
+    bodies, costs hundreds of microseconds on a few KB of code in an argument, on every streamed step.
+    """
+    depth = 0
+    pos = 0  # start of the current stretch outside strings
+    while True:
+        q = s.find('"', pos)
+        if q < 0:
+            return depth + s.count("{", pos) - s.count("}", pos)
+        depth += s.count("{", pos, q) - s.count("}", pos, q)
+        end = q
+        while True:  # the closing quote: one preceded by an even run of backslashes
+            end = s.find('"', end + 1)
+            if end < 0:
+                return depth  # an unterminated string runs to the end
+            k = end - 1
+            while k > q and s[k] == "\\":
+                k -= 1
+            if (end - 1 - k) % 2 == 0:
+                break
+        pos = end + 1
 
 
 @dataclass
@@ -324,6 +340,94 @@ class ChatPegMapper:
             if cur.name:
                 self.msg.tool_calls.append(self._pending)
             self._pending = None
+
+
+# --- growth of an open node (streaming) ---------------------------------------------------------------
+
+# The tags ChatPegMapper.map acts on; any other tag (TOOL, TOOL_ARG, ...) only groups nodes.
+_ACTING_TAGS = frozenset({REASONING, CONTENT, TOOL_OPEN, TOOL_ID, TOOL_NAME, TOOL_ARGS, TOOL_ARG_OPEN,
+                          TOOL_ARG_NAME, TOOL_ARG_VALUE, TOOL_ARG_STRING_VALUE, TOOL_ARG_CLOSE, TOOL_CLOSE})
+
+
+class FieldGrowth:
+    """How the generic mapper's message grows while only the text of a parse's open nodes grows.
+
+    StreamParser extends a partial parse by lengthening its chain of open nodes (peg/resume.py). When that
+    chain feeds exactly one message field through text-local mapping rules, the new message is the old one
+    with that field extended by `added(piece)`, and the tree need not be mapped again. `field` is
+    "content", "reasoning_content" or "arguments" (of tool call `call_index`, the last one).
+    """
+
+    __slots__ = ("_escaped", "_trailing_space", "call_index", "field")
+
+    def __init__(self, field: str, *, call_index: int = -1, escaped: bool = False,
+                 trailing_space: str = "") -> None:
+        self.field = field
+        self.call_index = call_index
+        self._escaped = escaped
+        self._trailing_space = trailing_space
+
+    def added(self, piece: str) -> str:
+        """What the field gains when the open node's text gains `piece` (which holds no undecodable bytes)."""
+        if self._escaped:
+            # a string value: escaped character by character, so escaping the piece escapes the suffix
+            return _escape_inner(piece)
+        if self.field != "arguments":
+            return piece
+        # JSON arguments are the node text right-stripped: trailing whitespace shows once something follows it
+        s = self._trailing_space + piece
+        visible = _rstrip_c(s)
+        self._trailing_space = s[len(visible):]
+        return visible
+
+
+def map_growing(result: ParseResult, spine: tuple[AstId, ...],
+                fmt: ChatFormat | str = ChatFormat.PEG_NATIVE) -> tuple[ChatMessage, FieldGrowth | None]:
+    """`map_result(result, fmt)`, and how that message grows when the open nodes `spine` (outermost first,
+    each the last child of the one before, ending at the end of the text) grow, or None when the growth is
+    not a plain append to one field.
+
+    Why an append is exact: the generic mapper walks the tree pre-order and the spine is the last path of
+    that walk, so the innermost acting node on it is the last node mapped (nothing mapped later can react to
+    its text). The outer acting nodes must not depend on their text's length either (a `tool-args` node
+    that does not start with `{` is ignored whatever it holds). The innermost node's rule is then text-local:
+    content and reasoning append their text, JSON arguments are the text right-stripped, a string value is
+    its text JSON-escaped; and the mapper's final state shows where the text went (the last published call).
+    """
+    f = ChatFormat.of(fmt)
+    if f in (ChatFormat.PEG_GEMMA4, ChatFormat.PEG_MINIMAX_M3):
+        return map_result(result, f), None
+    ast = result.ast
+    mapper = ChatPegMapper()
+    message = mapper.from_ast(ast, result)
+    acting = [ast.nodes[i] for i in spine if ast.nodes[i].tag in _ACTING_TAGS]
+    if not acting:
+        return message, None
+    node = acting[-1]
+    for outer in acting[:-1]:
+        if not (outer.tag == TOOL_ARGS and outer.text and not outer.text.startswith("{")):
+            return message, None
+    if any(d.tag in _ACTING_TAGS for d in ast.walk(node.children)):
+        return message, None
+    if node.tag == CONTENT:
+        return message, FieldGrowth("content")
+    if node.tag == REASONING:
+        # reasoning holding only whitespace maps to none: only once it shows is the growth an append
+        return message, (FieldGrowth("reasoning_content") if message.reasoning_content else None)
+    cur = mapper._current
+    calls = mapper.msg.tool_calls
+    if cur is None or not cur.name or mapper._pending is not None or not calls or calls[-1] is not cur:
+        return message, None
+    index = len(calls) - 1
+    if node.tag == TOOL_ARGS:
+        stripped = _rstrip_c(node.text)
+        if stripped.startswith("{") and cur.arguments == stripped:
+            return message, FieldGrowth("arguments", call_index=index, trailing_space=node.text[len(stripped):])
+        return message, None
+    value_local = node.tag == TOOL_ARG_STRING_VALUE and node.text and mapper._closing_quote_pending
+    if value_local and cur.arguments.endswith(_escape_inner(node.text)):
+        return message, FieldGrowth("arguments", call_index=index, escaped=True)
+    return message, None
 
 
 # --- Gemma 4 ----------------------------------------------------------------------------------------------

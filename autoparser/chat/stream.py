@@ -12,8 +12,7 @@ import codecs
 import dataclasses
 from collections.abc import Callable, Iterable
 
-from autoparser.chat.builder import CONTENT, REASONING
-from autoparser.chat.mapper import map_result, message_of, output_parser, parse_effective
+from autoparser.chat.mapper import FieldGrowth, map_growing, map_result, message_of, output_parser, parse_effective
 from autoparser.errors import ParseError
 from autoparser.peg import Arena
 from autoparser.peg.resume import Resumption, resumption
@@ -127,8 +126,9 @@ class StreamParser:
     The deltas after every `feed` are exactly `compute_deltas` between the whole parses of the output before and
     after the chunk (what llama.cpp computes by re-parsing everything per token). Instead of re-parsing, a
     chunk that only lengthens the scan the last parse stopped in (reasoning or content text, a JSON string
-    body) extends that parse (see peg/resume.py); when that scan feeds the content or reasoning field
-    directly, the chunk is appended to the field without even mapping the tree again. Anything else (a
+    body) extends that parse (see peg/resume.py); when that scan feeds one message field through a
+    text-local rule (content, reasoning, JSON arguments, a string argument value: `mapper.map_growing`), the
+    chunk is appended to the field without even mapping the tree again. Anything else (a
     marker starting, a number cut by the chunk boundary) parses from the start, as before.
 
     Byte chunks are decoded incrementally: a UTF-8 sequence cut by a chunk boundary waits for its continuation,
@@ -144,8 +144,6 @@ class StreamParser:
         self._parser = output_parser(parser)
         self._offset = len(generation_prompt)
         self._fmt = ChatFormat.of(format)
-        # Direct appends rely on the generic mapper's rule "a content/reasoning tag appends its text".
-        self._generic_mapper = self._fmt not in (ChatFormat.PEG_GEMMA4, ChatFormat.PEG_MINIMAX_M3)
         self._gen_id = gen_tool_call_id
         self._ids: list[str] = []
         self._decoder = codecs.getincrementaldecoder("utf-8")("surrogateescape")
@@ -158,7 +156,8 @@ class StreamParser:
         # `_resume` extends over all of them at once, and no parse from the start is needed.
         self._unchecked: list[str] = []
         self._unchecked_len = 0
-        self._append_to: str | None = None  # "content" / "reasoning_content" when chunks append directly
+        # How the message grows while `_resume` extends (one field appended to), when that is known
+        self._growth: FieldGrowth | None = None
         self._appended: list[str] = []  # direct appends not yet folded into the messages (folded on demand)
         self._mapped = ChatMessage()  # the last mapped message (before ids; may be empty)
         self._published = False  # whether `_message` is the last mapped message (with ids)
@@ -184,18 +183,14 @@ class StreamParser:
         return self._message
 
     def _fold(self) -> None:
-        if self._appended:
-            extra = "".join(self._appended)
-            self._appended = []
-            field = self._append_to
-            assert field is not None
-            m = self._mapped
-            if field == "content":
-                self._mapped = ChatMessage(m.role, m.content + extra, m.reasoning_content, m.tool_calls)
-            else:
-                self._mapped = ChatMessage(m.role, m.content, m.reasoning_content + extra, m.tool_calls)
-            m = self._message
-            self._message = dataclasses.replace(m, **{field: getattr(m, field) + extra})
+        if not self._appended:
+            return
+        extra = "".join(self._appended)
+        self._appended = []
+        growth = self._growth
+        assert growth is not None
+        self._mapped = _grown(self._mapped, growth, extra)
+        self._message = _grown(self._message, growth, extra)
 
     def feed(self, chunk: str | bytes) -> list[MessageDelta]:
         """Add a chunk of output; returns the deltas it causes (often one, possibly none)."""
@@ -209,28 +204,31 @@ class StreamParser:
         resume = self._resume
         if resume is not None:
             unchecked = self._unchecked
-            if resume.extend("".join(unchecked) + piece if unchecked else piece):
-                field = self._append_to
-                if (not unchecked and field is not None and self._published
-                        and (field == "content" or self._mapped.reasoning_content)):
-                    # Only this field grows, by exactly `piece`: the deltas are known without building the
-                    # message. (An empty reasoning field may hold whitespace-only reasoning, which maps to none.)
-                    self._appended.append(piece)
-                    self.last_deltas = [MessageDelta(content_delta=piece) if field == "content"
-                                        else MessageDelta(reasoning_content_delta=piece)]
-                    return self.last_deltas
+            extension = "".join(unchecked) + piece if unchecked else piece
+            if resume.extend(extension):
+                growth = self._growth
+                if growth is not None:
+                    added = growth.added(extension)
+                    if not unchecked and self._published:
+                        # Only one field grows, by `added`: the deltas are known without building the message.
+                        if added:
+                            self._appended.append(added)
+                        self.last_deltas = _deltas(growth, added)
+                        return self.last_deltas
                 self._unchecked, self._unchecked_len = [], 0
                 self._fold()
                 return self._publish(map_result(resume.result(self._text()), self._fmt))
         self._fold()
         result = parse_effective(self._parser, self._text(), self._offset)
         self.full_parses += 1
-        message = message_of(result, self._offset, is_partial=True, fmt=self._fmt)
         fresh = resumption(self._parser, result) if not result.fail else None
+        if fresh is not None:
+            message, growth = map_growing(result, fresh.spine, self._fmt)
+        else:
+            message, growth = message_of(result, self._offset, is_partial=True, fmt=self._fmt), None
         if fresh is not None or resume is None or self._unchecked_len + len(piece) > _MAX_UNCHECKED:
-            self._resume = fresh
+            self._resume, self._growth = fresh, growth
             self._unchecked, self._unchecked_len = [], 0
-            self._append_to = self._direct_field(fresh) if fresh is not None else None
         else:
             self._unchecked.append(piece)
             self._unchecked_len += len(piece)
@@ -250,20 +248,6 @@ class StreamParser:
         self._publish(message_of(result, self._offset, is_partial=False, fmt=self._fmt))
         return self._message
 
-    def _direct_field(self, resume: Resumption) -> str | None:
-        """The field a chunk appends to verbatim, if the open nodes hold exactly one tag, content or
-        reasoning, with no tagged node inside it (so nothing else is mapped after it)."""
-        if not self._generic_mapper:
-            return None
-        ast = resume.base.ast
-        tagged = [ast.nodes[i] for i in resume.spine if ast.nodes[i].tag]
-        if len(tagged) != 1 or tagged[0].tag not in (CONTENT, REASONING):
-            return None
-        node = tagged[0]
-        if any(d.tag for d in ast.walk(node.children)):
-            return None
-        return "content" if node.tag == CONTENT else "reasoning_content"
-
     def _publish(self, new: ChatMessage) -> list[MessageDelta]:
         self._mapped = new
         if new.empty():
@@ -276,3 +260,26 @@ class StreamParser:
         self._published = True
         self.last_deltas = compute_deltas(prev, new)
         return self.last_deltas
+
+
+def _grown(msg: ChatMessage, growth: FieldGrowth, extra: str) -> ChatMessage:
+    """`msg` with the growing field extended by `extra`."""
+    if growth.field == "content":
+        return ChatMessage(msg.role, msg.content + extra, msg.reasoning_content, msg.tool_calls)
+    if growth.field == "reasoning_content":
+        return ChatMessage(msg.role, msg.content, msg.reasoning_content + extra, msg.tool_calls)
+    calls = list(msg.tool_calls)
+    call = calls[growth.call_index]
+    calls[growth.call_index] = ToolCall(call.name, call.arguments + extra, call.id)
+    return ChatMessage(msg.role, msg.content, msg.reasoning_content, tuple(calls))
+
+
+def _deltas(growth: FieldGrowth, added: str) -> list[MessageDelta]:
+    """What compute_deltas gives when only the growing field gained `added`."""
+    if not added:
+        return []
+    if growth.field == "content":
+        return [MessageDelta(content_delta=added)]
+    if growth.field == "reasoning_content":
+        return [MessageDelta(reasoning_content_delta=added)]
+    return [MessageDelta(tool_call_index=growth.call_index, tool_call_delta=ToolCall(arguments=added))]

@@ -181,3 +181,55 @@ def test_escapes_inside_a_json_string_are_resumed() -> None:
     assert stream.full_parses <= cut + 12, (stream.full_parses, cut)
     assert cut + 12 < len(escapes)  # what re-parsing at every escape would cost
     assert deltas + stream.last_deltas == _reparsed_deltas(arena, text, 3)
+
+
+@pytest.mark.parametrize("value_kind", ["json", "xml"])
+def test_growing_arguments_are_appended_without_mapping_again(value_kind: str, monkeypatch: Any) -> None:
+    """Inside a JSON argument string, and inside an XML-style string value, a chunk extends the last call's
+    arguments directly (raw, right-stripped for JSON; JSON-escaped for a value): same deltas as re-parsing,
+    whitespace runs cut by chunk boundaries included, and no mapping of the whole tree per chunk."""
+    from autoparser.chat import stream as stream_module
+    from autoparser.chat.builder import build_chat_peg_parser
+
+    if value_kind == "json":
+        arena = build_chat_peg_parser(lambda p: p.tool(
+            p.tool_open(p.literal("<call>")) + p.tool_name(p.chars("[a-z]")) + p.tool_args(p.json())
+            + p.tool_close(p.literal("</call>"))) + p.end())
+        body = 'x = 1   \\n\\t  y = "2"  ' * 20
+        text = '<call>f{"code": "' + body.replace('"2"', '\\"2\\"') + '"}</call>'
+    else:
+        arena = build_chat_peg_parser(lambda p: p.tool(
+            p.tool_open(p.literal("<call>")) + p.tool_name(p.chars("[a-z]")) + p.literal("\n")
+            + p.tool_args(p.tool_arg(p.tool_arg_open(p.literal("<code>")) + p.tool_arg_string_value(
+                p.until("</code>")) + p.tool_arg_close(p.literal("</code>"))))
+            + p.tool_close(p.literal("</call>"))) + p.end())
+        text = "<call>f\n<code>" + 'x = "1"   \n\t  caf\u00e9 \\ y\n' * 20 + "</code></call>"
+    maps = 0
+    real_map = stream_module.map_result
+
+    def counting_map(*args: Any, **kwargs: Any) -> ChatMessage:
+        nonlocal maps
+        maps += 1
+        return real_map(*args, **kwargs)
+
+    monkeypatch.setattr(stream_module, "map_result", counting_map)
+    stream = StreamParser(arena)
+    deltas: list[MessageDelta] = []
+    steps = 0
+    for i in range(0, len(text), 3):
+        deltas += stream.feed(text[i:i + 3])
+        steps += 1
+    final = stream.finish()
+    assert final == _reparsed_message(arena, text)
+    assert deltas + stream.last_deltas == _reparsed_deltas(arena, text, 3)
+    # A parse from the start maps its own result (map_growing, not counted). The tree is mapped again only when
+    # a chunk catches up over text a parse from the start could not resume (an escape cut by a chunk
+    # boundary, a `<` that may open the closing tag); every other step is a direct append.
+    assert maps <= stream.full_parses, (maps, stream.full_parses, steps)
+    assert steps - stream.full_parses - maps >= steps // 2, (maps, stream.full_parses, steps)
+
+
+def _reparsed_message(arena: Any, text: str) -> ChatMessage:
+    from autoparser.chat.mapper import peg_parse
+
+    return peg_parse(arena, text)
