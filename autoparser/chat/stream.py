@@ -12,7 +12,7 @@ import codecs
 import dataclasses
 from collections.abc import Callable, Iterable
 
-from autoparser.chat.mapper import FieldGrowth, map_growing, map_result, message_of, output_parser, parse_effective
+from autoparser.chat.mapper import FieldGrowth, map_growing, message_of, output_parser, parse_effective
 from autoparser.errors import ParseError
 from autoparser.peg import Arena
 from autoparser.peg.resume import Resumption, resumption
@@ -207,17 +207,18 @@ class StreamParser:
             extension = "".join(unchecked) + piece if unchecked else piece
             if resume.extend(extension):
                 growth = self._growth
-                if growth is not None:
-                    added = growth.added(extension)
-                    if not unchecked and self._published:
-                        # Only one field grows, by `added`: the deltas are known without building the message.
-                        if added:
-                            self._appended.append(added)
-                        self.last_deltas = _deltas(growth, added)
-                        return self.last_deltas
+                if growth is not None and not unchecked and self._published:
+                    # Only one field grows, by `added`: the deltas are known without building the message.
+                    added = growth.added(piece)
+                    if added:
+                        self._appended.append(added)
+                    self.last_deltas = _deltas(growth, added)
+                    return self.last_deltas
                 self._unchecked, self._unchecked_len = [], 0
                 self._fold()
-                return self._publish(map_result(resume.result(self._text()), self._fmt))
+                # Mapped once more; the growth is found again (reasoning may just have begun to show).
+                message, self._growth = map_growing(resume.result(self._text()), resume.spine, self._fmt)
+                return self._publish(message)
         self._fold()
         result = parse_effective(self._parser, self._text(), self._offset)
         self.full_parses += 1
