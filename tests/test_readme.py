@@ -1,0 +1,25 @@
+"""The README's library example runs as written (from the repository root, as a reader would run it)."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def test_readme_library_example_runs(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    blocks = re.findall(r"```python\n(.*?)```", readme, re.DOTALL)
+    assert blocks, "README.md has no python example"
+    monkeypatch.chdir(ROOT)
+    scope: dict[str, object] = {}
+    exec(compile(blocks[0], "README.md", "exec"), scope)
+    final, params, output = scope["final"], scope["params"], scope["output"]
+    assert final == params.parse(output)  # type: ignore[attr-defined]
+    assert final.tool_calls[0].name == "get_weather"  # type: ignore[attr-defined]
+    assert final.reasoning_content == "Call the tool.\n"  # type: ignore[attr-defined]
+    printed = capsys.readouterr().out
+    assert "'tool_calls'" in printed and "'reasoning_content'" in printed  # the deltas it prints
