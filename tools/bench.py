@@ -7,7 +7,9 @@ Sections (each skipped with a note when the stage it measures does not exist yet
 - analysis: analysing every seed template of the corpus (issue target: <= 5 s; the C++ takes 2.2 s);
 - parse: the requests of tools/data/parse_bench.jsonl (copied from ../shared/bench): one full parse, a stream fed
   4 bytes at a time through ChatParams.stream(), and the same stream re-parsed whole at every step (what
-  llama.cpp does), with their ratios and the C++ full-parse and streamed figures of ../shared/bench/README.md.
+  llama.cpp does), with their ratios and the C++ full-parse and streamed figures. With `--cpp BINARY` (built
+  from tools/cpp_bench, see its CMakeLists.txt) the C++ figures are measured on this machine in the same run;
+  without, they are those of ../shared/bench/README.md (another machine: only the order of magnitude compares).
 """
 
 from __future__ import annotations
@@ -15,7 +17,9 @@ from __future__ import annotations
 import argparse
 import json
 import random
+import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -113,7 +117,29 @@ def bench_analysis() -> list[tuple[str, str]]:
                                                        f"{failures} raised)")]
 
 
-def bench_parse() -> list[tuple[str, str]]:
+# The C++ figures of ../shared/bench/README.md (the CEO's machine): full parse and streamed total, in seconds.
+README_CPP = {"qwen3-reasoning-content-4k": (88e-6, 52.5e-3), "qwen3-reasoning-toolcall": (58e-6, 13.9e-3),
+              "qwen3coder-xml-code-arg": (174e-6, 93.9e-3), "llama31-content-16k": (239e-6, 650.7e-3)}
+
+
+def cpp_figures(binary: str, cases: list[dict[str, Any]], templates: dict[str, Path]) -> dict[str, tuple[float, float]]:
+    """Run tools/cpp_bench's bench_chat on the same requests: {id: (full parse, streamed total)} in seconds."""
+    with tempfile.NamedTemporaryFile("w", suffix=".jsonl", encoding="utf-8", delete=False) as f:
+        for case in cases:
+            f.write(json.dumps(dict(case, template=str(templates[case["id"]])), ensure_ascii=False) + "\n")
+        requests = f.name
+    try:
+        out = subprocess.run([binary, requests], check=True, capture_output=True, text=True).stdout
+    finally:
+        Path(requests).unlink()
+    figures = {}
+    for row in out.splitlines():
+        case_id, _size, full_us, streamed_ms, _steps = row.split("\t")
+        figures[case_id] = (float(full_us) * 1e-6, float(streamed_ms) * 1e-3)
+    return figures
+
+
+def bench_parse(cpp: str | None = None) -> list[tuple[str, str]]:
     path = ROOT / "tools" / "data" / "parse_bench.jsonl"
     try:
         import autoparser
@@ -123,54 +149,63 @@ def bench_parse() -> list[tuple[str, str]]:
     except (ImportError, AttributeError) as e:
         return [("parse", f"not available yet ({e})")]
     corpus = Corpus.load(ROOT / "corpus")
-    cpp_full = {"qwen3-reasoning-content-4k": 88e-6, "qwen3-reasoning-toolcall": 58e-6,
-                "qwen3coder-xml-code-arg": 174e-6, "llama31-content-16k": 239e-6}
-    # the C++ streamed totals (it re-parses the whole prefix per step), same table: another machine, so only
-    # the order of magnitude compares
-    cpp_streamed = {"qwen3-reasoning-content-4k": 52.5e-3, "qwen3-reasoning-toolcall": 13.9e-3,
-                    "qwen3coder-xml-code-arg": 93.9e-3, "llama31-content-16k": 650.7e-3}
+    cases = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()]
+    templates = {c["id"]: corpus.by_origin(f"seed:templates/{c['template']}").path for c in cases}
+    if cpp:
+        reference, where = cpp_figures(cpp, cases, templates), "C++ this machine"
+    else:
+        reference, where = README_CPP, "C++ README (another machine)"
     rows = []
-    for line in path.read_text(encoding="utf-8").splitlines():
-        case = json.loads(line)
-        entry = corpus.by_origin(f"seed:templates/{case['template']}")
+    for case in cases:
         request = {"messages": case["messages"], "tools": case.get("tools") or [], "reasoning_format": "auto",
                    "now": "2024-07-26"}
-        params = generate(entry.read_text(), request)
-        for out in case["outputs"]:
-            data = out.encode("utf-8")
-            full = timeit(lambda out=out, params=params: params.parse(out), repeat=3)
+        params = generate(templates[case["id"]].read_text(encoding="utf-8"), request)
+        out = case["outputs"][0]  # the C++ driver measures the first output
+        data = out.encode("utf-8")
+        full = timeit(lambda out=out, params=params: params.parse(out), repeat=3)
 
-            def streamed(data: bytes = data, params: Any = params) -> None:
-                stream = params.stream()
-                for i in range(0, len(data), 4):
-                    stream.feed(data[i:i + 4])
-                stream.finish()
-
-            def reparsed(out: str = out, params: Any = params) -> None:
-                # what llama.cpp does: the whole prefix again after every step
-                for i in range(4, len(out) + 4, 4):
-                    params.parse(out[:i], is_partial=i < len(out))
-
-            st = timeit(streamed, min_time=0.5, repeat=3)
-            rp = timeit(reparsed, min_time=0.5, repeat=1)
-            probe = params.stream()
+        def streamed(data: bytes = data, params: Any = params) -> None:
+            stream = params.stream()
             for i in range(0, len(data), 4):
-                probe.feed(data[i:i + 4])
-            steps = (len(data) + 3) // 4
-            ratio = (f"; C++ full {fmt(cpp_full[case['id']])} (ours/C++ {full / cpp_full[case['id']]:.1f}x),"
-                     f" C++ streamed {fmt(cpp_streamed[case['id']])} (ours/C++ {st / cpp_streamed[case['id']]:.2f}x)"
-                     if case["id"] in cpp_full else "")
-            rows.append((f"{case['id']} ({len(data)} bytes, {steps} steps)",
-                         f"full {fmt(full)}  streamed {fmt(st)} ({st / full:.0f}x full; {probe.full_parses} "
-                         f"parses from the start)  re-parse every step {fmt(rp)} ({rp / full:.0f}x){ratio}"))
+                stream.feed(data[i:i + 4])
+            stream.finish()
+
+        def reparsed(out: str = out, params: Any = params) -> None:
+            # what llama.cpp does: the whole prefix again after every step
+            for i in range(4, len(out) + 4, 4):
+                params.parse(out[:i], is_partial=i < len(out))
+
+        st = timeit(streamed, min_time=0.5, repeat=3)
+        rp = timeit(reparsed, min_time=0.5, repeat=1)
+        probe = params.stream()
+        for i in range(0, len(data), 4):
+            probe.feed(data[i:i + 4])
+        steps = (len(data) + 3) // 4
+        ratio = ""
+        if case["id"] in reference:
+            cpp_full, cpp_streamed = reference[case["id"]]
+            ratio = (f"; {where}: full {fmt(cpp_full)} (ours/C++ {full / cpp_full:.1f}x),"
+                     f" streamed {fmt(cpp_streamed)} (ours/C++ {st / cpp_streamed:.2f}x)")
+        rows.append((f"{case['id']} ({len(data)} bytes, {steps} steps)",
+                     f"full {fmt(full)}  streamed {fmt(st)} ({st / full:.0f}x full; {probe.full_parses} "
+                     f"parses from the start)  re-parse every step {fmt(rp)} ({rp / full:.0f}x){ratio}"))
     return rows
 
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
-    ap.add_argument("sections", nargs="*", default=["engine", "analysis", "parse"])
+    ap.add_argument("sections", nargs="*", default=["engine", "analysis", "parse"],
+                    help="engine, analysis and/or parse (default: all)")
+    ap.add_argument("--cpp", metavar="BINARY",
+                    help="tools/cpp_bench's bench_chat: C++ parse figures measured on this machine, in this run")
     args = ap.parse_args(argv)
-    table = {"engine": bench_engine, "analysis": bench_analysis, "parse": bench_parse}
+    if args.cpp and not Path(args.cpp).is_file():
+        ap.error(f"--cpp {args.cpp}: no such file (build it from tools/cpp_bench)")
+    table: dict[str, Callable[[], list[tuple[str, str]]]] = {
+        "engine": bench_engine, "analysis": bench_analysis, "parse": lambda: bench_parse(args.cpp)}
+    unknown = [s for s in args.sections if s not in table]
+    if unknown:
+        ap.error(f"unknown section(s) {', '.join(unknown)} (choose from {', '.join(table)})")
     print(f"python {sys.version.split()[0]}; times are best-of-N means; ratios come from this run only")
     for name in args.sections:
         print(f"\n== {name} ==")
