@@ -503,6 +503,11 @@ def _compile_until(delimiters: tuple[str, ...], pid: ParserId) -> Fn:
     return until
 
 
+# AstNode(...) goes through the NamedTuple's Python-level __new__; building the tuple directly skips that frame
+# (one node per matched rule or tag: 7-14% of a tool-call parse, measured A/B in one process).
+_new_node = tuple.__new__
+
+
 def _compile_rule(fns: list[Fn], child: ParserId, name: str, tag: str) -> Fn:
     def rule(ctx: Ctx, pos: int) -> Raw:
         ctx.depth += 1
@@ -514,7 +519,8 @@ def _compile_rule(fns: list[Fn], child: ParserId, name: str, tag: str) -> Fn:
             return t, e, nd, iv
         ast = ctx.ast
         nid = len(ast)
-        ast.append(AstNode(nid, name, tag, pos, e, ctx.text[pos:e] if pos < ctx.n else "", nd, t == NEED_MORE_, iv))
+        ast.append(_new_node(AstNode, (nid, name, tag, pos, e, ctx.text[pos:e] if pos < ctx.n else "", nd,
+                                       t == NEED_MORE_, iv)))
         return t, e, (nid,), iv
 
     return rule
