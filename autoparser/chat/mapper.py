@@ -231,8 +231,16 @@ class ChatPegMapper:
             self._args_buffer = value
 
     def from_ast(self, ast: Ast, result: ParseResult) -> ChatMessage:
-        for node in ast.walk(result.nodes):
-            self.map(node)
+        # ast.walk, inlined: most nodes are untagged grammar structure (JSON values, ...) that map() ignores,
+        # and this runs once per streamed chunk that cannot simply be appended.
+        nodes = ast.nodes
+        stack = list(reversed(result.nodes))
+        while stack:
+            node = nodes[stack.pop()]
+            if node.tag:
+                self.map(node)
+            if node.children:
+                stack.extend(reversed(node.children))
         pending = self._pending
         if pending is not None and pending.name:
             if self._args_buffer:
