@@ -28,7 +28,7 @@ from autoparser.corpus import Corpus
 from autoparser.errors import AutoparserError, ParseError
 from autoparser.testing.ratchet import Ratchet
 from autoparser.testing.streaming import stream_mismatch
-from autoparser.types import ChatMessage, MessageDelta
+from autoparser.types import ChatFormat, ChatMessage, MessageDelta
 
 DATA = Path(__file__).resolve().parent.parent / "data"
 CASES = [json.loads(line) for line in (DATA / "chat_cases.jsonl").read_text(encoding="utf-8").splitlines()]
@@ -200,7 +200,8 @@ def test_growing_arguments_are_appended_without_mapping_again(value_kind: str, m
     else:
         arena = build_chat_peg_parser(lambda p: p.tool(
             p.tool_open(p.literal("<call>")) + p.tool_name(p.chars("[a-z]")) + p.literal("\n")
-            + p.tool_args(p.tool_arg(p.tool_arg_open(p.literal("<code>")) + p.tool_arg_string_value(
+            + p.tool_args(p.tool_arg(p.tool_arg_open(p.literal("<")) + p.tool_arg_name(p.literal("code"))
+                + p.literal(">") + p.tool_arg_string_value(
                 p.until("</code>")) + p.tool_arg_close(p.literal("</code>"))))
             + p.tool_close(p.literal("</call>"))) + p.end())
         text = "<call>f\n<code>" + 'x = "1"   \n\t  caf\u00e9 \\ y\n' * 20 + "</code></call>"
@@ -233,3 +234,37 @@ def _reparsed_message(arena: Any, text: str) -> ChatMessage:
     from autoparser.chat.mapper import peg_parse
 
     return peg_parse(arena, text)
+
+
+@cache
+def _args_arenas() -> dict[str, Any]:
+    from autoparser.chat.builder import build_chat_peg_parser
+
+    return {
+        "json": build_chat_peg_parser(lambda p: p.reasoning(p.until("</r>")) + p.literal("</r>") + p.tool(
+            p.tool_open(p.literal("<call>")) + p.tool_name(p.chars("[a-z]")) + p.tool_args(p.json())
+            + p.tool_close(p.literal("</call>"))) + p.end()),
+        "xml": build_chat_peg_parser(lambda p: p.reasoning(p.until("</r>")) + p.literal("</r>") + p.tool(
+            p.tool_open(p.literal("<call>")) + p.tool_name(p.chars("[a-z]")) + p.literal("\n")
+            + p.tool_args(p.tool_arg(p.tool_arg_open(p.literal("<")) + p.tool_arg_name(p.literal("v"))
+                + p.literal(">") + p.tool_arg_string_value(
+                p.until("\n</v>")) + p.tool_arg_close(p.literal("\n</v>"))))
+            + p.tool_close(p.literal("</call>"))) + p.end()),
+    }
+
+
+@settings(max_examples=120, deadline=None)
+@given(kind=st.sampled_from(["json", "xml"]),
+       value=st.text(st.sampled_from(list(' \t\n"\\<>/vé{}ab')), max_size=60),
+       data=st.data())
+def test_growing_arguments_stream_like_reparsing(kind: str, value: str, data: st.DataObject) -> None:
+    """Whitespace runs, escapes, near-delimiters and non-ASCII in a growing argument, cut anywhere."""
+    if kind == "json":
+        text = ' plan\n</r><call>f{"v": ' + json.dumps(value, ensure_ascii=False) + "}</call>"
+    else:
+        value = value.replace("\n</v>", "")
+        text = " plan\n</r><call>f\n<v>" + value + "\n</v></call>"
+    params = ChatParams(format=ChatFormat.PEG_NATIVE, parser=_args_arenas()[kind])
+    n = len(text.encode("utf-8"))
+    cuts = data.draw(st.lists(st.integers(1, n - 1), max_size=30), label="cuts")
+    assert_same_stream(params, text, cuts, final_partial=False)
