@@ -22,7 +22,7 @@ from typing import Any, Protocol
 from autoparser.analysis.analyzer import analyze_template
 from autoparser.analysis.model import TemplateAnalysis
 from autoparser.chat.generator import cached_analysis, cached_caps, generate
-from autoparser.corpus.roundtrip import run_roundtrip
+from autoparser.corpus.roundtrip import NOW_TEXT, QUESTION_WEATHER, SEARCH_TOOL, WEATHER_TOOL, run_roundtrip
 
 __all__ = [
     "ANALYSIS_FILE",
@@ -39,56 +39,22 @@ __all__ = [
 CAPS_FILE = "capabilities.json"
 ANALYSIS_FILE = "analysis.json"
 ROUNDTRIP_FILE = "roundtrip.json"
-NOW = "2024-07-26"
-
-_USER = {"role": "user", "content": "What is the weather in Paris?"}
-
-GET_WEATHER: Mapping[str, Any] = {
-    "type": "function",
-    "function": {
-        "name": "get_weather",
-        "description": "Get the current weather for a city",
-        "parameters": {
-            "type": "object",
-            "properties": {
-                "city": {"type": "string", "description": "The city name"},
-                "unit": {"type": "string", "enum": ["celsius", "fahrenheit"], "description": "Temperature unit"},
-            },
-            "required": ["city"],
-        },
-    },
-}
-
-SEARCH: Mapping[str, Any] = {
-    "type": "function",
-    "function": {
-        "name": "search",
-        "description": "Search the web",
-        "parameters": {
-            "type": "object",
-            "properties": {
-                "query": {"type": "string", "description": "The search query"},
-                "max_results": {"type": "integer", "description": "Maximum number of results"},
-            },
-            "required": ["query", "max_results"],
-        },
-    },
-}
+NOW = NOW_TEXT
 
 
 def _request(tools: tuple[Mapping[str, Any], ...] = (), **extra: Any) -> Mapping[str, Any]:
-    return {"messages": [_USER], "tools": list(tools), "reasoning_format": "auto", "now": NOW, **extra}
+    return {"messages": [QUESTION_WEATHER], "tools": list(tools), "reasoning_format": "auto", "now": NOW, **extra}
 
 
-# Fixed requests, one grammar file each (tools as in the round-trip scenarios and the C++ goldens). The thinking
-# pair forces a tool call (tool_choice=required): the grammar is then not lazy and covers the whole output,
-# reasoning included, so the pair shows what enable_thinking changes; one-tool is the plain lazy case.
+# Fixed requests, one grammar file each (question and tools of the round-trip scenarios and the C++ goldens).
+# The thinking pair forces a tool call (tool_choice=required): the grammar is then not lazy and covers the whole
+# output, reasoning included, so the pair shows what enable_thinking changes; one-tool is the plain lazy case.
 GRAMMAR_REQUESTS: Mapping[str, Mapping[str, Any]] = {
     "grammar-no-tools.gbnf": _request(),
-    "grammar-one-tool.gbnf": _request((GET_WEATHER,)),
-    "grammar-parallel-tools.gbnf": _request((GET_WEATHER, SEARCH), parallel_tool_calls=True),
-    "grammar-thinking-on.gbnf": _request((GET_WEATHER,), tool_choice="required", enable_thinking=True),
-    "grammar-thinking-off.gbnf": _request((GET_WEATHER,), tool_choice="required", enable_thinking=False),
+    "grammar-one-tool.gbnf": _request((WEATHER_TOOL,)),
+    "grammar-parallel-tools.gbnf": _request((WEATHER_TOOL, SEARCH_TOOL), parallel_tool_calls=True),
+    "grammar-thinking-on.gbnf": _request((WEATHER_TOOL,), tool_choice="required", enable_thinking=True),
+    "grammar-thinking-off.gbnf": _request((WEATHER_TOOL,), tool_choice="required", enable_thinking=False),
 }
 
 _ADDRESS = re.compile(r" at 0x[0-9a-fA-F]+")

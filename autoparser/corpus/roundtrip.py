@@ -33,7 +33,11 @@ from autoparser.types import ChatMessage
 
 __all__ = [
     "NOW",
+    "NOW_TEXT",
+    "QUESTION_WEATHER",
     "SCENARIOS",
+    "SEARCH_TOOL",
+    "WEATHER_TOOL",
     "BuiltOutput",
     "ScenarioResult",
     "build_output",
@@ -57,15 +61,15 @@ SCENARIOS: tuple[str, ...] = (
 
 # The goldens pinned the template clock here; the request's `now` says the same to the generator.
 NOW = datetime(2024, 7, 26, 12, 0, tzinfo=timezone.utc)
-_NOW_TEXT = "2024-07-26"
+NOW_TEXT = "2024-07-26"
 
-_WEATHER = {"type": "function", "function": {
+WEATHER_TOOL: dict[str, Any] = {"type": "function", "function": {
     "name": "get_weather", "description": "Get the current weather for a city",
     "parameters": {"type": "object", "properties": {
         "city": {"type": "string", "description": "The city name"},
         "unit": {"type": "string", "enum": ["celsius", "fahrenheit"], "description": "Temperature unit"}},
         "required": ["city"]}}}
-_SEARCH = {"type": "function", "function": {
+SEARCH_TOOL: dict[str, Any] = {"type": "function", "function": {
     "name": "search", "description": "Search the web",
     "parameters": {"type": "object", "properties": {
         "query": {"type": "string", "description": "The search query"},
@@ -78,7 +82,8 @@ _TIME = {"type": "function", "function": {
     "parameters": {"type": "object", "properties": {}}}}
 
 _Q_CAPITAL = [{"role": "user", "content": "What is the capital of France?"}]
-_Q_WEATHER = [{"role": "user", "content": "What is the weather in Paris?"}]
+QUESTION_WEATHER = {"role": "user", "content": "What is the weather in Paris?"}
+_Q_WEATHER = [QUESTION_WEATHER]
 _Q_TIME = [{"role": "user", "content": "What time is it?"}]
 _PARIS = "The capital of France is Paris."
 _PARIS_CALL = {"name": "get_weather", "arguments": '{"city": "Paris"}'}
@@ -100,17 +105,17 @@ _SPECS: dict[str, _Scenario] = {
     "a2_plain_thinking_on": _Scenario(_Q_CAPITAL, [], True, False, _PARIS, "", []),
     "b_reasoning": _Scenario(_Q_CAPITAL, [], True, False, _PARIS,
                              "The user asks about France. Paris is the capital.", []),
-    "c_one_tool_call": _Scenario(_Q_WEATHER, [_WEATHER, _SEARCH], False, False, "", "", [_PARIS_CALL]),
-    "d_parallel_tool_calls": _Scenario(_Q_WEATHER, [_WEATHER, _SEARCH], False, True, "", "", [
+    "c_one_tool_call": _Scenario(_Q_WEATHER, [WEATHER_TOOL, SEARCH_TOOL], False, False, "", "", [_PARIS_CALL]),
+    "d_parallel_tool_calls": _Scenario(_Q_WEATHER, [WEATHER_TOOL, SEARCH_TOOL], False, True, "", "", [
         _PARIS_CALL, {"name": "search", "arguments": '{"query": "llama.cpp", "max_results": 3}'}]),
-    "e_tool_call_reasoning": _Scenario(_Q_WEATHER, [_WEATHER, _SEARCH], True, False, "",
+    "e_tool_call_reasoning": _Scenario(_Q_WEATHER, [WEATHER_TOOL, SEARCH_TOOL], True, False, "",
                                        "The user wants the weather in Paris. I should call get_weather.",
                                        [_PARIS_CALL]),
-    "f_tool_call_escapes": _Scenario(_Q_WEATHER, [_WEATHER, _SEARCH], False, False, "", "", [
+    "f_tool_call_escapes": _Scenario(_Q_WEATHER, [WEATHER_TOOL, SEARCH_TOOL], False, False, "", "", [
         {"name": "get_weather", "arguments": json.dumps({"city": 'Zürich "center"\nline2'}, ensure_ascii=False)}]),
-    "g_tool_call_with_content": _Scenario(_Q_WEATHER, [_WEATHER, _SEARCH], False, False,
+    "g_tool_call_with_content": _Scenario(_Q_WEATHER, [WEATHER_TOOL, SEARCH_TOOL], False, False,
                                           "Let me check the weather for you.", "", [_PARIS_CALL]),
-    "h_empty_arguments": _Scenario(_Q_TIME, [_WEATHER, _SEARCH, _TIME], False, False, "", "",
+    "h_empty_arguments": _Scenario(_Q_TIME, [WEATHER_TOOL, SEARCH_TOOL, _TIME], False, False, "", "",
                                    [{"name": "get_current_time", "arguments": "{}"}]),
 }
 
@@ -167,7 +172,7 @@ def scenario_request(scenario: str) -> dict[str, Any]:
 def generator_request(request: Mapping[str, Any]) -> dict[str, Any]:
     """A golden-shaped request as `autoparser.generate` takes it (as ../shared/tools/measure.py converts it)."""
     req = {k: v for k, v in request.items() if k not in ("id", "template", "outputs", "is_partial")}
-    req.update(now=_NOW_TEXT, json_schema="", continue_final_message=0,
+    req.update(now=NOW_TEXT, json_schema="", continue_final_message=0,
                tool_choice={"auto": 0, "required": 1, "none": 2}.get(str(req.get("tool_choice", "auto")), 0))
     return req
 
