@@ -159,7 +159,6 @@ class StreamParser:
         # How the message grows while `_resume` extends (one field appended to), when that is known
         self._growth: FieldGrowth | None = None
         self._appended: list[str] = []  # direct appends not yet folded into the messages (folded on demand)
-        self._mapped = ChatMessage()  # the last mapped message (before ids; may be empty)
         self._published = False  # whether `_message` is the last mapped message (with ids)
         self._message = ChatMessage()
         self._finished = False
@@ -187,10 +186,8 @@ class StreamParser:
             return
         extra = "".join(self._appended)
         self._appended = []
-        growth = self._growth
-        assert growth is not None
-        self._mapped = _grown(self._mapped, growth, extra)
-        self._message = _grown(self._message, growth, extra)
+        assert self._growth is not None
+        self._message = _grown(self._message, self._growth, extra)
 
     def feed(self, chunk: str | bytes) -> list[MessageDelta]:
         """Add a chunk of output; returns the deltas it causes (often one, possibly none)."""
@@ -250,7 +247,6 @@ class StreamParser:
         return self._message
 
     def _publish(self, new: ChatMessage) -> list[MessageDelta]:
-        self._mapped = new
         if new.empty():
             self._published = False
             self.last_deltas = []

@@ -15,8 +15,9 @@ extended to the new end:
   record a partial node), which depends on the result type only, never on the end position.
 
 `Resumption.extend` checks only the text added since the last check (plus a delimiter's length before it),
-so a stream costs O(total length) plus O(depth of the open nodes) per token. Anything else (a partial marker at the end, a number or a space run cut
-by the end, undecodable bytes) makes it return None, and the caller parses from the start as before.
+so a stream costs O(total length) plus O(depth of the open nodes) per token. Anything else (a partial marker
+at the end, a number or a space run cut by the end, undecodable bytes) makes it return None, and the caller
+parses from the start as before.
 """
 
 from __future__ import annotations
