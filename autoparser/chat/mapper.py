@@ -231,16 +231,8 @@ class ChatPegMapper:
             self._args_buffer = value
 
     def from_ast(self, ast: Ast, result: ParseResult) -> ChatMessage:
-        # ast.walk, inlined: most nodes are untagged grammar structure (JSON values, ...) that map() ignores,
-        # and this runs once per streamed chunk that cannot simply be appended.
-        nodes = ast.nodes
-        stack = list(reversed(result.nodes))
-        while stack:
-            node = nodes[stack.pop()]
-            if node.tag:
-                self.map(node)
-            if node.children:
-                stack.extend(reversed(node.children))
+        for node in ast.walk(result.nodes):
+            self.map(node)
         pending = self._pending
         if pending is not None and pending.name:
             if self._args_buffer:
