@@ -56,6 +56,16 @@ def _every(k: int, n: int) -> list[int]:
     return list(range(k, n, k))
 
 
+def _feed_in_chunks(stream: StreamParser, data: str | bytes, size: int) -> tuple[list[MessageDelta], int]:
+    """Feed `data` `size` units at a time (not finished); the deltas sent and the number of steps."""
+    deltas: list[MessageDelta] = []
+    steps = 0
+    for i in range(0, len(data), size):
+        deltas += stream.feed(data[i:i + size])
+        steps += 1
+    return deltas, steps
+
+
 def _params_or_xfail(index: int) -> ChatParams:
     try:
         return _case_params(index)
@@ -107,13 +117,8 @@ def test_long_outputs_are_mostly_resumed(case: dict[str, Any]) -> None:
                       {"messages": case["messages"], "tools": case.get("tools") or [], "reasoning_format": "auto",
                        "now": "2024-07-26"})
     for out in case["outputs"]:
-        data = out.encode("utf-8")
         stream = params.stream()
-        deltas: list[MessageDelta] = []
-        steps = 0
-        for i in range(0, len(data), 4):
-            deltas += stream.feed(data[i:i + 4])
-            steps += 1
+        deltas, steps = _feed_in_chunks(stream, out.encode("utf-8"), 4)
         final = stream.finish()
         assert final == params.parse(out)
         assert stream.full_parses <= steps // 4 + 2, (stream.full_parses, steps)
@@ -169,9 +174,7 @@ def test_escapes_inside_a_json_string_are_resumed() -> None:
     line = 'print(\\"total:\\", total)  # caf\\u00e9\\n'
     text = '<call>f{"code": "' + line * 30 + '"}</call>'
     stream = StreamParser(arena)
-    deltas: list[MessageDelta] = []
-    for i in range(0, len(text), 3):
-        deltas += stream.feed(text[i:i + 3])
+    deltas, _ = _feed_in_chunks(stream, text, 3)
     final = stream.finish()
     assert json.loads(final.tool_calls[0].arguments)["code"] == 'print("total:", total)  # café\n' * 30
     # Only an escape cut by a chunk boundary needs a parse from the start (plus the markers and structure
@@ -215,11 +218,7 @@ def test_growing_arguments_are_appended_without_mapping_again(value_kind: str, m
 
     monkeypatch.setattr(stream_module, "map_growing", counting_map)
     stream = StreamParser(arena)
-    deltas: list[MessageDelta] = []
-    steps = 0
-    for i in range(0, len(text), 3):
-        deltas += stream.feed(text[i:i + 3])
-        steps += 1
+    deltas, steps = _feed_in_chunks(stream, text, 3)
     final = stream.finish()
     assert final == _reparsed_message(arena, text)
     assert deltas + stream.last_deltas == _reparsed_deltas(arena, text, 3)
