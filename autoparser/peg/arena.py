@@ -1,7 +1,7 @@
 """The arena: every parser node of one grammar, its named rules and its root.
 
 Built once by the builder (or loaded from JSON), then immutable. Parsing compiles the arena to closures once
-(cached on the arena) and runs them; see engine.py.
+(cached on the arena) and runs them, or code generated for it once its grammar is hot; see evaluate.py.
 """
 
 from __future__ import annotations
@@ -60,7 +60,7 @@ class Arena:
 
         `lenient` is the C++ LENIENT flag: the input may continue, so running out of it gives NEED_MORE_INPUT.
         """
-        from autoparser.peg.engine import run
+        from autoparser.peg.evaluate import run
 
         pid = self.root if parser is None else parser
         if pid == INVALID_ID:

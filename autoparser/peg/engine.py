@@ -1,7 +1,8 @@
 """Evaluation of a PEG arena: SUCCESS / FAIL / NEED_MORE_INPUT as values, an AST, an optional trace.
 
 Each node is compiled once into a closure `f(ctx, pos) -> (type, end, nodes, invalid)`; the arena caches the
-closures. Results are plain tuples because they are created for every node visit (the hot path). Semantics
+closures (evaluate.py runs them, or code generated from the same arena by codegen.py, which falls back on
+these closures wherever it has no fast path: they are the one statement of the semantics). Results are plain tuples because they are created for every node visit (the hot path). Semantics
 follow llama.cpp's `parser_executor` exactly, including its lenient ("input may continue") rules; see
 SPEC section 1.4. There is no memoisation, as in the C++: results, AST node order and invalid-byte records
 stay identical to it.
@@ -14,7 +15,6 @@ where the text holds undecodable bytes (surrogate escapes), which the fast paths
 from __future__ import annotations
 
 import re
-import sys
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from enum import IntEnum
@@ -26,7 +26,7 @@ from autoparser.peg.ast import Ast, AstId, AstNode
 from autoparser.peg.first import FirstSets, dispatch_table
 from autoparser.peg.nodes import ParserId
 from autoparser.peg.trie import NO_MATCH, Trie
-from autoparser.peg.utf8 import ESCAPED_BYTE, INCOMPLETE, INVALID, SUCCESS, decode_at, to_text
+from autoparser.peg.utf8 import ESCAPED_BYTE, INCOMPLETE, INVALID, SUCCESS, decode_at
 
 if TYPE_CHECKING:
     from autoparser.peg.arena import Arena
@@ -637,44 +637,3 @@ def compile_arena(arena: Arena, trace: bool = False) -> list[Fn]:
         f = compile_node(arena, fns, pid, firsts)
         fns.append(_traced(arena, pid, f) if trace else f)
     return fns
-
-
-_NEEDED_FRAMES = MAX_RULE_DEPTH * _FRAMES_PER_RULE + 2000
-
-
-def _ensure_recursion_room() -> None:
-    # Evaluation recurses through Python frames; give it room for MAX_RULE_DEPTH nested rules so that the depth
-    # guard, not a RecursionError, is what stops pathological input. Done at import as well as per parse, so
-    # the first parse does not change interpreter state under callers that watch it (hypothesis warns).
-    if sys.getrecursionlimit() < _NEEDED_FRAMES:
-        sys.setrecursionlimit(_NEEDED_FRAMES)
-
-
-_ensure_recursion_room()
-
-
-def run(arena: Arena, pid: ParserId, data: str | bytes, *, lenient: bool, start: int = 0,
-        trace: bool = False) -> ParseResult:
-    text = to_text(data)
-    if trace:
-        fns = compile_arena(arena, trace=True)
-    else:
-        fns = arena._compiled
-        if fns is None:
-            fns = arena._compiled = compile_arena(arena)
-    ctx = Ctx(text, lenient)
-    if trace:
-        ctx.trace = []
-    _ensure_recursion_room()
-    try:
-        t, e, nd, iv = fns[pid](ctx, start)
-    except _TooDeep as deep:
-        raise ParseError(f"input nested more than {MAX_RULE_DEPTH} levels deep", text=text,
-                         position=deep.pos) from None
-    except RecursionError:
-        # Grammars whose nodes nest deeper than _FRAMES_PER_RULE between rules (or loaded arenas with a
-        # rule-free cycle) exhaust the Python stack before the rule-depth guard trips.
-        raise ParseError("grammar recursion too deep for this input", text=text, position=start) from None
-    ast = Ast()
-    ast.nodes = ctx.ast
-    return ParseResult(ResultType(t), start, e, nd, iv, ast, text, tuple(ctx.trace or ()), tuple(ctx.observed))

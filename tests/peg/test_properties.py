@@ -22,6 +22,7 @@ from autoparser.peg.engine import MAX_RULE_DEPTH
 from autoparser.peg.trie import NO_MATCH, Trie
 from autoparser.peg.utf8 import INCOMPLETE, INVALID, decode_at
 from autoparser.peg.utf8 import SUCCESS as UTF8_OK
+from autoparser.testing.codegen import CodegenCheck
 
 SETTINGS = settings(max_examples=300, deadline=None, derandomize=True,
                     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
@@ -31,7 +32,7 @@ Spec = tuple[Any, ...]
 
 @pytest.fixture(scope="module", autouse=True)
 def _engine_stack() -> None:
-    # The first parse raises the interpreter's recursion limit (engine.run); do it before Hypothesis runs,
+    # The first parse raises the interpreter's recursion limit (evaluate.run); do it before Hypothesis runs,
     # which warns when a test body changes that limit.
     build_peg_parser(lambda p: p.eps()).parse("")
 
@@ -536,6 +537,23 @@ def test_engine_agrees_with_reference_walk(case: tuple[Grammar, str], lenient: b
     for pid in (root, gid):
         assert _fingerprint(_outcome(arena, text, lenient=lenient, parser=pid)) == \
             _reference(arena, text, lenient, pid)
+
+
+@SETTINGS
+@given(grammar_and_input(), st.sampled_from(ESCAPED), st.integers(0, 40))
+def test_generated_code_agrees_with_closures(case: tuple[Grammar, str], junk: str, at: int) -> None:
+    """peg/codegen.py's functions against the closures, on every prefix in both modes: same results, same AST
+    nodes (abandoned ones too), same end-of-input observations."""
+    g, text = case
+    at = min(at, len(text))
+    text = text[:at] + junk + text[at:]
+    arena, gid, root = g.build()
+    for pid in (root, gid):
+        check = CodegenCheck(arena, pid)
+        for k in range(len(text) + 1):
+            for lenient in (False, True):
+                problem = check.mismatch(text[:k], lenient=lenient)
+                assert problem is None, f"{problem}\n{arena}"
 
 
 @SETTINGS

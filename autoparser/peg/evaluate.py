@@ -1,0 +1,138 @@
+"""Running an arena: engine.py's closures at first, generated code (codegen.py) once a grammar has proved hot.
+
+Generated code parses 25-35% faster than the closures (tests/peg/test_codegen.py checks it gives identical
+results), but writing and compiling it costs 1-15 ms, about as much as a few hundred parses of a tool-call
+output: a request's own stream re-parses from the start a few dozen times at most. So the choice is
+ski-rental: a grammar runs on its closures until grammars of the same structure (one per request, typically
+the same template and tools again) have been parsed COMPILE_AFTER times in all, then all of them share one
+compiled function per entry node. Structures are told apart by the nodes' reprs, computed once an arena has
+been parsed KEY_AFTER times (a third of a millisecond for a tool grammar), and the table of structures is
+bounded (least recently used out first).
+
+Thread safety: counters may race (a compilation happens a little early or late, or twice); results do not,
+since both paths compute the same thing.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections import OrderedDict
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+from autoparser.errors import ParseError
+from autoparser.peg.ast import Ast
+from autoparser.peg.codegen import compile_entry
+from autoparser.peg.engine import (
+    _FRAMES_PER_RULE,
+    MAX_RULE_DEPTH,
+    Ctx,
+    Fn,
+    ParseResult,
+    ResultType,
+    _TooDeep,
+    compile_arena,
+)
+from autoparser.peg.nodes import ParserId
+from autoparser.peg.utf8 import to_text
+
+if TYPE_CHECKING:
+    from autoparser.peg.arena import Arena
+
+KEY_AFTER = 8
+COMPILE_AFTER = 256
+MAX_STRUCTURES = 128
+
+
+@dataclass(eq=False)
+class _Structure:
+    """What arenas of one structure share: how often they were parsed, and the compiled entries."""
+
+    uses: int = 0
+    entries: dict[ParserId, Fn] = field(default_factory=dict)
+
+
+@dataclass(eq=False)
+class _Compiled:
+    """Cached on the arena: its closures, how often it was parsed, and its structure once known."""
+
+    closures: list[Fn]
+    uses: int = 0
+    structure: _Structure | None = None
+
+
+_structures: OrderedDict[tuple[object, ...], _Structure] = OrderedDict()
+
+
+def _structure_of(arena: Arena) -> _Structure:
+    key = (tuple(map(repr, arena.parsers)), tuple(sorted(arena.rules.items())))
+    found = _structures.get(key)
+    if found is None:
+        found = _structures[key] = _Structure()
+        if len(_structures) > MAX_STRUCTURES:
+            _structures.popitem(last=False)
+    else:
+        _structures.move_to_end(key)
+    return found
+
+
+def entry_function(arena: Arena, pid: ParserId) -> Fn:
+    """The function that evaluates `pid` in `arena` on this call (closure or compiled code, see above)."""
+    state: _Compiled | None = arena._compiled
+    if state is None:
+        state = arena._compiled = _Compiled(compile_arena(arena))
+    state.uses += 1
+    structure = state.structure
+    if structure is None:
+        if state.uses < KEY_AFTER:
+            return state.closures[pid]
+        structure = state.structure = _structure_of(arena)
+    structure.uses += 1
+    fn = structure.entries.get(pid)
+    if fn is None:
+        if structure.uses < COMPILE_AFTER:
+            return state.closures[pid]
+        try:
+            fn = compile_entry(arena, pid)
+        except (SyntaxError, RecursionError, MemoryError):
+            # CPython's compiler limits (nesting, size): codegen.py splits functions to stay within them, and
+            # tests compile every corpus grammar; should a grammar still exceed them, its closures serve.
+            fn = state.closures[pid]
+        structure.entries[pid] = fn
+    return fn
+
+
+_NEEDED_FRAMES = MAX_RULE_DEPTH * _FRAMES_PER_RULE + 2000
+
+
+def _ensure_recursion_room() -> None:
+    # Evaluation recurses through Python frames; give it room for MAX_RULE_DEPTH nested rules so that the depth
+    # guard, not a RecursionError, is what stops pathological input. Done at import as well as per parse, so
+    # the first parse does not change interpreter state under callers that watch it (hypothesis warns).
+    if sys.getrecursionlimit() < _NEEDED_FRAMES:
+        sys.setrecursionlimit(_NEEDED_FRAMES)
+
+
+_ensure_recursion_room()
+
+
+def run(arena: Arena, pid: ParserId, data: str | bytes, *, lenient: bool, start: int = 0,
+        trace: bool = False) -> ParseResult:
+    text = to_text(data)
+    fn = compile_arena(arena, trace=True)[pid] if trace else entry_function(arena, pid)
+    ctx = Ctx(text, lenient)
+    if trace:
+        ctx.trace = []
+    _ensure_recursion_room()
+    try:
+        t, e, nd, iv = fn(ctx, start)
+    except _TooDeep as deep:
+        raise ParseError(f"input nested more than {MAX_RULE_DEPTH} levels deep", text=text,
+                         position=deep.pos) from None
+    except RecursionError:
+        # Grammars whose nodes nest deeper than _FRAMES_PER_RULE between rules (or loaded arenas with a
+        # rule-free cycle) exhaust the Python stack before the rule-depth guard trips.
+        raise ParseError("grammar recursion too deep for this input", text=text, position=start) from None
+    ast = Ast()
+    ast.nodes = ctx.ast
+    return ParseResult(ResultType(t), start, e, nd, iv, ast, text, tuple(ctx.trace or ()), tuple(ctx.observed))
