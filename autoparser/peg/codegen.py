@@ -32,6 +32,7 @@ from autoparser.peg.engine import (
     _class_regex,
     _TooDeep,
     compile_arena,
+    string_body_regex,
 )
 from autoparser.peg.first import FirstSets, dispatch_table
 from autoparser.peg.nodes import ParserId
@@ -216,8 +217,8 @@ class _Emitter:
             case N.Chars():
                 self.chars(pid, node, p)
             case N.String(delimiter=d):
-                plain = self.name(re.compile("[^" + re.escape(d) + "\\\\\udc80-\udcff]*").match, "STR")
-                self.line(f"e = {plain}(text, {p}).end()")
+                body = self.name(string_body_regex(d).match, "STR")
+                self.line(f"e = {body}(text, {p}).end()")
                 with self.block(f"if e < n and text[e] == {d!r}:"):
                     self.line("t = 1")
                 with self.block("else:"):

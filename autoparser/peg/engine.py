@@ -401,13 +401,26 @@ def _compile_chars(node: N.Chars) -> Fn:
 _HEXDIGITS = frozenset("0123456789abcdefABCDEF")
 
 
+def string_body_regex(delim: str) -> re.Pattern[str]:
+    """The longest run of complete characters and escapes (no delimiter, no escaped byte) from a position.
+
+    Tokens of a string body start either with a plain character or a backslash, so the walk below reaches the
+    end of this run in the same state: a string that ends there ends where the walk would end it.
+    """
+    plain = "[^" + re.escape(delim) + "\\\\\udc80-\udcff]*"
+    escape = "\\\\(?:[" + re.escape(delim + "\\/bfnrt") + "]|u[0-9a-fA-F]{4})"
+    return re.compile(f"{plain}(?:{escape}{plain})*")
+
+
 def _compile_string(delim: str, pid: ParserId) -> Fn:
     plain = re.compile("[^" + re.escape(delim) + "\\\\\udc80-\udcff]*")
+    body = string_body_regex(delim)
     simple_escapes = frozenset(delim + "\\/bfnrt")
 
     def string(ctx: Ctx, pos: int) -> Raw:
         text, n, lenient = ctx.text, ctx.n, ctx.lenient
-        p = pos
+        run = body.match(text, pos)  # complete tokens in one C call; the walk goes on from there
+        p = run.end() if run else pos
         while True:
             m = plain.match(text, p)
             if m:

@@ -102,6 +102,7 @@ def entry_function(arena: Arena, pid: ParserId) -> Fn:
     return fn
 
 
+_TYPES = (ResultType.FAIL, ResultType.SUCCESS, ResultType.NEED_MORE_INPUT)  # by value; no Enum.__call__
 _NEEDED_FRAMES = MAX_RULE_DEPTH * _FRAMES_PER_RULE + 2000
 
 
@@ -135,4 +136,4 @@ def run(arena: Arena, pid: ParserId, data: str | bytes, *, lenient: bool, start:
         raise ParseError("grammar recursion too deep for this input", text=text, position=start) from None
     ast = Ast()
     ast.nodes = ctx.ast
-    return ParseResult(ResultType(t), start, e, nd, iv, ast, text, tuple(ctx.trace or ()), tuple(ctx.observed))
+    return ParseResult(_TYPES[t], start, e, nd, iv, ast, text, tuple(ctx.trace or ()), tuple(ctx.observed))
