@@ -48,10 +48,12 @@ class Ast:
         """Pre-order, depth first: node, then its children in order (iterative, so depth is unbounded)."""
         stack = list(reversed(roots))
         nodes = self.nodes
+        pop, extend = stack.pop, stack.extend
         while stack:
-            node = nodes[stack.pop()]
+            node = nodes[pop()]
             yield node
-            stack.extend(reversed(node.children))
+            if node.children:  # most nodes are leaves; a reversed copy only for the others
+                extend(node.children[::-1])
 
     def visit(self, roots: tuple[AstId, ...], visitor: Callable[[AstNode], None]) -> None:
         for node in self.walk(roots):

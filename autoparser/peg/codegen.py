@@ -48,6 +48,12 @@ _MAX_INDENT = 60
 _SPACE_SET = "".join(sorted(_SPACE_CHARS))
 
 
+def _sure_mismatch(literal: str) -> int:
+    """Remaining input from which a literal that does not match is a plain FAIL: engine._compile_literal
+    looks further only when less than the literal is left, or (escaped bytes) less than 4 bytes per character."""
+    return max(1, 4 * len(literal))
+
+
 class _Emitter:
     def __init__(self, arena: Arena) -> None:
         self.arena = arena
@@ -191,6 +197,8 @@ class _Emitter:
             case N.Literal(literal=s):
                 with self.block(f"if text.startswith({s!r}, {p}):"):
                     self.line(f"t = 1; e = {p} + {len(s)}")
+                with self.block(f"elif n - {p} >= {_sure_mismatch(s)}:"):
+                    self.line(f"t = 0; e = {p}")
                 with self.block("else:"):
                     self.line(f"t, e, nd, iv = {self.closure(pid)}(ctx, {p})")
             case N.Space():
@@ -284,6 +292,9 @@ class _Emitter:
                     # the common case inline; a mismatch or a partial match at the end goes to the closure
                     with self.block(f"if text.startswith({child.literal!r}, {pos}):"):
                         self.line(f"{pos} += {len(child.literal)}")
+                    with self.block(f"elif n - {pos} >= {_sure_mismatch(child.literal)}:"):
+                        self.line(f"t = 0; e = {pos}")
+                        self.line("break")
                     with self.block("else:"):
                         self.line(f"t, e, nd, iv = {self.closure(c)}(ctx, {pos})")
                         if partial_exit:
