@@ -222,13 +222,10 @@ class _Emitter:
                     self.line(f"t = 1; e = {p} + 1")
                 with self.block("else:"):
                     self.line(f"t, e, nd, iv = {self.closure(pid)}(ctx, {p})")
-            case N.Chars():
-                self.chars(pid, node, p)
-            case N.String(delimiter=d):
-                body = self.name(string_body_regex(d).match, "STR")
-                self.line(f"e = {body}(text, {p}).end()")
-                with self.block(f"if e < n and text[e] == {d!r}:"):
-                    self.line("t = 1")
+            case N.String() | N.Chars():
+                decided, short = self.scan_fast_path(pid, p)
+                with self.block(f"if {decided}:"):
+                    self.line(f"t = 0 if {short} else 1" if short else "t = 1")
                 with self.block("else:"):
                     self.line(f"t, e, nd, iv = {self.closure(pid)}(ctx, {p})")
             case N.Rule():
@@ -305,6 +302,23 @@ class _Emitter:
                     self.space(pos)
                     continue
                 if isinstance(child, N.Epsilon):
+                    continue
+                if isinstance(child, N.String | N.Chars):
+                    # the fast path advances the position; the closure decides the rest
+                    decided, short = self.scan_fast_path(c, pos)
+                    with self.block(f"if {decided}:"):
+                        if short:
+                            with self.block(f"if {short}:"):
+                                self.line("t = 0")
+                                self.line("break")
+                        self.line(f"{pos} = e")
+                    with self.block("else:"):
+                        self.line(f"t, e, nd, iv = {self.closure(c)}(ctx, {pos})")
+                        with self.block("if t != 1:"):
+                            if partial_exit:
+                                self.line(partial_exit)
+                            self.line("break")
+                        self.line(f"{pos} = e")
                     continue
                 self.node(c, pos)
                 if not self.never_fails(c):
@@ -418,9 +432,21 @@ class _Emitter:
         with self.block("else:"):
             self.line("; ".join(["t = 1", f"e = {pos}", *tail]))
 
-    def chars(self, pid: ParserId, node: N.Chars, p: str) -> None:
-        # engine._compile_chars: a regex run; when it stops before a character outside the class (not the end,
-        # not an escaped byte) the outcome is decided, otherwise the closure walks on exactly.
+    def scan_fast_path(self, pid: ParserId, p: str) -> tuple[str, str | None]:
+        """Emit the regex run of a string body or character class from `p` into `e`. Returns the condition
+        under which the closure's outcome is decided without it, and the condition (or None) under which that
+        outcome is a FAIL at `e` rather than a SUCCESS ending at `e`.
+
+        A string body (engine._compile_string) ends at its delimiter. A class run (engine._compile_chars) is
+        decided when it reached its maximum or stopped before a character outside the class (not the end,
+        not an escaped byte), and fails when shorter than its minimum.
+        """
+        node = self.arena.parsers[pid]
+        if isinstance(node, N.String):
+            body = self.name(string_body_regex(node.delimiter).match, "STR")
+            self.line(f"e = {body}(text, {p}).end()")
+            return f"e < n and text[e] == {node.delimiter!r}", None
+        assert isinstance(node, N.Chars)
         lo, hi = node.min_count, node.max_count
         quant = f"{{0,{hi}}}" if hi >= 0 else "*"
         scan = self.name(re.compile(f"(?:{_class_regex(node).pattern}){quant}").match, "CLS")
@@ -428,10 +454,7 @@ class _Emitter:
         decided = "e < n and not '\\udc80' <= text[e] <= '\\udcff'"
         if hi != -1:
             decided = f"e - {p} >= {hi} or ({decided})"
-        with self.block(f"if {decided}:"):
-            self.line(f"t = 1 if e - {p} >= {lo} else 0" if lo > 0 else "t = 1")
-        with self.block("else:"):
-            self.line(f"t, e, nd, iv = {self.closure(pid)}(ctx, {p})")
+        return decided, (f"e - {p} < {lo}" if lo > 0 else None)
 
 
 def compile_source(arena: Arena, entry: ParserId) -> tuple[str, dict[str, Any]]:
