@@ -17,6 +17,8 @@ from __future__ import annotations
 
 import sys
 from collections import OrderedDict
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -74,6 +76,19 @@ def _structure_of(arena: Arena) -> _Structure:
     else:
         _structures.move_to_end(key)
     return found
+
+
+@contextmanager
+def tiering(*, key_after: int, compile_after: int) -> Iterator[None]:
+    """Within the block, use other thresholds (tests force compiled code; benchmarks time the closures with
+    huge ones). Not thread-safe: the thresholds are module state."""
+    global KEY_AFTER, COMPILE_AFTER
+    saved = KEY_AFTER, COMPILE_AFTER
+    KEY_AFTER, COMPILE_AFTER = key_after, compile_after
+    try:
+        yield
+    finally:
+        KEY_AFTER, COMPILE_AFTER = saved
 
 
 def entry_function(arena: Arena, pid: ParserId) -> Fn:
