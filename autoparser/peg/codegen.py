@@ -16,7 +16,6 @@ tests in tests/peg/test_codegen.py compare both on random grammars and on every 
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
@@ -29,8 +28,8 @@ from autoparser.peg.engine import (
     _SPACE_CHARS,
     MAX_RULE_DEPTH,
     Fn,
-    _class_regex,
     _TooDeep,
+    class_run_regex,
     compile_arena,
     string_body_regex,
 )
@@ -286,7 +285,7 @@ class _Emitter:
             for c in children:
                 child = self.arena.parsers[c]
                 if isinstance(child, N.Literal):
-                    # the common case inline; a mismatch or a partial match at the end goes to the closure
+                    # a match or a plain mismatch inline; near the end of the input (a partial match?) the closure decides
                     with self.block(f"if text.startswith({child.literal!r}, {pos}):"):
                         self.line(f"{pos} += {len(child.literal)}")
                     with self.block(f"elif n - {pos} >= {_sure_mismatch(child.literal)}:"):
@@ -448,8 +447,7 @@ class _Emitter:
             return f"e < n and text[e] == {node.delimiter!r}", None
         assert isinstance(node, N.Chars)
         lo, hi = node.min_count, node.max_count
-        quant = f"{{0,{hi}}}" if hi >= 0 else "*"
-        scan = self.name(re.compile(f"(?:{_class_regex(node).pattern}){quant}").match, "CLS")
+        scan = self.name(class_run_regex(node).match, "CLS")
         self.line(f"e = {scan}(text, {p}).end()")
         decided = "e < n and not '\\udc80' <= text[e] <= '\\udcff'"
         if hi != -1:

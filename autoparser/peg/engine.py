@@ -341,11 +341,15 @@ def _space(ctx: Ctx, pos: int) -> Raw:
     return SUCCESS_, end, _E, _E
 
 
+def class_run_regex(node: N.Chars) -> re.Pattern[str]:
+    """Up to max_count code points of the class, stopping at any escaped byte (the walk below goes on)."""
+    quant = f"{{0,{node.max_count}}}" if node.max_count >= 0 else "*"
+    return re.compile(f"(?:{_class_regex(node).pattern}){quant}")
+
+
 def _compile_chars(node: N.Chars) -> Fn:
-    one = _class_regex(node)
     lo, hi = node.min_count, node.max_count
-    quant = f"{{0,{hi}}}" if hi >= 0 else "*"
-    scan = re.compile(f"(?:{one.pattern}){quant}")
+    scan = class_run_regex(node)
     ranges = node.ranges
     negated = node.negated
 
