@@ -323,12 +323,7 @@ class _Emitter:
                 if not self.never_fails(c):
                     with self.block("if t == 0:"):
                         self.line("break")
-                if keep_nodes and self.may_nodes(c):
-                    with self.block("if nd:"):
-                        self.line(f"{nodes} = {nodes} + nd if {nodes} else nd")
-                if keep_inv and self.may_inv(c):
-                    with self.block("if iv:"):
-                        self.line(f"{inv} = {inv} + iv if {inv} else iv")
+                self.accumulate(c, pid, nodes, inv)
                 with self.block("if t == 2:"):
                     if partial_exit:
                         self.line(partial_exit)
@@ -338,6 +333,15 @@ class _Emitter:
                 ([f"iv = {inv}"] if keep_inv else [])
             self.line("; ".join(done))
             self.line("break")
+
+    def accumulate(self, child: ParserId, parent: ParserId, nodes: str, inv: str) -> None:
+        """Append the child's node ids and invalid-byte records to the parent's, where either side has any."""
+        if self.may_nodes(parent) and self.may_nodes(child):
+            with self.block("if nd:"):
+                self.line(f"{nodes} = {nodes} + nd if {nodes} else nd")
+        if self.may_inv(parent) and self.may_inv(child):
+            with self.block("if iv:"):
+                self.line(f"{inv} = {inv} + iv if {inv} else iv")
 
     def choice(self, pid: ParserId, children: tuple[ParserId, ...], p: str) -> None:
         dispatch = dispatch_table(self.arena, self.firsts, children)
@@ -410,12 +414,7 @@ class _Emitter:
                 self.line("break")
             with self.block(f"if t == 1 and e == {pos}:"):  # an empty match would loop forever
                 self.line("break")
-            if keep_nodes and self.may_nodes(child):
-                with self.block("if nd:"):
-                    self.line(f"{nodes} = {nodes} + nd if {nodes} else nd")
-            if keep_inv and self.may_inv(child):
-                with self.block("if iv:"):
-                    self.line(f"{inv} = {inv} + iv if {inv} else iv")
+            self.accumulate(child, pid, nodes, inv)
             with self.block("if t == 2:"):
                 self.line(f"{partial} = True; {pos} = e")
                 self.line("break")
