@@ -148,13 +148,12 @@ def bench_parse(cpp: str | None = None) -> list[tuple[str, str]]:
 
         generate = autoparser.generate  # type: ignore[attr-defined]
         from autoparser.corpus import Corpus
+        from autoparser.peg.evaluate import tiering
     except (ImportError, AttributeError) as e:
         return [("parse", f"not available yet ({e})")]
     corpus = Corpus.load(ROOT / "corpus")
     cases = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()]
     templates = {c["id"]: corpus.by_origin(f"seed:templates/{c['template']}").path for c in cases}
-    from autoparser.peg.evaluate import tiering
-
     where = "C++ this machine" if cpp else "C++ README (another machine)"
     rows = []
     for case in cases:

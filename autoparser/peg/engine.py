@@ -1,11 +1,11 @@
 """Evaluation of a PEG arena: SUCCESS / FAIL / NEED_MORE_INPUT as values, an AST, an optional trace.
 
 Each node is compiled once into a closure `f(ctx, pos) -> (type, end, nodes, invalid)`; the arena caches the
-closures (evaluate.py runs them, or code generated from the same arena by codegen.py, which falls back on
-these closures wherever it has no fast path: they are the one statement of the semantics). Results are plain tuples because they are created for every node visit (the hot path). Semantics
-follow llama.cpp's `parser_executor` exactly, including its lenient ("input may continue") rules; see
-SPEC section 1.4. There is no memoisation, as in the C++: results, AST node order and invalid-byte records
-stay identical to it.
+closures. evaluate.py runs them, or the code codegen.py generates from the same arena, which calls these
+closures wherever it has no fast path: they are the one statement of the semantics. Results are plain tuples
+because they are created for every node visit (the hot path). Semantics follow llama.cpp's `parser_executor`
+exactly, including its lenient ("input may continue") rules; see SPEC section 1.4. There is no memoisation, as
+in the C++: results, AST node order and invalid-byte records stay identical to it.
 
 Scans that the C++ does byte by byte (literals, `until`, string content, character classes, whitespace) use
 str.startswith / str.find / compiled regular expressions here, falling back to an exact code-point walk only

@@ -111,7 +111,8 @@ def entry_function(arena: Arena, pid: ParserId) -> Fn:
             fn = compile_entry(arena, pid)
         except (SyntaxError, RecursionError, MemoryError):
             # CPython's compiler limits (nesting, size): codegen.py splits functions to stay within them, and
-            # tests compile every corpus grammar; should a grammar still exceed them, its closures serve.
+            # tests compile every chat case's grammar and a fifth of the corpus's; should a grammar still
+            # exceed them, its closures serve.
             fn = state.closures[pid]
         structure.entries[pid] = fn
     return fn

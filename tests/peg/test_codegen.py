@@ -17,6 +17,7 @@ import pytest
 from autoparser import generate
 from autoparser.chat.mapper import output_parser
 from autoparser.corpus import Corpus
+from autoparser.corpus.roundtrip import QUESTION_WEATHER, WEATHER_TOOL
 from autoparser.errors import AutoparserError, GrammarError, ParseError
 from autoparser.peg import Arena, Builder, P, build_peg_parser, evaluate
 from autoparser.peg import nodes as N
@@ -98,20 +99,18 @@ def test_a_long_sequence_compiles() -> None:
             assert check.mismatch(text[:k], lenient=lenient) is None
 
 
-def test_every_corpus_grammar_for_a_tool_call_compiles() -> None:
-    # The round-trip scenarios' one-call request on a sample of the corpus: codegen must not fall back.
-    from autoparser.corpus.roundtrip import QUESTION_WEATHER, WEATHER_TOOL
-
+def test_corpus_tool_grammars_compile() -> None:
+    # The round-trip scenarios' one-call request on every fifth corpus template: codegen must not fall back.
     corpus = Corpus.load()
+    request = {"messages": [{"role": "user", "content": QUESTION_WEATHER}], "tools": [WEATHER_TOOL]}
     compiled = 0
     for name in corpus.names()[::5]:
         try:
-            params = generate(corpus.by_name(name).read_text(), {"messages": [{"role": "user", "content": QUESTION_WEATHER}],
-                                                  "tools": [WEATHER_TOOL]})
+            params = generate(corpus.by_name(name).read_text(), request)
         except AutoparserError:
             continue
         arena = output_parser(params.parser)
-        assert _is_generated(compile_entry(arena, arena.root))
+        compile_entry(arena, arena.root)  # raises where CPython's compiler refuses the source
         compiled += 1
     assert compiled >= 100
 
@@ -127,15 +126,15 @@ def test_missing_rule_raises_the_same_error() -> None:
         fn(Ctx("ab", False), 0)
 
 
-def test_depth_guard_holds_in_generated_code(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(evaluate, "KEY_AFTER", 1)
-    monkeypatch.setattr(evaluate, "COMPILE_AFTER", 1)
+def test_depth_guard_holds_in_generated_code() -> None:
     arena = build_peg_parser(lambda b: b.json() + b.end())
-    assert _is_generated(evaluate.entry_function(arena, arena.root))
-    deep = "[" * (MAX_RULE_DEPTH + 5)
-    with pytest.raises(ParseError, match=f"nested more than {MAX_RULE_DEPTH} levels"):
-        arena.parse(deep, lenient=True)
-    assert arena.parse("[" * 100 + "]" * 100).success
+    with evaluate.tiering(key_after=1, compile_after=1):
+        assert _is_generated(evaluate.entry_function(arena, arena.root))
+        deep = "[" * (MAX_RULE_DEPTH + 5)
+        with pytest.raises(ParseError, match=f"nested more than {MAX_RULE_DEPTH} levels"):
+            arena.parse(deep, lenient=True)
+        assert arena.parse("[" * 100 + "]" * 100).success
+    assert (evaluate.KEY_AFTER, evaluate.COMPILE_AFTER) == (8, 256)  # restored
 
 
 # --- tiering ------------------------------------------------------------------------------------------------
@@ -159,9 +158,10 @@ def test_closures_first_then_one_compiled_function_per_structure() -> None:
     for arena in (first, first, first, second, second, second, first):
         kinds.append(_is_generated(evaluate.entry_function(arena, arena.root)))
         assert arena.parse(text).success
-    # uses of the structure: the first arena counts from its 2nd parse, the second from its 2nd; the 5th
-    # counted use (each parse counts twice here: entry_function above, arena.parse below) compiles
-    assert kinds[:2] == [False, False] and kinds[-1] is True
+    # Each turn asks twice (entry_function above, arena.parse below). An arena joins its structure on its 2nd
+    # ask; the structure's 5th ask compiles (the first arena's 3rd parse); the second arena, asking for the
+    # first time, is on its closures, and from its 2nd ask on shares the compiled function.
+    assert kinds == [False, False, False, False, True, True, True]
     assert evaluate.entry_function(first, first.root) is evaluate.entry_function(second, second.root)
     assert len(evaluate._structures) == 1
 
