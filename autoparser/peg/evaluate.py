@@ -9,13 +9,14 @@ have been parsed COMPILE_AFTER times in all, then they share one compiled functi
 are told apart by the nodes' reprs, computed once an arena has been parsed KEY_AFTER times (a third of a
 millisecond for a tool grammar), and the table of structures is bounded (least recently used out first).
 
-Thread safety: counters may race (a compilation happens a little early or late, or twice); results do not,
-since both paths compute the same thing.
+Thread safety: the structure table is locked; counters may race (a compilation happens a little early or late,
+or twice); results do not, since both paths compute the same thing.
 """
 
 from __future__ import annotations
 
 import sys
+import threading
 from collections import OrderedDict
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -66,16 +67,20 @@ class _Compiled:
 _structures: OrderedDict[tuple[object, ...], _Structure] = OrderedDict()
 
 
+_structures_lock = threading.Lock()  # lookup, insertion and eviction together (once per arena, so uncontended)
+
+
 def _structure_of(arena: Arena) -> _Structure:
     key = (tuple(map(repr, arena.parsers)), tuple(sorted(arena.rules.items())))
-    found = _structures.get(key)
-    if found is None:
-        found = _structures[key] = _Structure()
-        if len(_structures) > MAX_STRUCTURES:
-            _structures.popitem(last=False)
-    else:
-        _structures.move_to_end(key)
-    return found
+    with _structures_lock:
+        found = _structures.get(key)
+        if found is None:
+            found = _structures[key] = _Structure()
+            if len(_structures) > MAX_STRUCTURES:
+                _structures.popitem(last=False)
+        else:
+            _structures.move_to_end(key)
+        return found
 
 
 @contextmanager

@@ -8,6 +8,7 @@ closures first, one compiled function per structure once grammars of that struct
 from __future__ import annotations
 
 import json
+import threading
 from functools import cache
 from pathlib import Path
 from typing import Any
@@ -187,3 +188,31 @@ def test_a_grammar_the_compiler_refuses_runs_on_its_closures(monkeypatch: pytest
         fn = evaluate.entry_function(arena, arena.root)
         assert arena.parse('<call>[1, 2]</call>').success
     assert not _is_generated(fn)
+
+
+@pytest.mark.usefixtures("small_thresholds")
+def test_threads_share_the_structure_table(monkeypatch: pytest.MonkeyPatch) -> None:
+    # A server parses from several threads: structures are looked up, compiled and evicted concurrently
+    # (three structures, room for two), and every parse still gives the closures' result.
+    monkeypatch.setattr(evaluate, "MAX_STRUCTURES", 2)
+    words = ("alpha", "beta", "gamma")
+    texts = {w: f"<{w}>" + '{"k": [1, "two", null]}' for w in words}
+    errors: list[BaseException] = []
+
+    def work(offset: int) -> None:
+        try:
+            for i in range(150):
+                w = words[(i + offset) % 3]
+                arena = build_peg_parser(lambda b, w=w: b.literal(f"<{w}>") + b.json() + b.end())
+                for _ in range(3):
+                    result = arena.parse(texts[w])
+                    assert result.success and result.end == len(texts[w])
+        except BaseException as e:  # reported by the main thread
+            errors.append(e)
+
+    threads = [threading.Thread(target=work, args=(k,)) for k in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors, errors
