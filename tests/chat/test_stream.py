@@ -24,27 +24,13 @@ from hypothesis import strategies as st
 from autoparser import generate
 from autoparser.chat.generator import ChatParams
 from autoparser.chat.stream import StreamParser
-from autoparser.corpus import Corpus
 from autoparser.errors import AutoparserError, ParseError
-from autoparser.testing.ratchet import Ratchet
+from autoparser.testing.chat_cases import ChatCases, template_source
 from autoparser.testing.streaming import stream_mismatch
 from autoparser.types import ChatFormat, ChatMessage, MessageDelta
 
-DATA = Path(__file__).resolve().parent.parent / "data"
-CASES = [json.loads(line) for line in (DATA / "chat_cases.jsonl").read_text(encoding="utf-8").splitlines()]
-CASE_IDS = [f"{c['case']:03d}-{Path(c['template']).stem}" for c in CASES]
-CASE_RATCHET = Ratchet(DATA / "ratchet" / "chat_cases.json")
-
-
-@cache
-def _source(origin: str) -> str:
-    return Corpus.load().by_origin(origin).read_text()
-
-
-@cache
-def _case_params(index: int) -> ChatParams:
-    case = CASES[index]
-    return generate(_source(f"seed:templates/{case['template']}"), dict(case["params"], now=case["now"]))
+CHAT = ChatCases(Path(__file__).resolve().parent.parent / "data")
+CASES = CHAT.cases
 
 
 def assert_same_stream(params: ChatParams, output: str, cuts: Sequence[int], final_partial: bool) -> None:
@@ -66,21 +52,10 @@ def _feed_in_chunks(stream: StreamParser, data: str | bytes, size: int) -> tuple
     return deltas, steps
 
 
-def _params_or_xfail(index: int) -> ChatParams:
-    try:
-        return _case_params(index)
-    except AutoparserError as e:
-        # Only cases whose request the chat-case suite already lists as a known gap may fail to build.
-        listed = CASE_RATCHET.entries.get(CASE_IDS[index])
-        if listed is None:
-            raise
-        pytest.xfail(f"no parser to stream ({type(e).__name__}); ratchet chat_cases.json: {listed}")
-
-
-@pytest.mark.parametrize("index", range(len(CASES)), ids=CASE_IDS)
+@pytest.mark.parametrize("index", range(len(CASES)), ids=CHAT.ids)
 def test_chat_case_streams_like_reparsing(index: int) -> None:
     case = CASES[index]
-    params = _params_or_xfail(index)
+    params = CHAT.params_or_xfail(index)
     n = len(case["input"].encode("utf-8"))
     rnd = random.Random(index)
     chunkings = [_every(3, n), sorted(rnd.sample(range(1, n), min(n - 1, 16))) if n > 1 else []]
@@ -96,7 +71,7 @@ def test_any_chunking_of_any_case(data: st.DataObject) -> None:
     index = data.draw(st.integers(0, len(CASES) - 1), label="case")
     case = CASES[index]
     try:
-        params = _case_params(index)
+        params = CHAT.params(index)
     except AutoparserError:
         return  # listed gaps; test_chat_case_streams_like_reparsing reports them
     n = len(case["input"].encode("utf-8"))
@@ -113,7 +88,7 @@ BENCH = [json.loads(line) for line in (Path(__file__).resolve().parents[2] / "to
 @pytest.mark.parametrize("case", BENCH, ids=[c["id"] for c in BENCH])
 def test_long_outputs_are_mostly_resumed(case: dict[str, Any]) -> None:
     """Streaming 4 bytes at a time parses from the start only where a marker may begin, not at every step."""
-    params = generate(_source(f"seed:templates/{case['template']}"),
+    params = generate(template_source(case["template"]),
                       {"messages": case["messages"], "tools": case.get("tools") or [], "reasoning_format": "auto",
                        "now": "2024-07-26"})
     for out in case["outputs"]:

@@ -7,38 +7,26 @@ C++ rendered. Known gaps are listed in tests/data/ratchet/chat_cases.json and ch
 
 from __future__ import annotations
 
-import json
-from functools import cache
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from autoparser.corpus import Corpus
+from autoparser.testing.chat_cases import ChatCases, template_source
 from autoparser.testing.peg_tester import PegTestFailure, peg_tester
 from autoparser.testing.ratchet import Ratchet
 
 DATA = Path(__file__).resolve().parent.parent / "data"
-CASES = [json.loads(line) for line in (DATA / "chat_cases.jsonl").read_text(encoding="utf-8").splitlines()]
-IDS = [f"{c['case']:03d}-{Path(c['template']).stem}" for c in CASES]
-CASE_RATCHET = Ratchet(DATA / "ratchet" / "chat_cases.json")
+CHAT = ChatCases(DATA)
+CASES, IDS, CASE_RATCHET = CHAT.cases, CHAT.ids, CHAT.ratchet
 PROMPT_RATCHET = Ratchet(DATA / "ratchet" / "chat_prompts.json")
-
-
-@cache
-def _source(template_file: str) -> str:
-    return Corpus.load().by_origin(f"seed:templates/{template_file}").read_text()
-
-
-def _request(case: dict[str, Any]) -> dict[str, Any]:
-    return dict(case["params"], now=case["now"])
 
 
 @pytest.mark.parametrize("case", CASES, ids=IDS)
 def test_chat_case(case: dict[str, Any]) -> None:
-    tester = peg_tester(case["template"], source=_source(case["template"]), now=case["now"])
+    tester = peg_tester(case["template"], source=template_source(case["template"]), now=case["now"])
     t = tester.test(case["input"])
-    t.request.update(_request(case))
+    t.request.update(CHAT.request(case))
     t.is_partial(case["is_partial"]).expect_reconstruction(case["expect_reconstruction"])
     failure = None
     try:
@@ -57,7 +45,7 @@ def test_chat_prompt(case: dict[str, Any]) -> None:
 
     failure = None
     try:
-        got = generate(_source(case["template"]), _request(case)).prompt
+        got = generate(template_source(case["template"]), CHAT.request(case)).prompt
         want = case["cpp"]["prompt"]
         if got != want:
             k = next((i for i, (a, b) in enumerate(zip(want, got)) if a != b), min(len(want), len(got)))

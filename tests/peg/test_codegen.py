@@ -7,9 +7,7 @@ closures first, one compiled function per structure once grammars of that struct
 
 from __future__ import annotations
 
-import json
 import threading
-from functools import cache
 from pathlib import Path
 from typing import Any
 
@@ -24,18 +22,10 @@ from autoparser.peg import Arena, Builder, P, build_peg_parser, evaluate
 from autoparser.peg import nodes as N
 from autoparser.peg.codegen import compile_entry, compile_source
 from autoparser.peg.engine import MAX_RULE_DEPTH, Ctx
+from autoparser.testing.chat_cases import ChatCases
 from autoparser.testing.codegen import CodegenCheck
-from autoparser.testing.ratchet import Ratchet
 
-DATA = Path(__file__).resolve().parent.parent / "data"
-CASES = [json.loads(line) for line in (DATA / "chat_cases.jsonl").read_text(encoding="utf-8").splitlines()]
-CASE_IDS = [f"{c['case']:03d}-{Path(c['template']).stem}" for c in CASES]
-CASE_RATCHET = Ratchet(DATA / "ratchet" / "chat_cases.json")
-
-
-@cache
-def _source(origin: str) -> str:
-    return Corpus.load().by_origin(origin).read_text()
+CHAT = ChatCases(Path(__file__).resolve().parent.parent / "data")
 
 
 def _is_generated(fn: Any) -> bool:
@@ -47,17 +37,10 @@ def _prefix_ends(n: int) -> list[int]:
     return list(range(n + 1)) if n <= 300 else sorted(set(range(0, n, 7)) | set(range(n - 40, n + 1)))
 
 
-@pytest.mark.parametrize("index", range(len(CASES)), ids=CASE_IDS)
+@pytest.mark.parametrize("index", range(len(CHAT.cases)), ids=CHAT.ids)
 def test_chat_case_parser_agrees_with_closures(index: int) -> None:
-    case = CASES[index]
-    try:
-        params = generate(_source(f"seed:templates/{case['template']}"), dict(case["params"], now=case["now"]))
-    except AutoparserError as e:
-        # Only requests the chat-case suite lists as known gaps may fail to build.
-        listed = CASE_RATCHET.entries.get(CASE_IDS[index])
-        if listed is None:
-            raise
-        pytest.xfail(f"no parser ({type(e).__name__}); ratchet chat_cases.json: {listed}")
+    case = CHAT.cases[index]
+    params = CHAT.params_or_xfail(index)
     arena = output_parser(params.parser)
     check = CodegenCheck(arena, arena.root)
     text = params.generation_prompt + case["input"]
