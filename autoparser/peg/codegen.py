@@ -54,9 +54,9 @@ def _sure_mismatch(literal: str) -> int:
 
 
 class _Emitter:
-    def __init__(self, arena: Arena) -> None:
+    def __init__(self, arena: Arena, closures: list[Fn] | None) -> None:
         self.arena = arena
-        self.closures = compile_arena(arena)
+        self.closures = closures if closures is not None else compile_arena(arena)
         self.firsts = FirstSets(arena)
         self.globals: dict[str, Any] = {
             "_E": (), "OTHER": _OTHER, "TooDeep": _TooDeep, "AstNode": AstNode, "NEW": tuple.__new__,
@@ -454,9 +454,10 @@ class _Emitter:
         return decided, (f"e - {p} < {lo}" if lo > 0 else None)
 
 
-def compile_source(arena: Arena, entry: ParserId) -> tuple[str, dict[str, Any]]:
-    """The generated module text for evaluating `entry`, and the globals it runs in."""
-    em = _Emitter(arena)
+def compile_source(arena: Arena, entry: ParserId, closures: list[Fn] | None = None) -> tuple[str, dict[str, Any]]:
+    """The generated module text for evaluating `entry`, and the globals it runs in; the slow paths call
+    `closures` (the arena's, from engine.compile_arena; compiled here when not given)."""
+    em = _Emitter(arena, closures)
     em.root(entry)
     done: set[ParserId] = set()
     chunks: list[str] = []
@@ -471,9 +472,9 @@ def compile_source(arena: Arena, entry: ParserId) -> tuple[str, dict[str, Any]]:
     return "\n".join(chunks), em.globals
 
 
-def compile_entry(arena: Arena, entry: ParserId) -> Fn:
+def compile_entry(arena: Arena, entry: ParserId, closures: list[Fn] | None = None) -> Fn:
     """A function evaluating `entry` exactly like the closure of engine.compile_arena, only faster."""
-    source, namespace = compile_source(arena, entry)
+    source, namespace = compile_source(arena, entry, closures)
     exec(compile(source, f"<peg arena {id(arena):#x} entry {entry}>", "exec"), namespace)
     fn: Fn = namespace[f"f{entry}"]
     return fn

@@ -113,7 +113,7 @@ def entry_function(arena: Arena, pid: ParserId) -> Fn:
         if structure.uses < COMPILE_AFTER:
             return state.closures[pid]
         try:
-            fn = compile_entry(arena, pid)
+            fn = compile_entry(arena, pid, state.closures)
         except (SyntaxError, RecursionError, MemoryError):
             # CPython's compiler limits (nesting, size): codegen.py splits functions to stay within them, and
             # tests compile every chat case's grammar and a fifth of the corpus's; should a grammar still

@@ -36,8 +36,9 @@ def _outcome(fn: Fn, text: str, lenient: bool, start: int) -> tuple[Any, ...]:
 
 class CodegenCheck:
     def __init__(self, arena: Arena, pid: ParserId) -> None:
-        self.closure = compile_arena(arena)[pid]
-        self.generated = compile_entry(arena, pid)
+        closures = compile_arena(arena)
+        self.closure = closures[pid]
+        self.generated = compile_entry(arena, pid, closures)
 
     def mismatch(self, data: str | bytes, *, lenient: bool, start: int = 0) -> str | None:
         _ensure_recursion_room()
