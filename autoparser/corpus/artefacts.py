@@ -28,7 +28,6 @@ __all__ = [
     "ANALYSIS_FILE",
     "CAPS_FILE",
     "GRAMMAR_REQUESTS",
-    "NOW",
     "ROUNDTRIP_FILE",
     "artefact_names",
     "grammar_body",
@@ -39,11 +38,11 @@ __all__ = [
 CAPS_FILE = "capabilities.json"
 ANALYSIS_FILE = "analysis.json"
 ROUNDTRIP_FILE = "roundtrip.json"
-NOW = NOW_TEXT
 
 
 def _request(tools: tuple[Mapping[str, Any], ...] = (), **extra: Any) -> Mapping[str, Any]:
-    return {"messages": [QUESTION_WEATHER], "tools": list(tools), "reasoning_format": "auto", "now": NOW, **extra}
+    return {"messages": [QUESTION_WEATHER], "tools": list(tools), "reasoning_format": "auto", "now": NOW_TEXT,
+            **extra}
 
 
 # Fixed requests, one grammar file each (question and tools of the round-trip scenarios and the C++ goldens).
