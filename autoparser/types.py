@@ -51,11 +51,20 @@ class ChatFormat(str, Enum):
             raise AutoparserError(f"Unknown chat format: {value!r}") from None
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, init=False)
 class ToolCall:
     name: str = ""
     arguments: str = ""  # JSON text, possibly a prefix of it while streaming
     id: str = ""
+
+    def __init__(self, name: str = "", arguments: str = "", id: str = "") -> None:
+        # A stream builds one or two of these per token. The frozen dataclass's generated __init__ sets each
+        # field through object.__setattr__; filling the instance dict directly is twice as fast, and the
+        # instance is just as frozen afterwards (only __setattr__ and __delattr__ guard it).
+        d = self.__dict__
+        d["name"] = name
+        d["arguments"] = arguments
+        d["id"] = id
 
     def to_dict(self) -> dict[str, str]:
         return {"name": self.name, "arguments": self.arguments, "id": self.id}
@@ -114,7 +123,12 @@ class ChatMessage:
         return msg
 
 
-@dataclass(frozen=True)
+# ToolCall is frozen, so one shared empty instance is a safe default (and spares an object per delta: a stream
+# creates one delta per token)
+_NO_CALL = ToolCall()
+
+
+@dataclass(frozen=True, init=False)
 class MessageDelta:
     """One streaming diff record (`common_chat_msg_diff`).
 
@@ -125,9 +139,16 @@ class MessageDelta:
     reasoning_content_delta: str = ""
     content_delta: str = ""
     tool_call_index: int | None = None
-    # ToolCall is frozen, so one shared empty instance is a safe default (and spares an object per delta:
-    # a stream creates one delta per token)
-    tool_call_delta: ToolCall = ToolCall()
+    tool_call_delta: ToolCall = _NO_CALL
+
+    def __init__(self, reasoning_content_delta: str = "", content_delta: str = "",
+                 tool_call_index: int | None = None, tool_call_delta: ToolCall = _NO_CALL) -> None:
+        # one per token of a stream: filled directly, as ToolCall's (see there)
+        d = self.__dict__
+        d["reasoning_content_delta"] = reasoning_content_delta
+        d["content_delta"] = content_delta
+        d["tool_call_index"] = tool_call_index
+        d["tool_call_delta"] = tool_call_delta
 
     def to_openai(self) -> dict[str, Any]:
         """The `delta` object of an OpenAI chat-completion chunk (as the llama.cpp server writes it)."""

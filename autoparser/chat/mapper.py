@@ -11,8 +11,9 @@ MiniMax-M3); they rebuild the arguments from rule-named / tagged sub-nodes.
 
 from __future__ import annotations
 
-import json
+import re
 from dataclasses import dataclass
+from json.encoder import encode_basestring
 
 from autoparser.chat.builder import (
     CONTENT,
@@ -35,7 +36,7 @@ from autoparser.errors import ParseError
 from autoparser.peg import Arena, Ast, AstNode, ParseResult
 from autoparser.peg.ast import INVALID_AST_ID, AstId
 from autoparser.peg.utf8 import ESCAPED_BYTE, to_text
-from autoparser.types import ChatFormat, ChatMessage, ToolCall
+from autoparser.types import ChatFormat, ChatMessage, MessageDelta, ToolCall
 
 __all__ = [
     "TOOL_ARG_ARRAY",
@@ -67,11 +68,17 @@ def _dump_string(s: str) -> str:
     """
     if not s.isascii():
         s = ESCAPED_BYTE.sub("\ufffd", s)
-    return json.dumps(s, ensure_ascii=False)
+    return encode_basestring(s)  # what json.dumps(s, ensure_ascii=False) calls, without its Python layers
+
+
+# The characters _dump_string changes: what JSON escapes (quote, backslash, controls) and undecodable bytes
+_ESCAPED_IN_JSON = re.compile('[\x00-\x1f"\\\\\udc80-\udcff]')
 
 
 def _escape_inner(s: str) -> str:
     """The body of a JSON string literal, without the surrounding quotes."""
+    if _ESCAPED_IN_JSON.search(s) is None:
+        return s  # the common case while streaming a string value: nothing to escape
     return _dump_string(s)[1:-1]
 
 
@@ -358,27 +365,47 @@ class FieldGrowth:
     "content", "reasoning_content" or "arguments" (of tool call `call_index`, the last one).
     """
 
-    __slots__ = ("_escaped", "_trailing_space", "call_index", "field")
+    __slots__ = ("_escaped", "_plain", "_trailing_space", "call_index", "field")
 
     def __init__(self, field: str, *, call_index: int = -1, escaped: bool = False,
                  trailing_space: str = "") -> None:
         self.field = field
         self.call_index = call_index
         self._escaped = escaped
+        self._plain = field != "arguments"  # content and reasoning: appended as they are
         self._trailing_space = trailing_space
 
     def added(self, piece: str) -> str:
         """What the field gains when the open node's text gains `piece` (which holds no undecodable bytes)."""
+        if self._plain:
+            return piece
         if self._escaped:
             # a string value: escaped character by character, so escaping the piece escapes the suffix
             return _escape_inner(piece)
-        if self.field != "arguments":
-            return piece
         # JSON arguments are the node text right-stripped: trailing whitespace shows once something follows it
         s = self._trailing_space + piece
         visible = _rstrip_c(s)
         self._trailing_space = s[len(visible):]
         return visible
+
+    def delta(self, added: str) -> MessageDelta:
+        """The delta record `compute_deltas` gives when only this field gained `added` (not empty)."""
+        if self.field == "content":
+            return MessageDelta(content_delta=added)
+        if self.field == "reasoning_content":
+            return MessageDelta(reasoning_content_delta=added)
+        return MessageDelta(tool_call_index=self.call_index, tool_call_delta=ToolCall(arguments=added))
+
+    def grown(self, msg: ChatMessage, extra: str) -> ChatMessage:
+        """`msg` with this field extended by `extra` (what `added` returned, joined)."""
+        if self.field == "content":
+            return ChatMessage(msg.role, msg.content + extra, msg.reasoning_content, msg.tool_calls)
+        if self.field == "reasoning_content":
+            return ChatMessage(msg.role, msg.content, msg.reasoning_content + extra, msg.tool_calls)
+        calls = list(msg.tool_calls)
+        call = calls[self.call_index]
+        calls[self.call_index] = ToolCall(call.name, call.arguments + extra, call.id)
+        return ChatMessage(msg.role, msg.content, msg.reasoning_content, tuple(calls))
 
 
 def map_growing(result: ParseResult, spine: tuple[AstId, ...],

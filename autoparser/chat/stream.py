@@ -8,8 +8,8 @@ message, as a client does (and as the C++ test harness checks).
 
 from __future__ import annotations
 
-import codecs
 import dataclasses
+from codecs import utf_8_decode
 from collections.abc import Callable, Iterable
 
 from autoparser.chat.mapper import FieldGrowth, map_growing, message_of, output_parser, parse_effective
@@ -146,7 +146,9 @@ class StreamParser:
         self._fmt = ChatFormat.of(format)
         self._gen_id = gen_tool_call_id
         self._ids: list[str] = []
-        self._decoder = codecs.getincrementaldecoder("utf-8")("surrogateescape")
+        # The bytes of a UTF-8 sequence cut by the end of the last chunk (what an incremental decoder holds;
+        # utf_8_decode is called directly because the codecs wrapper costs more than the decoding itself)
+        self._held = b""
         # The text (generation prompt + output) as pieces, joined only when a parse needs it: appending to
         # one growing str would copy it at every step.
         self._parts: list[str] = [generation_prompt]
@@ -161,6 +163,9 @@ class StreamParser:
         self._appended: list[str] = []  # direct appends not yet folded into the messages (folded on demand)
         self._published = False  # whether `_message` is the last mapped message (with ids)
         self._message = ChatMessage()
+        # The message of `_resume`'s parse while `_unchecked` pieces were parsed from the start (and their
+        # messages published); None when unknown (then extending over them maps the tree again)
+        self._resume_message: ChatMessage | None = None
         self._finished = False
         self.last_deltas: list[MessageDelta] = []
         self.full_parses = 0  # how often the output was parsed from the start (for benchmarks and tests)
@@ -187,13 +192,19 @@ class StreamParser:
         extra = "".join(self._appended)
         self._appended = []
         assert self._growth is not None
-        self._message = _grown(self._message, self._growth, extra)
+        self._message = self._growth.grown(self._message, extra)
 
     def feed(self, chunk: str | bytes) -> list[MessageDelta]:
         """Add a chunk of output; returns the deltas it causes (often one, possibly none)."""
         if self._finished:
             raise ParseError("the stream is finished: feed() after finish()")
-        piece = self._decoder.decode(chunk) if isinstance(chunk, bytes) else chunk
+        if isinstance(chunk, str):
+            piece = chunk
+        else:
+            if self._held:
+                chunk = self._held + chunk
+            piece, used = utf_8_decode(chunk, "surrogateescape", False)
+            self._held = chunk[used:]
         if not piece:
             self.last_deltas = []
             return self.last_deltas
@@ -207,11 +218,18 @@ class StreamParser:
                 if growth is not None and not unchecked and self._published:
                     # Only one field grows, by `added`: the deltas are known without building the message.
                     added = growth.added(piece)
-                    if added:
+                    if not added:
+                        self.last_deltas = []
+                    else:
                         self._appended.append(added)
-                    self.last_deltas = _deltas(growth, added)
+                        self.last_deltas = [growth.delta(added)]
                     return self.last_deltas
                 self._unchecked, self._unchecked_len = [], 0
+                base, self._resume_message = self._resume_message, None
+                if growth is not None and base is not None:
+                    # The pieces parsed from the start turned out to extend the open nodes after all: the
+                    # resumed parse's message is the one before them with the field grown by all of them.
+                    return self._publish(growth.grown(base, growth.added(extension)))
                 self._fold()
                 # Mapped once more; the growth is found again (reasoning may just have begun to show).
                 message, self._growth = map_growing(resume.result(self._text()), resume.spine, self._fmt)
@@ -225,9 +243,12 @@ class StreamParser:
         else:
             message, growth = message_of(result, self._offset, is_partial=True, fmt=self._fmt), None
         if fresh is not None or resume is None or self._unchecked_len + len(piece) > _MAX_UNCHECKED:
-            self._resume, self._growth = fresh, growth
+            self._resume, self._growth, self._resume_message = fresh, growth, None
             self._unchecked, self._unchecked_len = [], 0
         else:
+            if not self._unchecked:
+                # `_message` is about to be replaced by this parse's: keep the resumed parse's message
+                self._resume_message = self._message if self._published else None
             self._unchecked.append(piece)
             self._unchecked_len += len(piece)
         return self._publish(message)
@@ -236,8 +257,11 @@ class StreamParser:
         """The end of the output: parse it as complete and return the final message."""
         if self._finished:
             return self.message
-        piece = self._decoder.decode(chunk, final=True) if isinstance(chunk, bytes) else \
-            self._decoder.decode(b"", final=True) + chunk
+        held, self._held = self._held, b""
+        if isinstance(chunk, str):
+            piece = utf_8_decode(held, "surrogateescape", True)[0] + chunk
+        else:
+            piece = utf_8_decode(held + chunk, "surrogateescape", True)[0]
         self._parts.append(piece)
         self._finished = True
         self._fold()
@@ -257,26 +281,3 @@ class StreamParser:
         self._published = True
         self.last_deltas = compute_deltas(prev, new)
         return self.last_deltas
-
-
-def _grown(msg: ChatMessage, growth: FieldGrowth, extra: str) -> ChatMessage:
-    """`msg` with the growing field extended by `extra`."""
-    if growth.field == "content":
-        return ChatMessage(msg.role, msg.content + extra, msg.reasoning_content, msg.tool_calls)
-    if growth.field == "reasoning_content":
-        return ChatMessage(msg.role, msg.content, msg.reasoning_content + extra, msg.tool_calls)
-    calls = list(msg.tool_calls)
-    call = calls[growth.call_index]
-    calls[growth.call_index] = ToolCall(call.name, call.arguments + extra, call.id)
-    return ChatMessage(msg.role, msg.content, msg.reasoning_content, tuple(calls))
-
-
-def _deltas(growth: FieldGrowth, added: str) -> list[MessageDelta]:
-    """What compute_deltas gives when only the growing field gained `added`."""
-    if not added:
-        return []
-    if growth.field == "content":
-        return [MessageDelta(content_delta=added)]
-    if growth.field == "reasoning_content":
-        return [MessageDelta(reasoning_content_delta=added)]
-    return [MessageDelta(tool_call_index=growth.call_index, tool_call_delta=ToolCall(arguments=added))]

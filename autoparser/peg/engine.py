@@ -15,7 +15,7 @@ where the text holds undecodable bytes (surrogate escapes), which the fast paths
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from enum import IntEnum
 from typing import TYPE_CHECKING, Any
@@ -468,15 +468,20 @@ def _compile_string(delim: str, pid: ParserId) -> Fn:
     return string
 
 
+def cut_delimiter_pattern(delimiters: Iterable[str]) -> str:
+    """Regex source matching a proper prefix of one of `delimiters` that ends the text (a delimiter cut off by
+    the end of the input), or "" when there is none (one-character delimiters)."""
+    prefixes = sorted({d[:k] for d in delimiters for k in range(1, len(d))}, key=len, reverse=True)
+    return "(?:" + "|".join(re.escape(p) for p in prefixes) + ")\\Z" if prefixes else ""
+
+
 def _compile_until(delimiters: tuple[str, ...], pid: ParserId) -> Fn:
     trie = Trie(list(delimiters))
     usable = sorted({d for d in delimiters if d}, key=len)
     finder = re.compile("|".join(re.escape(d) for d in usable)) if usable else None
     longest = max((len(d) for d in usable), default=0)
-
-    def partial_at(text: str, p: int) -> bool:
-        tail = text[p:]
-        return any(len(d) > len(tail) and d.startswith(tail) for d in usable)
+    cut_source = cut_delimiter_pattern(usable)
+    cut = re.compile(cut_source) if cut_source else None
 
     def slow(ctx: Ctx, pos: int) -> Raw:
         # Exact port of the C++ walk, used when the text holds escaped bytes.
@@ -507,11 +512,13 @@ def _compile_until(delimiters: tuple[str, ...], pid: ParserId) -> Fn:
         stop = m.start() if m else n
         if ctx.escapes and ESCAPED_BYTE.search(text, pos, stop if stop == n else stop + longest):
             return slow(ctx, pos)
-        # A delimiter cut off by the end of the input also ends the match, before it, in both modes.
-        for p in range(max(pos, n - longest + 1), stop):
-            if partial_at(text, p):
+        # A delimiter cut off by the end of the input also ends the match, before it, in both modes. (The
+        # C++ tries each position from the end minus the longest delimiter; the leftmost match is its first.)
+        if cut is not None and stop > n - longest + 1:
+            c = cut.search(text, max(pos, n - longest + 1))
+            if c is not None and c.start() < stop:
                 ctx.observed.append(_OTHER)
-                return SUCCESS_, p, _E, _E
+                return SUCCESS_, c.start(), _E, _E
         if m:
             return SUCCESS_, stop, _E, _E
         ctx.observed.append((OBS_UNTIL, pid, pos) if ctx.lenient else _OTHER)

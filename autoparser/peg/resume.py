@@ -29,7 +29,14 @@ from typing import TYPE_CHECKING
 
 from autoparser.peg import nodes as N
 from autoparser.peg.ast import Ast, AstId, AstNode
-from autoparser.peg.engine import OBS_STRING, OBS_UNTIL, ParseResult, ResultType, has_escaped_bytes
+from autoparser.peg.engine import (
+    OBS_STRING,
+    OBS_UNTIL,
+    ParseResult,
+    ResultType,
+    cut_delimiter_pattern,
+    has_escaped_bytes,
+)
 
 if TYPE_CHECKING:
     from autoparser.peg.arena import Arena
@@ -48,23 +55,18 @@ def _until_check(delimiters: tuple[str, ...]) -> tuple[Check, int]:
     if not usable:
         return (lambda window, ws, start, checked: True), 0
     longest = len(usable[-1])
-    finder = re.compile("|".join(re.escape(d) for d in usable))
-    first = re.compile("[" + "".join(re.escape(c) for c in sorted({d[0] for d in usable})) + "]")
-    prefixes = frozenset(d[:k] for d in usable for k in range(1, len(d)))
+    # The scan stops at a delimiter, and also before a delimiter cut off by the end of the input (a proper
+    # prefix of one ending the text): one search finds either.
+    alternatives = [re.escape(d) for d in usable]
+    if cut := cut_delimiter_pattern(usable):
+        alternatives.append(cut)
+    stops = re.compile("|".join(alternatives))
 
     def check(window: str, ws: int, start: int, checked: int) -> bool:
         # A delimiter wholly inside the checked text would have stopped the scan already: only matches
-        # reaching into the new text count.
-        if finder.search(window, max(start, checked - longest + 1) - ws) is not None:
-            return False
-        # The engine's `until` also stops before a delimiter cut off by the end of the input.
-        lo = max(start - ws, len(window) - longest + 1, 0)
-        m = first.search(window, lo)
-        while m is not None:
-            if window[m.start():] in prefixes:
-                return False
-            m = first.search(window, m.start() + 1)
-        return True
+        # reaching into the new text count. A prefix ending the text is shorter than `longest`, so it starts
+        # past this point too.
+        return stops.search(window, max(start, checked - longest + 1) - ws) is None
 
     return check, longest - 1
 

@@ -183,24 +183,31 @@ def test_growing_arguments_are_appended_without_mapping_again(value_kind: str, m
                 p.until("</code>")) + p.tool_arg_close(p.literal("</code>"))))
             + p.tool_close(p.literal("</call>"))) + p.end())
         text = "<call>f\n<code>" + 'x = "1"   \n\t  caf\u00e9 \\ y\n' * 20 + "</code></call>"
-    maps = 0
-    real_map = stream_module.map_growing
+    maps = resumable = 0
+    real_map, real_resumption = stream_module.map_growing, stream_module.resumption
 
     def counting_map(*args: Any, **kwargs: Any) -> Any:
         nonlocal maps
         maps += 1
         return real_map(*args, **kwargs)
 
+    def counting_resumption(*args: Any, **kwargs: Any) -> Any:
+        nonlocal resumable
+        found = real_resumption(*args, **kwargs)
+        resumable += found is not None
+        return found
+
     monkeypatch.setattr(stream_module, "map_growing", counting_map)
+    monkeypatch.setattr(stream_module, "resumption", counting_resumption)
     stream = StreamParser(arena)
     deltas, steps = _feed_in_chunks(stream, text, 3)
     final = stream.finish()
     assert final == _reparsed_message(arena, text)
     assert deltas + stream.last_deltas == _reparsed_deltas(arena, text, 3)
-    # The tree is mapped after a resumable parse from the start, and when a chunk catches up over text a parse
-    # from the start could not resume (an escape cut by a chunk boundary, a `<` that may open the closing
-    # tag); every other step is a direct append.
-    assert maps <= 2 * stream.full_parses, (maps, stream.full_parses, steps)
+    # The tree is mapped only after a resumable parse from the start. A chunk catching up over text that parses
+    # from the start could not resume (an escape cut by a chunk boundary, a `<` that may open the closing tag)
+    # grows the message from before that text; every other step is a direct append.
+    assert maps == resumable < stream.full_parses, (maps, resumable, stream.full_parses, steps)
     assert steps - stream.full_parses - maps >= steps // 2, (maps, stream.full_parses, steps)
 
 
