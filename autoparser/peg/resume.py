@@ -43,32 +43,30 @@ if TYPE_CHECKING:
 
 __all__ = ["Resumption", "resumption"]
 
-# check(window, window_start, scan_start, checked_len) -> whether the scan, which ran into the end of the text
-# at `checked_len`, runs into the end of the longer text as well. `window` is the longer text from
-# `window_start` (= checked_len minus the scan's lookback) on, so a check costs O(lookback + new text).
-Check = Callable[[str, int, int, int], bool]
+# check(window) -> whether the scan, which ran into the end of the checked text, runs into the end of the longer
+# text as well. `window` is the new text preceded by the last characters of the checked text the scan could
+# still stop on (a delimiter's length minus one for `until`, none for a string body, which the checked text
+# left at a token boundary), so a check costs O(lookback + new text).
+Check = Callable[[str], bool]
 
 
 @cache
 def _until_check(delimiters: tuple[str, ...]) -> tuple[Check, int]:
     usable = sorted({d for d in delimiters if d}, key=len)
     if not usable:
-        return (lambda window, ws, start, checked: True), 0
-    longest = len(usable[-1])
+        return (lambda window: True), 0
     # The scan stops at a delimiter, and also before a delimiter cut off by the end of the input (a proper
-    # prefix of one ending the text): one search finds either.
+    # prefix of one ending the text): one search finds either. None lies wholly inside the lookback, or the
+    # scan would have stopped there already.
     alternatives = [re.escape(d) for d in usable]
     if cut := cut_delimiter_pattern(usable):
         alternatives.append(cut)
-    stops = re.compile("|".join(alternatives))
+    stops = re.compile("|".join(alternatives)).search
 
-    def check(window: str, ws: int, start: int, checked: int) -> bool:
-        # A delimiter wholly inside the checked text would have stopped the scan already: only matches
-        # reaching into the new text count. A prefix ending the text is shorter than `longest`, so it starts
-        # past this point too.
-        return stops.search(window, max(start, checked - longest + 1) - ws) is None
+    def check(window: str) -> bool:
+        return stops(window) is None
 
-    return check, longest - 1
+    return check, len(usable[-1]) - 1
 
 
 @cache
@@ -77,10 +75,10 @@ def _string_check(delimiter: str) -> tuple[Check, int]:
     # escape, an invalid one, the delimiter or an undecodable byte ends the check.
     escapes = "".join(sorted(set(delimiter + "\\/bfnrt")))
     body = re.compile("(?:[^" + re.escape(delimiter) + "\\\\\udc80-\udcff]+|\\\\[" + re.escape(escapes)
-                      + "]|\\\\u[0-9a-fA-F]{4})*")
+                      + "]|\\\\u[0-9a-fA-F]{4})*").fullmatch
 
-    def check(window: str, ws: int, start: int, checked: int) -> bool:
-        return body.match(window, checked - ws).end() == len(window)  # type: ignore[union-attr]
+    def check(window: str) -> bool:
+        return body(window) is not None
 
     return check, 0
 
@@ -89,16 +87,16 @@ class Resumption:
     """How to extend one partial parse result. Stateful: it remembers how far the text has been checked and
     keeps the last few characters a check looks back at, so a check never needs the whole text."""
 
-    __slots__ = ("base", "check", "checked", "lookback", "scan_start", "spine", "tail")
+    __slots__ = ("base", "check", "checked", "lookback", "spine", "tail")
 
     def __init__(self, base: ParseResult, check: Check, lookback: int, scan_start: int,
                  spine: tuple[AstId, ...]) -> None:
         self.base = base
         self.check = check
         self.lookback = lookback
-        self.scan_start = scan_start
         self.spine = spine  # the open (partial) AST nodes, outermost first
         self.checked = len(base.text)
+        # the scan's own text only: what precedes it cannot be part of a delimiter that stops it
         self.tail = base.text[max(scan_start, self.checked - lookback):] if lookback else ""
 
     def extend(self, piece: str) -> bool:
@@ -106,11 +104,10 @@ class Resumption:
         Looks at `piece` (and the lookback) only; on success the longer text becomes the checked one."""
         if not piece:
             return True
-        if has_escaped_bytes(piece):
+        if not piece.isascii() and has_escaped_bytes(piece):
             return False
         window = self.tail + piece
-        ws = self.checked - len(self.tail)
-        if not self.check(window, ws, self.scan_start, self.checked):
+        if not self.check(window):
             return False
         self.checked += len(piece)
         if self.lookback:
