@@ -54,10 +54,13 @@ def _sure_mismatch(literal: str) -> int:
 
 
 class _Emitter:
-    def __init__(self, arena: Arena, closures: list[Fn] | None) -> None:
+    def __init__(self, arena: Arena, closures: list[Fn] | None, firsts: FirstSets | None) -> None:
         self.arena = arena
-        self.closures = closures if closures is not None else compile_arena(arena)
-        self.firsts = FirstSets(arena)
+        if closures is None or firsts is None:  # both from one compile_arena, or their dispatch could differ
+            firsts = FirstSets(arena)
+            closures = compile_arena(arena, firsts=firsts)
+        self.closures = closures
+        self.firsts = firsts
         self.globals: dict[str, Any] = {
             "_E": (), "OTHER": _OTHER, "TooDeep": _TooDeep, "AstNode": AstNode, "NEW": tuple.__new__,
             "MAXD": MAX_RULE_DEPTH, "SPACE_MATCH": _SPACE.match,
@@ -454,10 +457,11 @@ class _Emitter:
         return decided, (f"e - {p} < {lo}" if lo > 0 else None)
 
 
-def compile_source(arena: Arena, entry: ParserId, closures: list[Fn] | None = None) -> tuple[str, dict[str, Any]]:
+def compile_source(arena: Arena, entry: ParserId, closures: list[Fn] | None = None,
+                   firsts: FirstSets | None = None) -> tuple[str, dict[str, Any]]:
     """The generated module text for evaluating `entry`, and the globals it runs in; the slow paths call
-    `closures` (the arena's, from engine.compile_arena; compiled here when not given)."""
-    em = _Emitter(arena, closures)
+    `closures`, built by engine.compile_arena with `firsts` (both compiled here when not given)."""
+    em = _Emitter(arena, closures, firsts)
     em.root(entry)
     done: set[ParserId] = set()
     chunks: list[str] = []
@@ -472,9 +476,10 @@ def compile_source(arena: Arena, entry: ParserId, closures: list[Fn] | None = No
     return "\n".join(chunks), em.globals
 
 
-def compile_entry(arena: Arena, entry: ParserId, closures: list[Fn] | None = None) -> Fn:
+def compile_entry(arena: Arena, entry: ParserId, closures: list[Fn] | None = None,
+                  firsts: FirstSets | None = None) -> Fn:
     """A function evaluating `entry` exactly like the closure of engine.compile_arena, only faster."""
-    source, namespace = compile_source(arena, entry, closures)
+    source, namespace = compile_source(arena, entry, closures, firsts)
     exec(compile(source, f"<peg arena {id(arena):#x} entry {entry}>", "exec"), namespace)
     fn: Fn = namespace[f"f{entry}"]
     return fn

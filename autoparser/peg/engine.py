@@ -654,9 +654,11 @@ def _traced(arena: Arena, pid: ParserId, inner: Fn) -> Fn:
     return traced
 
 
-def compile_arena(arena: Arena, trace: bool = False) -> list[Fn]:
+def compile_arena(arena: Arena, trace: bool = False, firsts: FirstSets | None = None) -> list[Fn]:
+    """One closure per node of `arena`; choices dispatch on `firsts` (computed here when not given; codegen.py
+    takes the same ones, so that its choices skip exactly the alternatives the closures skip)."""
     fns: list[Fn] = []
-    firsts = FirstSets(arena)
+    firsts = firsts if firsts is not None else FirstSets(arena)
     for pid in range(len(arena.parsers)):
         f = compile_node(arena, fns, pid, firsts)
         fns.append(_traced(arena, pid, f) if trace else f)

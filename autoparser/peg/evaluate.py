@@ -36,6 +36,7 @@ from autoparser.peg.engine import (
     _TooDeep,
     compile_arena,
 )
+from autoparser.peg.first import FirstSets
 from autoparser.peg.nodes import ParserId
 from autoparser.peg.utf8 import to_text
 
@@ -57,8 +58,10 @@ class _Structure:
 
 @dataclass(eq=False)
 class _Compiled:
-    """Cached on the arena: its closures, how often it was parsed, and its structure once known."""
+    """Cached on the arena: its closures and the first sets they dispatch on, how often it was parsed, and its
+    structure once known."""
 
+    firsts: FirstSets
     closures: list[Fn]
     uses: int = 0
     structure: _Structure | None = None
@@ -100,7 +103,8 @@ def entry_function(arena: Arena, pid: ParserId) -> Fn:
     """The function that evaluates `pid` in `arena` on this call (closure or compiled code, see above)."""
     state: _Compiled | None = arena._compiled
     if state is None:
-        state = arena._compiled = _Compiled(compile_arena(arena))
+        firsts = FirstSets(arena)
+        state = arena._compiled = _Compiled(firsts, compile_arena(arena, firsts=firsts))
     state.uses += 1
     structure = state.structure
     if structure is None:
@@ -113,7 +117,7 @@ def entry_function(arena: Arena, pid: ParserId) -> Fn:
         if structure.uses < COMPILE_AFTER:
             return state.closures[pid]
         try:
-            fn = compile_entry(arena, pid, state.closures)
+            fn = compile_entry(arena, pid, state.closures, state.firsts)
         except (SyntaxError, RecursionError, MemoryError):
             # CPython's compiler limits (nesting, size): codegen.py splits functions to stay within them, and
             # tests compile every chat case's grammar and a fifth of the corpus's; should a grammar still

@@ -17,6 +17,7 @@ from autoparser.peg.arena import Arena
 from autoparser.peg.codegen import compile_entry
 from autoparser.peg.engine import Ctx, Fn, _TooDeep, compile_arena
 from autoparser.peg.evaluate import _ensure_recursion_room
+from autoparser.peg.first import FirstSets
 from autoparser.peg.nodes import ParserId
 from autoparser.peg.utf8 import to_text
 
@@ -36,9 +37,10 @@ def _outcome(fn: Fn, text: str, lenient: bool, start: int) -> tuple[Any, ...]:
 
 class CodegenCheck:
     def __init__(self, arena: Arena, pid: ParserId) -> None:
-        closures = compile_arena(arena)
+        firsts = FirstSets(arena)
+        closures = compile_arena(arena, firsts=firsts)
         self.closure = closures[pid]
-        self.generated = compile_entry(arena, pid, closures)
+        self.generated = compile_entry(arena, pid, closures, firsts)
 
     def mismatch(self, data: str | bytes, *, lenient: bool, start: int = 0) -> str | None:
         _ensure_recursion_room()

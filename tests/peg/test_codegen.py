@@ -162,7 +162,7 @@ def test_the_structure_table_is_bounded(monkeypatch: pytest.MonkeyPatch) -> None
 
 @pytest.mark.usefixtures("small_thresholds")
 def test_a_grammar_the_compiler_refuses_runs_on_its_closures(monkeypatch: pytest.MonkeyPatch) -> None:
-    def refuse(arena: Arena, entry: int, closures: Any) -> Any:
+    def refuse(arena: Arena, entry: int, closures: Any, firsts: Any) -> Any:
         raise RecursionError("maximum recursion depth exceeded during compilation")
 
     monkeypatch.setattr(evaluate, "compile_entry", refuse)
