@@ -45,7 +45,8 @@ def cmd_gbnf(args: argparse.Namespace) -> int:
 
 
 def cmd_analyze(args: argparse.Namespace) -> int:
-    """Analyse a template: capabilities, modes and markers (table, or --json in the C++ record shape)."""
+    """Analyse a template: capabilities, modes and markers (table, or --json in the C++ record shape), and the
+    parser generated for a plain request (table, or --json with --tools)."""
     import contextlib
     import io
     import json
@@ -57,33 +58,45 @@ def cmd_analyze(args: argparse.Namespace) -> int:
         code = int(run_analyze(args))
     if code != 0:
         return code
+    if args.json and not args.tools:
+        sys.stdout.write(out.getvalue())  # the C++ record alone: nothing generated is shown
+        return 0
     generated = _generated(args)
-    if isinstance(generated, int):
-        return generated
+    failed = isinstance(generated, str)
     if args.json:
         record = json.loads(out.getvalue())
-        if args.tools:
-            record["generated"] = generated
+        record["generated"] = {"error": generated} if isinstance(generated, str) else generated
         print(json.dumps(record, ensure_ascii=False, indent=2))
     else:
         sys.stdout.write(out.getvalue())
         print("\nGenerated parser" + (" (with --tools)" if args.tools else " (no tools)"))
-        print(f"  handler:  {generated['handler']}")
-        print(f"  generation prompt: {json.dumps(generated['generation_prompt'], ensure_ascii=False)}")
-        print("  parser (PEG):")
-        print("    " + generated["parser"].replace("\n", "\n    "))
-        if generated["grammar"]:
-            lazy = " (lazy, triggers: " + ", ".join(repr(t["value"]) for t in generated["grammar_triggers"]) + ")" \
-                if generated["grammar_lazy"] else ""
-            print(f"  grammar (GBNF){lazy}:")
-            print("    " + generated["grammar"].rstrip("\n").replace("\n", "\n    "))
+        if isinstance(generated, str):
+            print(f"  not built: {generated}")
         else:
-            print("  grammar: none (no tools or response format constrain this request)")
-    return 0
+            _print_generated(generated)
+    # The analysis stands either way (it is printed); a parser that could not be built is still a failure.
+    return _fail(f"generating the parser: {generated}", 1) if failed else 0
 
 
-def _generated(args: argparse.Namespace) -> dict[str, Any] | int:
-    """What `generate` builds for a plain request on this template (with --tools: using those tools)."""
+def _print_generated(generated: dict[str, Any]) -> None:
+    import json
+
+    print(f"  handler:  {generated['handler']}")
+    print(f"  generation prompt: {json.dumps(generated['generation_prompt'], ensure_ascii=False)}")
+    print("  parser (PEG):")
+    print("    " + generated["parser"].replace("\n", "\n    "))
+    if generated["grammar"]:
+        lazy = " (lazy, triggers: " + ", ".join(repr(t["value"]) for t in generated["grammar_triggers"]) + ")" \
+            if generated["grammar_lazy"] else ""
+        print(f"  grammar (GBNF){lazy}:")
+        print("    " + generated["grammar"].rstrip("\n").replace("\n", "\n    "))
+    else:
+        print("  grammar: none (no tools or response format constrain this request)")
+
+
+def _generated(args: argparse.Namespace) -> dict[str, Any] | str:
+    """What `generate` builds for a plain request on this template (with --tools: using those tools), or why
+    it could not (one line)."""
     import json
     from pathlib import Path
 
@@ -94,15 +107,15 @@ def _generated(args: argparse.Namespace) -> dict[str, Any] | int:
         try:
             tools = json.loads(Path(args.tools).read_text(encoding="utf-8"))
         except (OSError, json.JSONDecodeError) as e:
-            return _fail(f"cannot read tools from {args.tools}: {e}")
+            return f"cannot read tools from {args.tools}: {e}".replace("\n", " ")
         if not isinstance(tools, list):
-            return _fail(f"{args.tools}: expected a JSON array of tools")
+            return f"{args.tools}: expected a JSON array of tools"
     source = Path(args.template).read_text(encoding="utf-8", errors="surrogateescape")
     request = {"messages": [{"role": "user", "content": "Hey there!"}], "tools": tools, "reasoning_format": "auto"}
     try:
         params = generate(source, request)
     except AutoparserError as e:
-        return _fail(str(e).replace("\n", " "))
+        return str(e).replace("\n", " ")
     info = params.to_dict()
     info["handler"] = params.handler
     info["parser"] = str(params.parser) if params.parser is not None else ""

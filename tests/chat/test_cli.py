@@ -60,3 +60,21 @@ def test_analyze_shows_the_generated_parser_and_grammar(tmp_path: Path) -> None:
 def test_parse_missing_template_is_a_clean_error(tmp_path: Path) -> None:
     r = run("parse", str(tmp_path / "missing.jinja"), stdin="hi")
     assert r.returncode == 2 and "cannot read" in r.stderr and "Traceback" not in r.stderr
+
+
+def test_analyze_prints_the_analysis_when_the_parser_cannot_be_built(tmp_path: Path) -> None:
+    # firefunction-v2 analyses like the C++ (its probes render), but a plain request renders the undefined
+    # `functions`, which jinja2 refuses: the analysis must still be printed, the failure reported beside it.
+    template = str(Corpus.load().by_origin("seed:templates/fireworks-ai-llama-3-firefunction-v2.jinja").path)
+    j = run("analyze", "--json", template)  # the C++ record shape: nothing generated in it, so nothing to fail
+    assert j.returncode == 0, j.stderr
+    assert json.loads(j.stdout)["caps"]["supports_tool_calls"] is True
+    r = run("analyze", template)
+    assert r.returncode == 1
+    assert "reasoning.mode" in r.stdout and "not built: " in r.stdout and "'functions' is undefined" in r.stdout
+    assert r.stderr.count("\n") == 1 and "generating the parser" in r.stderr and "Traceback" not in r.stderr
+    tools = tmp_path / "tools.json"
+    tools.write_text(json.dumps(TOOLS))
+    t = run("analyze", "--json", template, "--tools", str(tools))
+    assert t.returncode == 1
+    assert "'functions' is undefined" in json.loads(t.stdout)["generated"]["error"]
