@@ -12,7 +12,14 @@ import dataclasses
 from codecs import utf_8_decode
 from collections.abc import Callable, Iterable
 
-from autoparser.chat.mapper import FieldGrowth, map_growing, message_of, output_parser, parse_effective
+from autoparser.chat.mapper import (
+    FieldGrowth,
+    map_growing,
+    map_result,
+    message_of,
+    output_parser,
+    parse_effective,
+)
 from autoparser.errors import ParseError
 from autoparser.peg import Arena
 from autoparser.peg.resume import Resumption, resumption
@@ -128,8 +135,10 @@ class StreamParser:
     chunk that only lengthens the scan the last parse stopped in (reasoning or content text, a JSON string
     body) extends that parse (see peg/resume.py); when that scan feeds one message field through a
     text-local rule (content, reasoning, JSON arguments, a string argument value: `mapper.map_growing`), the
-    chunk is appended to the field without even mapping the tree again. Anything else (a
-    marker starting, a number cut by the chunk boundary) parses from the start, as before.
+    chunk is appended to the field without even mapping the tree again. A marker starting (`<`) parses from
+    the start; while the following chunks only lengthen it (`<tool_ca`), that parse is extended and mapped
+    again; once it turns out to be no marker, the scan before it extends over it. Anything else (a marker
+    completed, a number cut by the chunk boundary) parses from the start, as before.
 
     Byte chunks are decoded incrementally: a UTF-8 sequence cut by a chunk boundary waits for its continuation,
     and undecodable bytes reach the parser as surrogate escapes. With `gen_tool_call_id`, calls the model gave
@@ -153,6 +162,9 @@ class StreamParser:
         # one growing str would copy it at every step.
         self._parts: list[str] = [generation_prompt]
         self._resume: Resumption | None = None
+        # While the text ends inside a marker (`<tool_ca`): the resumption of the parse that ends there. It
+        # lasts only as long as the marker; `_resume` waits behind it, in case the marker turns out to be none.
+        self._marker: Resumption | None = None
         # Pieces fed since `_resume` last extended, while the parses of them were not resumable themselves
         # (typically: the text ended with the start of a marker). If the next piece shows it was no marker,
         # `_resume` extends over all of them at once, and no parse from the start is needed.
@@ -209,6 +221,13 @@ class StreamParser:
             self.last_deltas = []
             return self.last_deltas
         self._parts.append(piece)
+        marker, self._marker = self._marker, None
+        if marker is not None and marker.extend(piece):
+            # Still inside the marker: the same parse with its open nodes longer, mapped again (a marker is
+            # short). `_resume` may still extend over these pieces.
+            self._marker = marker
+            self._hold(piece)
+            return self._publish(map_result(marker.result(self._text()), self._fmt))
         resume = self._resume
         if resume is not None:
             unchecked = self._unchecked
@@ -242,16 +261,24 @@ class StreamParser:
             message, growth = map_growing(result, fresh.spine, self._fmt)
         else:
             message, growth = message_of(result, self._offset, is_partial=True, fmt=self._fmt), None
-        if fresh is not None or resume is None or self._unchecked_len + len(piece) > _MAX_UNCHECKED:
+        keep = resume is not None and self._unchecked_len + len(piece) <= _MAX_UNCHECKED
+        if fresh is not None and fresh.marker and keep:
+            self._marker = fresh
+            self._hold(piece)
+        elif fresh is not None or not keep:
             self._resume, self._growth, self._resume_message = fresh, growth, None
             self._unchecked, self._unchecked_len = [], 0
         else:
-            if not self._unchecked:
-                # `_message` is about to be replaced by this parse's: keep the resumed parse's message
-                self._resume_message = self._message if self._published else None
-            self._unchecked.append(piece)
-            self._unchecked_len += len(piece)
+            self._hold(piece)
         return self._publish(message)
+
+    def _hold(self, piece: str) -> None:
+        """`piece` was parsed from the start (or as part of a marker), not by extending `_resume`."""
+        if not self._unchecked:
+            # `_message` is about to be replaced by other parses' messages: keep the resumed parse's message
+            self._resume_message = self._message if self._published else None
+        self._unchecked.append(piece)
+        self._unchecked_len += len(piece)
 
     def finish(self, chunk: str | bytes = "") -> ChatMessage:
         """The end of the output: parse it as complete and return the final message."""

@@ -215,9 +215,13 @@ class _Emitter:
                 self.repetition(pid, c, lo, hi, p)
             case N.And(child=c):
                 self.node(c, p)
+                with self.block("if t == 2:"):  # as engine._compile_and: ends at its start, not the input's end
+                    self.line("ctx.observed.append(OTHER)")
                 self.line(f"e = {p}")
             case N.Not(child=c):
                 self.node(c, p)
+                with self.block("if t == 2:"):
+                    self.line("ctx.observed.append(OTHER)")
                 self.line(f"t = (1, 0, 2)[t]; e = {p}")  # FAIL -> SUCCESS, SUCCESS -> FAIL, NEED_MORE stays
             case N.Any_():
                 with self.block(f"if {p} < n and not '\\udc80' <= text[{p}] <= '\\udcff':"):

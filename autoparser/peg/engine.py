@@ -42,12 +42,14 @@ _FRAMES_PER_RULE = 8
 
 Raw = tuple[int, int, tuple[AstId, ...], tuple[tuple[int, int], ...]]
 
-# Kinds of end-of-input observation. A parse whose only observation is one open-ended scan (an `until` or a
-# JSON string body that ran into the end) can be extended when more input arrives without re-parsing: see
-# resume.py. Any other decision taken at the end of the input (a partial literal, a repetition or a run of
-# spaces stopped by the end, `end` matching) forces a re-parse.
-OBS_OTHER, OBS_UNTIL, OBS_STRING = 0, 1, 2
-Observation = tuple[int, int, int]  # (kind, parser id, start position of the scan)
+# Kinds of end-of-input observation (lenient parses). A parse whose observations are all of the kinds below
+# but OBS_OTHER can be extended when more input arrives without re-parsing (see resume.py): one open-ended scan
+# (an `until` or a JSON string body) that ran into the end, a literal cut off by the end (`<tool_ca`), an `until`
+# stopped before a delimiter cut off by the end. Any other decision taken at the end of the input (a
+# repetition or a run of spaces stopped by the end, `end` matching, escaped bytes) forces a re-parse.
+OBS_OTHER, OBS_UNTIL, OBS_STRING, OBS_LITERAL, OBS_UNTIL_CUT = 0, 1, 2, 3, 4
+# (kind, parser id, position): where the scan started; where the cut-off literal or delimiter starts
+Observation = tuple[int, int, int]
 _OTHER: Observation = (OBS_OTHER, -1, -1)
 Fn = Callable[["Ctx", int], Raw]
 
@@ -163,7 +165,7 @@ def _class_regex(node: N.Chars) -> re.Pattern[str]:
     return re.compile(f"(?![\udc80-\udcff])[{body}]")
 
 
-def _compile_literal(s: str) -> Fn:
+def _compile_literal(s: str, pid: ParserId) -> Fn:
     length = len(s)
 
     def literal(ctx: Ctx, pos: int) -> Raw:
@@ -173,9 +175,10 @@ def _compile_literal(s: str) -> Fn:
         remaining = ctx.n - pos
         if remaining < length and s.startswith(text[pos:]):
             # The input ran out inside the literal.
-            ctx.observed.append(_OTHER)
             if ctx.lenient:
+                ctx.observed.append((OBS_LITERAL, pid, pos))
                 return NEED_MORE_, ctx.n, _E, _E
+            ctx.observed.append(_OTHER)
         elif (ctx.lenient and ctx.escapes and remaining < 4 * length and "\udc80" <= text[-1] <= "\udcff"
               and _cut_inside_literal(s, text[pos:])):
             ctx.observed.append(_OTHER)
@@ -292,9 +295,16 @@ def _compile_repetition(fns: list[Fn], child: ParserId, lo: int, hi: int) -> Fn:
     return repetition
 
 
+# A predicate's NEED_MORE_INPUT ends where the predicate started, not at the end of the input: a parse it ends
+# cannot be extended by lengthening its open nodes (resume.py), so it is recorded as a decision of its own.
+
+
 def _compile_and(fns: list[Fn], child: ParserId) -> Fn:
     def peek(ctx: Ctx, pos: int) -> Raw:
-        return fns[child](ctx, pos)[0], pos, _E, _E
+        t = fns[child](ctx, pos)[0]
+        if t == NEED_MORE_:
+            ctx.observed.append(_OTHER)
+        return t, pos, _E, _E
 
     return peek
 
@@ -305,6 +315,7 @@ def _compile_not(fns: list[Fn], child: ParserId) -> Fn:
         if t == SUCCESS_:
             return FAIL_, pos, _E, _E
         if t == NEED_MORE_:
+            ctx.observed.append(_OTHER)
             return NEED_MORE_, pos, _E, _E
         return SUCCESS_, pos, _E, _E
 
@@ -517,7 +528,7 @@ def _compile_until(delimiters: tuple[str, ...], pid: ParserId) -> Fn:
         if cut is not None and stop > n - longest + 1:
             c = cut.search(text, max(pos, n - longest + 1))
             if c is not None and c.start() < stop:
-                ctx.observed.append(_OTHER)
+                ctx.observed.append((OBS_UNTIL_CUT, pid, c.start()) if ctx.lenient else _OTHER)
                 return SUCCESS_, c.start(), _E, _E
         if m:
             return SUCCESS_, stop, _E, _E
@@ -606,7 +617,7 @@ def compile_node(arena: Arena, fns: list[Fn], pid: ParserId, firsts: FirstSets |
         case N.End():
             return _end
         case N.Literal(literal=s):
-            return _compile_literal(s)
+            return _compile_literal(s, pid)
         case N.Sequence(children=ch):
             return _compile_sequence(fns, ch)
         case N.Choice(children=ch):

@@ -3,21 +3,24 @@
 A streaming server parses the output after every token. Re-parsing the whole prefix each time (what llama.cpp
 does) costs O(n) per token, O(n^2) per answer. Most of the time, though, the new token only lengthens the
 open-ended scan the previous parse stopped in: the reasoning or content text before the next marker, or the
-body of a JSON string. The engine records every decision that depended on where the input ended
-(`ParseResult.observed`). When the only such decision was one of those scans running into the end, the parse
-of the longer text is provably the same parse with that scan, and every AST node still open around it,
-extended to the new end:
+body of a JSON string; or it lengthens a marker the text ends inside (`<tool_ca` + `ll>`). The engine records
+every decision that depended on where the input ended (`ParseResult.observed`). When each of them would be
+taken the same way on the longer text, the parse of the longer text is provably the same parse with every AST
+node still open extended to the new end:
 
 - every other decision looked only at text before the old end, which has not changed;
-- the scan itself would run into the new end again, provided the new text holds no delimiter (nor the start of
-  one at its very end) for an `until`, no quote, cut or invalid escape, or undecodable byte for a string body;
+- a scan runs into the new end again, provided the new text holds no delimiter (nor the start of one at its
+  very end) for an `until`, no quote, cut or invalid escape, or undecodable byte for a string body;
+- a literal cut off by the end is still cut off if the text from it is still a proper prefix of it, and an
+  `until` that stopped before a cut-off delimiter still stops there if the text from there is still a proper
+  prefix of a delimiter (nothing before it can start one: that was checked against the shorter text);
 - NEED_MORE_INPUT then unwinds through the same parents as before (sequences stop, choices return it, rules
   record a partial node), which depends on the result type only, never on the end position.
 
-`Resumption.extend` checks only the text added since the last check (plus a delimiter's length before it),
-so a stream costs O(total length) plus O(depth of the open nodes) per token. Anything else (a partial marker
-at the end, a number or a space run cut by the end, undecodable bytes) makes it return None, and the caller
-parses from the start as before.
+`Resumption.extend` checks only the text added since the last check (plus a delimiter's length before it, or
+the marker so far), so a stream costs O(total length) plus O(depth of the open nodes) per token. Anything else
+(a number or a space run cut by the end, `end` matching, undecodable bytes) makes `resumption` return None,
+and the caller parses from the start as before.
 """
 
 from __future__ import annotations
@@ -30,8 +33,11 @@ from typing import TYPE_CHECKING
 from autoparser.peg import nodes as N
 from autoparser.peg.ast import Ast, AstId, AstNode
 from autoparser.peg.engine import (
+    OBS_LITERAL,
+    OBS_OTHER,
     OBS_STRING,
     OBS_UNTIL,
+    OBS_UNTIL_CUT,
     ParseResult,
     ResultType,
     cut_delimiter_pattern,
@@ -83,21 +89,54 @@ def _string_check(delimiter: str) -> tuple[Check, int]:
     return check, 0
 
 
-class Resumption:
-    """How to extend one partial parse result. Stateful: it remembers how far the text has been checked and
-    keeps the last few characters a check looks back at, so a check never needs the whole text."""
+@cache
+def _literal_check(literal: str) -> Check:
+    def check(window: str) -> bool:  # the text from the literal on: still cut off inside it
+        return len(window) < len(literal) and literal.startswith(window)
 
-    __slots__ = ("base", "check", "checked", "lookback", "spine", "tail")
+    return check
 
-    def __init__(self, base: ParseResult, check: Check, lookback: int, scan_start: int,
-                 spine: tuple[AstId, ...]) -> None:
-        self.base = base
+
+@cache
+def _cut_check(delimiters: tuple[str, ...]) -> Check:
+    cut = re.compile(cut_delimiter_pattern(d for d in delimiters if d)).fullmatch
+
+    def check(window: str) -> bool:  # the text from where the scan stopped: still a cut-off delimiter
+        return cut(window) is not None
+
+    return check
+
+
+class _Watch:
+    """One end-of-input decision to take again on longer text: `check(seen + new text)`, keeping the last
+    `keep` characters of that window for the next check (all of them when `keep` is -1)."""
+
+    __slots__ = ("check", "keep", "seen")
+
+    def __init__(self, check: Check, keep: int, seen: str) -> None:
         self.check = check
-        self.lookback = lookback
+        self.keep = keep
+        self.seen = seen
+
+    def kept(self, window: str) -> str:
+        keep = self.keep
+        return window if keep < 0 else window[-keep:] if keep else ""
+
+
+class Resumption:
+    """How to extend one partial parse result. Stateful: it remembers how far the text has been checked and,
+    per decision taken at the end of the input, the few characters its check looks back at, so a check never
+    needs the whole text. `marker` tells a resumption that lasts only while the text ends inside a marker (no
+    scan runs into the end) from one that follows a scan through text of any length."""
+
+    __slots__ = ("base", "checked", "marker", "spine", "watches")
+
+    def __init__(self, base: ParseResult, watches: list[_Watch], marker: bool, spine: tuple[AstId, ...]) -> None:
+        self.base = base
+        self.watches = watches
+        self.marker = marker
         self.spine = spine  # the open (partial) AST nodes, outermost first
         self.checked = len(base.text)
-        # the scan's own text only: what precedes it cannot be part of a delimiter that stops it
-        self.tail = base.text[max(scan_start, self.checked - lookback):] if lookback else ""
 
     def extend(self, piece: str) -> bool:
         """Whether the parse of the checked text + `piece` is this parse with its open nodes extended.
@@ -106,12 +145,20 @@ class Resumption:
             return True
         if not piece.isascii() and has_escaped_bytes(piece):
             return False
-        window = self.tail + piece
-        if not self.check(window):
-            return False
+        watches = self.watches
+        if len(watches) == 1:  # the common case, kept lean: it runs once per token
+            watch = watches[0]
+            window = watch.seen + piece
+            if not watch.check(window):
+                return False
+            watch.seen = watch.kept(window)
+        else:
+            windows = [w.seen + piece for w in watches]
+            if not all(w.check(x) for w, x in zip(watches, windows, strict=True)):
+                return False
+            for w, x in zip(watches, windows, strict=True):
+                w.seen = w.kept(x)
         self.checked += len(piece)
-        if self.lookback:
-            self.tail = window[-self.lookback:]
         return True
 
     def result(self, text: str) -> ParseResult:
@@ -150,19 +197,32 @@ def open_spine(result: ParseResult) -> tuple[AstId, ...] | None:
 
 def resumption(arena: Arena, result: ParseResult) -> Resumption | None:
     """A Resumption for `result` if it can be extended without re-parsing, else None."""
-    if result.type != ResultType.NEED_MORE_INPUT or len(result.observed) != 1 or result.end != len(result.text):
+    text = result.text
+    n = len(text)
+    if result.type != ResultType.NEED_MORE_INPUT or not result.observed or result.end != n:
         return None
-    kind, pid, start = result.observed[0]
-    node = arena.parsers[pid] if kind in (OBS_UNTIL, OBS_STRING) else None
-    if isinstance(node, N.Until) and kind == OBS_UNTIL:
-        check, lookback = _until_check(node.delimiters)
-    elif isinstance(node, N.String) and kind == OBS_STRING:
-        check, lookback = _string_check(node.delimiter)
-    else:
-        return None
-    if has_escaped_bytes(result.text):
+    watches: list[_Watch] = []
+    scans = 0
+    for kind, pid, at in dict.fromkeys(result.observed):  # a decision taken twice (backtracking) is one
+        node = arena.parsers[pid] if kind != OBS_OTHER else None
+        if kind == OBS_UNTIL and isinstance(node, N.Until):
+            check, lookback = _until_check(node.delimiters)
+        elif kind == OBS_STRING and isinstance(node, N.String):
+            check, lookback = _string_check(node.delimiter)
+        elif kind == OBS_LITERAL and isinstance(node, N.Literal):
+            watches.append(_Watch(_literal_check(node.literal), -1, text[at:]))
+            continue
+        elif kind == OBS_UNTIL_CUT and isinstance(node, N.Until):
+            watches.append(_Watch(_cut_check(node.delimiters), -1, text[at:]))
+            continue
+        else:
+            return None
+        # a scan: what precedes its start cannot be part of a delimiter that stops it
+        watches.append(_Watch(check, lookback, text[max(at, n - lookback):] if lookback else ""))
+        scans += 1
+    if scans > 1 or has_escaped_bytes(text):
         return None
     spine = open_spine(result)
     if spine is None:
         return None
-    return Resumption(result, check, lookback, start, spine)
+    return Resumption(result, watches, scans == 0, spine)

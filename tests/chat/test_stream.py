@@ -126,6 +126,28 @@ def test_a_false_marker_start_costs_one_parse_not_two() -> None:
     assert deltas + stream.last_deltas == _reparsed_deltas(arena, text, 1)
 
 
+def test_a_marker_cut_across_chunks_costs_two_parses_not_one_per_chunk() -> None:
+    """Text ending inside a marker (`<tool_ca`) parses from the start once; chunks that only lengthen the marker
+    extend that parse; the chunk completing it parses again. Same deltas as re-parsing at every character."""
+    from autoparser.chat.builder import build_chat_peg_parser
+
+    arena = build_chat_peg_parser(lambda p: p.reasoning(p.until("</think>")) + p.literal("</think>")
+                                  + p.content(p.until("<tool_call>")) + p.optional(
+        p.literal("<tool_call>") + p.tool(p.tool_name(p.chars("[a-z]")))) + p.end())
+    text = "let me see </thin and more. " * 3 + "</think>" + "The answer. <tool_c and more. " * 3 + "<tool_call>get"
+    stream = StreamParser(arena)
+    deltas: list[MessageDelta] = []
+    for ch in text:
+        deltas += stream.feed(ch)
+    final = stream.finish()
+    assert final == _reparsed_message(arena, text)
+    assert deltas + stream.last_deltas == _reparsed_deltas(arena, text, 1)
+    # One parse where each of the 8 markers begins (6 of them turn out to be none: the scan before them extends
+    # over them), one where "</think>" and "<tool_call>" complete, one per character of the name (a character
+    # run cut by the end), the first chunk and finish().
+    assert stream.full_parses <= 8 + 2 + 3 + 2, stream.full_parses
+
+
 def _reparsed_deltas(arena: Any, text: str, step: int) -> list[MessageDelta]:
     """The deltas of whole parses after every `step` characters (the definition of streaming)."""
     from autoparser.chat.mapper import peg_parse

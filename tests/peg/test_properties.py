@@ -64,6 +64,8 @@ def _leaves(with_ref: bool) -> st.SearchStrategy[Spec]:
         st.builds(lambda ds: ("until", tuple(ds)), st.lists(st.sampled_from(DELIMITERS), min_size=1, max_size=2,
                                                           unique=True)),
         st.just(("rest",)),
+        # text up to a marker, then the marker: how the chat builders delimit content, reasoning and values
+        st.builds(lambda d: ("upto", d), st.sampled_from([d for d in DELIMITERS if len(d) > 1])),
         st.builds(lambda q: ("str", q), st.sampled_from(['"', "'"])),
         st.just(("json",)),
     ]
@@ -118,6 +120,8 @@ def _build(b: Builder, spec: Spec) -> P:
         return b.until(spec[1][0]) if len(spec[1]) == 1 else b.until_one_of(spec[1])
     if kind == "rest":
         return b.rest()
+    if kind == "upto":
+        return b.until(spec[1]) + b.literal(spec[1])
     if kind == "str":
         return b.literal(spec[1]) + b.string_content(spec[1]) + b.literal(spec[1])
     if kind == "json":
@@ -147,6 +151,8 @@ def _delimiters(spec: Spec) -> set[str]:
     """Every `until` delimiter in a spec."""
     if spec[0] == "until":
         return set(spec[1])
+    if spec[0] == "upto":
+        return {spec[1]}
     found: set[str] = set()
     for part in spec[1:]:
         if isinstance(part, tuple) and part and isinstance(part[0], str):
@@ -181,6 +187,8 @@ def _derive(draw: st.DrawFn, spec: Spec, body: Spec, depth: int = 0) -> str:
         return ""
     if kind in ("until", "rest"):
         return "".join(draw(st.lists(st.sampled_from(FILLER), max_size=4)))
+    if kind == "upto":
+        return "".join(draw(st.lists(st.sampled_from(FILLER), max_size=4))) + spec[1]
     if kind == "str":
         quote: str = spec[1]
         inner = draw(st.lists(st.sampled_from(["a", "é", "\\n", "\\u0041", "\\" + quote, "x y"]), max_size=3))
@@ -566,3 +574,28 @@ def test_engine_agrees_with_reference_on_cut_utf8(marker: str, before: str, cut:
     root = b.tag("c", b.until(marker)) + b.optional(b.literal(marker) + b.tag("r", b.rest()))
     arena = b.build(root)
     assert _fingerprint(_outcome(arena, data, lenient=lenient)) == _reference(arena, text, lenient, root.id)
+
+
+# --- property: a resumed parse is the parse of the longer text ----------------------------------------------------
+
+@SETTINGS
+@given(grammar_and_input(), st.integers(1, 5))
+def test_a_resumed_parse_is_the_parse_of_the_longer_text(case: tuple[Grammar, str], size: int) -> None:
+    """peg/resume.py: from every prefix whose lenient parse can be resumed, extended `size` characters at a time
+    for as long as the resumption accepts: each extended result has the type, end and reachable AST nodes of a
+    parse of that longer text from the start. (Streaming relies on it for every kind of end-of-input
+    decision it resumes: a scan running into the end, a literal or delimiter cut off by it.)"""
+    from autoparser.peg.resume import resumption
+
+    g, text = case
+    arena, _gid, root = g.build()
+    for i in range(len(text) + 1):
+        base = _outcome(arena, text[:i], lenient=True, parser=root)
+        resume = resumption(arena, base) if base is not None else None
+        if resume is None:
+            continue
+        j = i
+        while j < len(text) and resume.extend(text[j:j + size]):
+            j = min(j + size, len(text))
+            assert _fingerprint(resume.result(text[:j])) == \
+                _fingerprint(_outcome(arena, text[:j], lenient=True, parser=root)), (text[:i], text[i:j], arena)
