@@ -362,7 +362,9 @@ class FieldGrowth:
     StreamParser extends a partial parse by lengthening its chain of open nodes (peg/resume.py). When that
     chain feeds exactly one message field through text-local mapping rules, the new message is the old one
     with that field extended by `added(piece)`, and the tree need not be mapped again. `field` is
-    "content", "reasoning_content" or "arguments" (of tool call `call_index`, the last one).
+    "content", "reasoning_content" or "arguments" (of tool call `call_index`, the last one); or "" when
+    the chain feeds no field at all (no tag the mapper acts on: a marker being completed, say), so that
+    the message stays as it is.
     """
 
     __slots__ = ("_escaped", "_plain", "_trailing_space", "call_index", "field")
@@ -372,7 +374,7 @@ class FieldGrowth:
         self.field = field
         self.call_index = call_index
         self._escaped = escaped
-        self._plain = field != "arguments"  # content and reasoning: appended as they are
+        self._plain = field in ("content", "reasoning_content")  # appended as they are
         self._trailing_space = trailing_space
 
     def added(self, piece: str) -> str:
@@ -382,6 +384,8 @@ class FieldGrowth:
         if self._escaped:
             # a string value: escaped character by character, so escaping the piece escapes the suffix
             return _escape_inner(piece)
+        if not self.field:
+            return ""
         # JSON arguments are the node text right-stripped: trailing whitespace shows once something follows it
         s = self._trailing_space + piece
         visible = _rstrip_c(s)
@@ -398,6 +402,8 @@ class FieldGrowth:
 
     def grown(self, msg: ChatMessage, extra: str) -> ChatMessage:
         """`msg` with this field extended by `extra` (what `added` returned, joined)."""
+        if not extra:
+            return msg
         if self.field == "content":
             return ChatMessage(msg.role, msg.content + extra, msg.reasoning_content, msg.tool_calls)
         if self.field == "reasoning_content":
@@ -406,6 +412,15 @@ class FieldGrowth:
         call = calls[self.call_index]
         calls[self.call_index] = ToolCall(call.name, call.arguments + extra, call.id)
         return ChatMessage(msg.role, msg.content, msg.reasoning_content, tuple(calls))
+
+
+def feeds_no_field(result: ParseResult, spine: tuple[AstId, ...], fmt: ChatFormat | str) -> bool:
+    """Whether the message `fmt`'s mapper makes of `result` stays the same while the open nodes `spine` grow:
+    the generic mapper reads only the nodes it acts on, and none is on the spine."""
+    if ChatFormat.of(fmt) in (ChatFormat.PEG_GEMMA4, ChatFormat.PEG_MINIMAX_M3):
+        return False  # these read rules and untagged nodes too
+    nodes = result.ast.nodes
+    return not any(nodes[i].tag in _ACTING_TAGS for i in spine)
 
 
 def map_growing(result: ParseResult, spine: tuple[AstId, ...],
@@ -429,7 +444,7 @@ def map_growing(result: ParseResult, spine: tuple[AstId, ...],
     message = mapper.from_ast(ast, result)
     acting = [ast.nodes[i] for i in spine if ast.nodes[i].tag in _ACTING_TAGS]
     if not acting:
-        return message, None
+        return message, FieldGrowth("")  # feeds_no_field
     node = acting[-1]
     for outer in acting[:-1]:
         if not (outer.tag == TOOL_ARGS and outer.text and not outer.text.startswith("{")):

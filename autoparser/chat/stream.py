@@ -14,6 +14,7 @@ from collections.abc import Callable, Iterable
 
 from autoparser.chat.mapper import (
     FieldGrowth,
+    feeds_no_field,
     map_growing,
     map_result,
     message_of,
@@ -21,8 +22,8 @@ from autoparser.chat.mapper import (
     parse_effective,
 )
 from autoparser.errors import ParseError
-from autoparser.peg import Arena
-from autoparser.peg.resume import Resumption, resumption
+from autoparser.peg import Arena, ParseResult
+from autoparser.peg.resume import Resumption, ends_inside_marker, resumption
 from autoparser.types import ChatFormat, ChatMessage, MessageDelta, ToolCall
 
 __all__ = ["StreamParser", "apply_deltas", "compute_deltas", "set_tool_call_ids", "string_diff"]
@@ -165,6 +166,10 @@ class StreamParser:
         # While the text ends inside a marker (`<tool_ca`): the resumption of the parse that ends there. It
         # lasts only as long as the marker; `_resume` waits behind it, in case the marker turns out to be none.
         self._marker: Resumption | None = None
+        self._marker_static = False  # whether the marker's open nodes feed no message field
+        # The last parse from the start, when it ended inside a marker: made a resumption only if the next
+        # piece neither extends `_resume` (no marker after all) nor completes the marker (most do one or the other)
+        self._marker_parse: ParseResult | None = None
         # Pieces fed since `_resume` last extended, while the parses of them were not resumable themselves
         # (typically: the text ended with the start of a marker). If the next piece shows it was no marker,
         # `_resume` extends over all of them at once, and no parse from the start is needed.
@@ -221,13 +226,12 @@ class StreamParser:
             self.last_deltas = []
             return self.last_deltas
         self._parts.append(piece)
-        marker, self._marker = self._marker, None
-        if marker is not None and marker.extend(piece):
-            # Still inside the marker: the same parse with its open nodes longer, mapped again (a marker is
-            # short). `_resume` may still extend over these pieces.
-            self._marker = marker
-            self._hold(piece)
-            return self._publish(map_result(marker.result(self._text()), self._fmt))
+        marker = marker_parse = None
+        if self._marker is not None or self._marker_parse is not None:
+            marker, marker_parse = self._marker, self._marker_parse
+            self._marker = self._marker_parse = None
+            if marker is not None and marker.extend(piece):
+                return self._inside_marker(marker, piece)
         resume = self._resume
         if resume is not None:
             unchecked = self._unchecked
@@ -253,24 +257,37 @@ class StreamParser:
                 # Mapped once more; the growth is found again (reasoning may just have begun to show).
                 message, self._growth = map_growing(resume.result(self._text()), resume.spine, self._fmt)
                 return self._publish(message)
+        if marker_parse is not None:
+            marker = resumption(self._parser, marker_parse)
+            if marker is not None and marker.extend(piece):
+                self._marker_static = feeds_no_field(marker_parse, marker.spine, self._fmt)
+                return self._inside_marker(marker, piece)
         self._fold()
         result = parse_effective(self._parser, self._text(), self._offset)
         self.full_parses += 1
-        fresh = resumption(self._parser, result) if not result.fail else None
+        fresh = resumption(self._parser, result, markers=False) if not result.fail else None
         if fresh is not None:
             message, growth = map_growing(result, fresh.spine, self._fmt)
         else:
             message, growth = message_of(result, self._offset, is_partial=True, fmt=self._fmt), None
-        keep = resume is not None and self._unchecked_len + len(piece) <= _MAX_UNCHECKED
-        if fresh is not None and fresh.marker and keep:
-            self._marker = fresh
-            self._hold(piece)
-        elif fresh is not None or not keep:
+        if fresh is None and not result.fail and ends_inside_marker(result):
+            self._marker_parse = result
+        if fresh is not None or resume is None or self._unchecked_len + len(piece) > _MAX_UNCHECKED:
             self._resume, self._growth, self._resume_message = fresh, growth, None
             self._unchecked, self._unchecked_len = [], 0
         else:
             self._hold(piece)
         return self._publish(message)
+
+    def _inside_marker(self, marker: Resumption, piece: str) -> list[MessageDelta]:
+        """`piece` only lengthened the marker the text ends in: the same parse with its open nodes longer.
+        Unless they feed no field of the message, it is mapped again (a marker is short)."""
+        self._marker = marker
+        self._hold(piece)  # `_resume` may still extend over it, should the marker turn out to be none
+        if self._marker_static:
+            self.last_deltas = []
+            return self.last_deltas
+        return self._publish(map_result(marker.result(self._text()), self._fmt))
 
     def _hold(self, piece: str) -> None:
         """`piece` was parsed from the start (or as part of a marker), not by extending `_resume`."""

@@ -26,6 +26,7 @@ and the caller parses from the start as before.
 from __future__ import annotations
 
 import re
+import sys
 from collections.abc import Callable
 from functools import cache
 from typing import TYPE_CHECKING
@@ -47,7 +48,7 @@ from autoparser.peg.engine import (
 if TYPE_CHECKING:
     from autoparser.peg.arena import Arena
 
-__all__ = ["Resumption", "resumption"]
+__all__ = ["Resumption", "ends_inside_marker", "resumption"]
 
 # check(window) -> whether the scan, which ran into the end of the checked text, runs into the end of the longer
 # text as well. `window` is the new text preceded by the last characters of the checked text the scan could
@@ -107,9 +108,12 @@ def _cut_check(delimiters: tuple[str, ...]) -> Check:
     return check
 
 
+_ALL = sys.maxsize  # a watch that keeps its whole window (a marker so far: shorter than the marker)
+
+
 class _Watch:
     """One end-of-input decision to take again on longer text: `check(seen + new text)`, keeping the last
-    `keep` characters of that window for the next check (all of them when `keep` is -1)."""
+    `keep` characters of that window for the next check (none, some, or `_ALL`)."""
 
     __slots__ = ("check", "keep", "seen")
 
@@ -118,23 +122,18 @@ class _Watch:
         self.keep = keep
         self.seen = seen
 
-    def kept(self, window: str) -> str:
-        keep = self.keep
-        return window if keep < 0 else window[-keep:] if keep else ""
-
 
 class Resumption:
-    """How to extend one partial parse result. Stateful: it remembers how far the text has been checked and,
-    per decision taken at the end of the input, the few characters its check looks back at, so a check never
-    needs the whole text. `marker` tells a resumption that lasts only while the text ends inside a marker (no
-    scan runs into the end) from one that follows a scan through text of any length."""
+    """How to extend one partial parse result. Stateful: it remembers how far the text has been checked and
+    the few characters the check of its end-of-input decision looks back at, so a check never needs the whole
+    text. (`_JointResumption`: several such decisions.)"""
 
-    __slots__ = ("base", "checked", "marker", "spine", "watches")
+    __slots__ = ("base", "check", "checked", "keep", "seen", "spine")
 
-    def __init__(self, base: ParseResult, watches: list[_Watch], marker: bool, spine: tuple[AstId, ...]) -> None:
+    def __init__(self, base: ParseResult, watch: _Watch, spine: tuple[AstId, ...]) -> None:
         self.base = base
-        self.watches = watches
-        self.marker = marker
+        # the watch is unpacked into slots: extend() runs once per token
+        self.check, self.keep, self.seen = watch.check, watch.keep, watch.seen
         self.spine = spine  # the open (partial) AST nodes, outermost first
         self.checked = len(base.text)
 
@@ -145,19 +144,11 @@ class Resumption:
             return True
         if not piece.isascii() and has_escaped_bytes(piece):
             return False
-        watches = self.watches
-        if len(watches) == 1:  # the common case, kept lean: it runs once per token
-            watch = watches[0]
-            window = watch.seen + piece
-            if not watch.check(window):
-                return False
-            watch.seen = watch.kept(window)
-        else:
-            windows = [w.seen + piece for w in watches]
-            if not all(w.check(x) for w, x in zip(watches, windows, strict=True)):
-                return False
-            for w, x in zip(watches, windows, strict=True):
-                w.seen = w.kept(x)
+        window = self.seen + piece
+        if not self.check(window):
+            return False
+        if self.keep:
+            self.seen = window[-self.keep:]
         self.checked += len(piece)
         return True
 
@@ -175,6 +166,30 @@ class Resumption:
         ast.nodes = nodes
         return ParseResult(base.type, base.start, n, base.nodes, base.invalid_utf8, ast, text,
                            observed=base.observed)
+
+
+class _JointResumption(Resumption):
+    """Several decisions taken at the end of the input: typically an `until` stopped before a cut-off delimiter
+    and the literal of that delimiter, cut off too (`...\n</para`)."""
+
+    __slots__ = ("others",)
+
+    def __init__(self, base: ParseResult, watches: list[_Watch], spine: tuple[AstId, ...]) -> None:
+        super().__init__(base, watches[0], spine)
+        self.others = watches[1:]
+
+    def extend(self, piece: str) -> bool:
+        if not piece:
+            return True
+        others = self.others
+        windows = [w.seen + piece for w in others]
+        # all checked before the first watch's extend() commits: a failed extension leaves no trace
+        if not all(w.check(x) for w, x in zip(others, windows, strict=True)) or not super().extend(piece):
+            return False
+        for w, x in zip(others, windows, strict=True):
+            if w.keep:
+                w.seen = x[-w.keep:]
+        return True
 
 
 def open_spine(result: ParseResult) -> tuple[AstId, ...] | None:
@@ -195,11 +210,23 @@ def open_spine(result: ParseResult) -> tuple[AstId, ...] | None:
     return tuple(spine)
 
 
-def resumption(arena: Arena, result: ParseResult) -> Resumption | None:
-    """A Resumption for `result` if it can be extended without re-parsing, else None."""
+_MARKER_KINDS = frozenset({OBS_LITERAL, OBS_UNTIL_CUT})
+
+
+def ends_inside_marker(result: ParseResult) -> bool:
+    """Whether every end-of-input decision of `result` was a literal or delimiter cut off by the end (cheap:
+    whether `resumption` may give a marker resumption, without building it)."""
+    return bool(result.observed) and all(kind in _MARKER_KINDS for kind, _, _ in result.observed)
+
+
+def resumption(arena: Arena, result: ParseResult, *, markers: bool = True) -> Resumption | None:
+    """A Resumption for `result` if it can be extended without re-parsing, else None (also, unless `markers`,
+    when no scan runs into the end)."""
     text = result.text
     n = len(text)
     if result.type != ResultType.NEED_MORE_INPUT or not result.observed or result.end != n:
+        return None
+    if not markers and ends_inside_marker(result):
         return None
     watches: list[_Watch] = []
     scans = 0
@@ -210,10 +237,10 @@ def resumption(arena: Arena, result: ParseResult) -> Resumption | None:
         elif kind == OBS_STRING and isinstance(node, N.String):
             check, lookback = _string_check(node.delimiter)
         elif kind == OBS_LITERAL and isinstance(node, N.Literal):
-            watches.append(_Watch(_literal_check(node.literal), -1, text[at:]))
+            watches.append(_Watch(_literal_check(node.literal), _ALL, text[at:]))
             continue
         elif kind == OBS_UNTIL_CUT and isinstance(node, N.Until):
-            watches.append(_Watch(_cut_check(node.delimiters), -1, text[at:]))
+            watches.append(_Watch(_cut_check(node.delimiters), _ALL, text[at:]))
             continue
         else:
             return None
@@ -225,4 +252,4 @@ def resumption(arena: Arena, result: ParseResult) -> Resumption | None:
     spine = open_spine(result)
     if spine is None:
         return None
-    return Resumption(result, watches, scans == 0, spine)
+    return Resumption(result, watches[0], spine) if len(watches) == 1 else _JointResumption(result, watches, spine)

@@ -216,7 +216,7 @@ def test_growing_arguments_are_appended_without_mapping_again(value_kind: str, m
     def counting_resumption(*args: Any, **kwargs: Any) -> Any:
         nonlocal resumable
         found = real_resumption(*args, **kwargs)
-        resumable += found is not None
+        resumable += found is not None and kwargs.get("markers") is False  # after a parse from the start
         return found
 
     monkeypatch.setattr(stream_module, "map_growing", counting_map)

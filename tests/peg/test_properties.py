@@ -65,7 +65,8 @@ def _leaves(with_ref: bool) -> st.SearchStrategy[Spec]:
                                                           unique=True)),
         st.just(("rest",)),
         # text up to a marker, then the marker: how the chat builders delimit content, reasoning and values
-        st.builds(lambda d: ("upto", d), st.sampled_from([d for d in DELIMITERS if len(d) > 1])),
+        # (also where the text may stop before other markers, one sharing a prefix with it)
+        st.builds(lambda ds: ("upto", ds), st.sampled_from([("</t>",), ("ab",), ("</t>", "</b>"), ("ab", '"')])),
         st.builds(lambda q: ("str", q), st.sampled_from(['"', "'"])),
         st.just(("json",)),
     ]
@@ -121,7 +122,7 @@ def _build(b: Builder, spec: Spec) -> P:
     if kind == "rest":
         return b.rest()
     if kind == "upto":
-        return b.until(spec[1]) + b.literal(spec[1])
+        return b.until_one_of(spec[1]) + b.literal(spec[1][0])
     if kind == "str":
         return b.literal(spec[1]) + b.string_content(spec[1]) + b.literal(spec[1])
     if kind == "json":
@@ -152,7 +153,7 @@ def _delimiters(spec: Spec) -> set[str]:
     if spec[0] == "until":
         return set(spec[1])
     if spec[0] == "upto":
-        return {spec[1]}
+        return set(spec[1])
     found: set[str] = set()
     for part in spec[1:]:
         if isinstance(part, tuple) and part and isinstance(part[0], str):
@@ -187,8 +188,8 @@ def _derive(draw: st.DrawFn, spec: Spec, body: Spec, depth: int = 0) -> str:
         return ""
     if kind in ("until", "rest"):
         return "".join(draw(st.lists(st.sampled_from(FILLER), max_size=4)))
-    if kind == "upto":
-        return "".join(draw(st.lists(st.sampled_from(FILLER), max_size=4))) + spec[1]
+    if kind == "upto":  # the marker, or another delimiter (which stops the text but fails the literal)
+        return "".join(draw(st.lists(st.sampled_from(FILLER), max_size=4))) + draw(st.sampled_from(spec[1]))
     if kind == "str":
         quote: str = spec[1]
         inner = draw(st.lists(st.sampled_from(["a", "é", "\\n", "\\u0041", "\\" + quote, "x y"]), max_size=3))
@@ -599,3 +600,16 @@ def test_a_resumed_parse_is_the_parse_of_the_longer_text(case: tuple[Grammar, st
             j = min(j + size, len(text))
             assert _fingerprint(resume.result(text[:j])) == \
                 _fingerprint(_outcome(arena, text[:j], lenient=True, parser=root)), (text[:i], text[i:j], arena)
+
+
+def test_a_resumption_rechecks_a_cut_off_delimiter_and_the_literal_after_it() -> None:
+    from autoparser.peg.resume import resumption
+
+    b = Builder()
+    arena = b.build(b.tag("c", b.until_one_of(["</t>", "</b>"])) + b.literal("</t>") + b.tag("r", b.rest()))
+    resume = resumption(arena, arena.parse("x</", lenient=True))
+    assert resume is not None
+    assert not resume.extend("b")  # "</b" may still stop the text, but is no longer the start of the literal
+    assert resume.extend("t")  # a refused extension left no trace
+    assert _fingerprint(resume.result("x</t")) == _fingerprint(arena.parse("x</t", lenient=True))
+    assert not resume.extend(">")
