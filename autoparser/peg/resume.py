@@ -50,10 +50,11 @@ if TYPE_CHECKING:
 
 __all__ = ["Resumption", "ends_inside_marker", "resumption"]
 
-# check(window) -> whether the scan, which ran into the end of the checked text, runs into the end of the longer
-# text as well. `window` is the new text preceded by the last characters of the checked text the scan could
-# still stop on (a delimiter's length minus one for `until`, none for a string body, which the checked text
-# left at a token boundary), so a check costs O(lookback + new text).
+# check(window) -> whether a decision taken at the end of the checked text is taken the same way at the end of
+# the longer text. For a scan that ran into the end, `window` is the new text preceded by the last characters
+# of the checked text the scan could still stop on (a delimiter's length minus one for `until`, none for a
+# string body, which the checked text left at a token boundary); for a cut-off literal or delimiter, the text
+# from where it starts (shorter than it). So a check costs O(lookback + new text).
 Check = Callable[[str], bool]
 
 
