@@ -183,7 +183,7 @@ def bench_parse(cpp: str | None = None) -> list[tuple[str, str]]:
             for i in range(4, len(out) + 4, 4):
                 params.parse(out[:i], is_partial=i < len(out))
 
-        st = timeit(streamed, min_time=0.5, repeat=3)
+        st = timeit(streamed, min_time=1, repeat=10)  # short samples: the best falls in a fast phase
         rp = timeit(reparsed, min_time=0.5, repeat=1)
         probe = params.stream()
         for i in range(0, len(data), 4):
