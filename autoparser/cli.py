@@ -53,6 +53,9 @@ def cmd_analyze(args: argparse.Namespace) -> int:
 
     from autoparser.analysis.report import run_analyze
 
+    tools = _read_tools(args.tools) if args.tools else []
+    if isinstance(tools, int):
+        return tools
     out = io.StringIO()
     with contextlib.redirect_stdout(out):
         code = int(run_analyze(args))
@@ -61,7 +64,7 @@ def cmd_analyze(args: argparse.Namespace) -> int:
     if args.json and not args.tools:
         sys.stdout.write(out.getvalue())  # the C++ record alone: nothing generated is shown
         return 0
-    generated = _generated(args)
+    generated = _generated(args.template, tools)
     failed = isinstance(generated, str)
     if args.json:
         record = json.loads(out.getvalue())
@@ -94,23 +97,28 @@ def _print_generated(generated: dict[str, Any]) -> None:
         print("  grammar: none (no tools or response format constrain this request)")
 
 
-def _generated(args: argparse.Namespace) -> dict[str, Any] | str:
-    """What `generate` builds for a plain request on this template (with --tools: using those tools), or why
-    it could not (one line)."""
+def _read_tools(path: str) -> list[object] | int:
+    """The OpenAI-style tools in the JSON file `path`, or the exit code of a clean failure."""
     import json
+    from pathlib import Path
+
+    try:
+        tools = json.loads(Path(path).read_text(encoding="utf-8"))
+    except (OSError, json.JSONDecodeError) as e:
+        return _fail(f"cannot read tools from {path}: {e}")
+    if not isinstance(tools, list):
+        return _fail(f"{path}: expected a JSON array of tools")
+    return tools
+
+
+def _generated(template: str, tools: list[object]) -> dict[str, Any] | str:
+    """What `generate` builds for a plain request on this template with these tools, or why it could not (one
+    line)."""
     from pathlib import Path
 
     from autoparser.chat.generator import generate
 
-    tools: list[object] = []
-    if args.tools:
-        try:
-            tools = json.loads(Path(args.tools).read_text(encoding="utf-8"))
-        except (OSError, json.JSONDecodeError) as e:
-            return f"cannot read tools from {args.tools}: {e}".replace("\n", " ")
-        if not isinstance(tools, list):
-            return f"{args.tools}: expected a JSON array of tools"
-    source = Path(args.template).read_text(encoding="utf-8", errors="surrogateescape")
+    source = Path(template).read_text(encoding="utf-8", errors="surrogateescape")
     request = {"messages": [{"role": "user", "content": "Hey there!"}], "tools": tools, "reasoning_format": "auto"}
     try:
         params = generate(source, request)

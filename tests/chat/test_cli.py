@@ -78,3 +78,11 @@ def test_analyze_prints_the_analysis_when_the_parser_cannot_be_built(tmp_path: P
     t = run("analyze", "--json", template, "--tools", str(tools))
     assert t.returncode == 1
     assert "'functions' is undefined" in json.loads(t.stdout)["generated"]["error"]
+
+
+def test_analyze_with_unreadable_tools_is_a_clean_usage_error(tmp_path: Path) -> None:
+    not_a_list = tmp_path / "tools.json"
+    not_a_list.write_text('{"type": "function"}')
+    for tools, needle in ((tmp_path / "missing.json", "cannot read tools"), (not_a_list, "expected a JSON array")):
+        r = run("analyze", _qwen3(), "--tools", str(tools))
+        assert r.returncode == 2 and r.stdout == "" and needle in r.stderr and "Traceback" not in r.stderr
