@@ -52,10 +52,12 @@ def cmd_analyze(args: argparse.Namespace) -> int:
     import json
 
     from autoparser.analysis.report import run_analyze
+    from autoparser.chat.cli import read_tools
 
-    tools = _read_tools(args.tools) if args.tools else []
-    if isinstance(tools, int):
-        return tools
+    try:
+        tools = read_tools(args.tools) if args.tools else []
+    except AutoparserError as e:
+        return _fail(str(e))
     out = io.StringIO()
     with contextlib.redirect_stdout(out):
         code = int(run_analyze(args))
@@ -95,20 +97,6 @@ def _print_generated(generated: dict[str, Any]) -> None:
         print("    " + generated["grammar"].rstrip("\n").replace("\n", "\n    "))
     else:
         print("  grammar: none (no tools or response format constrain this request)")
-
-
-def _read_tools(path: str) -> list[object] | int:
-    """The OpenAI-style tools in the JSON file `path`, or the exit code of a clean failure."""
-    import json
-    from pathlib import Path
-
-    try:
-        tools = json.loads(Path(path).read_text(encoding="utf-8"))
-    except (OSError, json.JSONDecodeError) as e:
-        return _fail(f"cannot read tools from {path}: {e}")
-    if not isinstance(tools, list):
-        return _fail(f"{path}: expected a JSON array of tools")
-    return tools
 
 
 def _generated(template: str, tools: list[object]) -> dict[str, Any] | str:

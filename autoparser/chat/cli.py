@@ -15,6 +15,18 @@ def _error(message: str, code: int) -> int:
     return code
 
 
+def read_tools(path: str) -> list[object]:
+    """The OpenAI-style tools in the JSON file `path` (`--tools` of parse and analyze); AutoparserError with a
+    one-line reason when it cannot be read or is not a JSON array."""
+    try:
+        tools = json.loads(Path(path).read_text(encoding="utf-8"))
+    except (OSError, json.JSONDecodeError) as e:
+        raise AutoparserError(f"cannot read tools from {path}: {e}") from None
+    if not isinstance(tools, list):
+        raise AutoparserError(f"{path}: expected a JSON array of tools")
+    return tools
+
+
 def run_parse(args: argparse.Namespace) -> int:
     from autoparser.chat.generator import generate
 
@@ -22,14 +34,10 @@ def run_parse(args: argparse.Namespace) -> int:
         source = Path(args.template).read_text(encoding="utf-8")
     except OSError as e:
         return _error(f"cannot read {args.template}: {e.strerror or e}", 2)
-    tools = []
-    if args.tools:
-        try:
-            tools = json.loads(Path(args.tools).read_text(encoding="utf-8"))
-        except (OSError, json.JSONDecodeError) as e:
-            return _error(f"cannot read tools from {args.tools}: {e}", 2)
-        if not isinstance(tools, list):
-            return _error(f"{args.tools}: expected a JSON array of tools", 2)
+    try:
+        tools = read_tools(args.tools) if args.tools else []
+    except AutoparserError as e:
+        return _error(str(e), 2)
     request = {"messages": [{"role": "user", "content": "Hey there!"}], "tools": tools,
                "reasoning_format": args.reasoning_format, "enable_thinking": not args.no_thinking,
                "parallel_tool_calls": args.parallel_tool_calls}
