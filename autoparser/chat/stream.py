@@ -265,12 +265,14 @@ class StreamParser:
         self._fold()
         result = parse_effective(self._parser, self._text(), self._offset)
         self.full_parses += 1
-        fresh = resumption(self._parser, result, markers=False) if not result.fail else None
+        # A parse ending inside a marker is resumed only if the next piece calls for it (see `_marker_parse`).
+        inside_marker = not result.fail and ends_inside_marker(result)
+        fresh = resumption(self._parser, result) if not (result.fail or inside_marker) else None
         if fresh is not None:
             message, growth = map_growing(result, fresh.spine, self._fmt)
         else:
             message, growth = message_of(result, self._offset, is_partial=True, fmt=self._fmt), None
-        if fresh is None and not result.fail and ends_inside_marker(result):
+        if inside_marker:
             self._marker_parse = result
         if fresh is not None or resume is None or self._unchecked_len + len(piece) > _MAX_UNCHECKED:
             self._resume, self._growth, self._resume_message = fresh, growth, None

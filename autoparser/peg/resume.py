@@ -216,18 +216,15 @@ _MARKER_KINDS = frozenset({OBS_LITERAL, OBS_UNTIL_CUT})
 
 def ends_inside_marker(result: ParseResult) -> bool:
     """Whether every end-of-input decision of `result` was a literal or delimiter cut off by the end (cheap:
-    whether `resumption` may give a marker resumption, without building it)."""
+    whether `resumption` may give a resumption that lasts only as long as that marker, without building it)."""
     return bool(result.observed) and all(kind in _MARKER_KINDS for kind, _, _ in result.observed)
 
 
-def resumption(arena: Arena, result: ParseResult, *, markers: bool = True) -> Resumption | None:
-    """A Resumption for `result` if it can be extended without re-parsing, else None (also, unless `markers`,
-    when no scan runs into the end)."""
+def resumption(arena: Arena, result: ParseResult) -> Resumption | None:
+    """A Resumption for `result` if it can be extended without re-parsing, else None."""
     text = result.text
     n = len(text)
     if result.type != ResultType.NEED_MORE_INPUT or not result.observed or result.end != n:
-        return None
-    if not markers and ends_inside_marker(result):
         return None
     watches: list[_Watch] = []
     scans = 0
