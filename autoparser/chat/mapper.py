@@ -422,8 +422,12 @@ def feeds_no_field(result: ParseResult, spine: tuple[AstId, ...], fmt: ChatForma
     the generic mapper reads only the nodes it acts on, and none is on the spine."""
     if ChatFormat.of(fmt) in (ChatFormat.PEG_GEMMA4, ChatFormat.PEG_MINIMAX_M3):
         return False  # these read rules and untagged nodes too
-    nodes = result.ast.nodes
-    return not any(nodes[i].tag in _ACTING_TAGS for i in spine)
+    return not _acting_on(result.ast, spine)
+
+
+def _acting_on(ast: Ast, spine: tuple[AstId, ...]) -> list[AstNode]:
+    """The nodes of `spine` the generic mapper acts on, outermost first."""
+    return [ast.nodes[i] for i in spine if ast.nodes[i].tag in _ACTING_TAGS]
 
 
 def map_growing(result: ParseResult, spine: tuple[AstId, ...],
@@ -445,7 +449,7 @@ def map_growing(result: ParseResult, spine: tuple[AstId, ...],
     ast = result.ast
     mapper = ChatPegMapper()
     message = mapper.from_ast(ast, result)
-    acting = [ast.nodes[i] for i in spine if ast.nodes[i].tag in _ACTING_TAGS]
+    acting = _acting_on(ast, spine)
     if not acting:
         return message, FieldGrowth("")  # feeds_no_field
     node = acting[-1]
