@@ -28,7 +28,7 @@ from typing import Any
 from autoparser.chat.generator import ChatParams, generate
 from autoparser.errors import AutoparserError
 from autoparser.template.render import ChatTemplate
-from autoparser.testing.peg_tester import as_message, message_differences
+from autoparser.chat.compare import as_message, message_differences
 from autoparser.types import ChatMessage
 
 __all__ = [

@@ -18,7 +18,6 @@ A failure raises `PegTestFailure` whose message shows the fields that differ, on
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
@@ -26,66 +25,15 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
+from autoparser.chat.compare import as_message, message_differences
 from autoparser.chat.generator import ChatParams, TriggerType, generate
 from autoparser.chat.stream import apply_deltas, compute_deltas
 from autoparser.testing.streaming import stream_mismatch
-from autoparser.types import ChatMessage, ToolCall
-
-_WS = " \t\n\v\f\r"
+from autoparser.types import ChatMessage
 
 
 class PegTestFailure(AssertionError):
     """A peg_tester expectation did not hold; the message is a readable field-by-field report."""
-
-
-def renormalize_json(text: str) -> str:
-    """Arguments as the C++ test compares them: re-serialised JSON, and "" for anything unparsable. Keys are
-    sorted, as nlohmann::json (a std::map) serialises them: the order of arguments is not compared."""
-    try:
-        return json.dumps(json.loads(text), separators=(",", ":"), ensure_ascii=False, sort_keys=True)
-    except (json.JSONDecodeError, TypeError):
-        return ""
-
-
-def as_message(m: ChatMessage | Mapping[str, Any]) -> ChatMessage:
-    if isinstance(m, ChatMessage):
-        return m
-    calls = []
-    for tc in m.get("tool_calls") or []:
-        fn = tc.get("function", tc)
-        args = fn.get("arguments", "")
-        if not isinstance(args, str):
-            args = json.dumps(args, ensure_ascii=False)
-        calls.append(ToolCall(name=fn.get("name", ""), arguments=args, id=tc.get("id", "") or ""))
-    return ChatMessage(role=m.get("role") or "assistant", content=m.get("content") or "",
-                       reasoning_content=m.get("reasoning_content") or "", tool_calls=tuple(calls))
-
-
-def message_differences(expected: ChatMessage, actual: ChatMessage, *, ignore_ws: bool = True,
-                        compare_ids: bool = True) -> list[str]:
-    """Human-readable differences under the C++ `assert_msg_equals(…, ignore_ws)` rules; [] when equal."""
-    out: list[str] = []
-
-    def norm(s: str) -> str:
-        return s.strip(_WS) if ignore_ws else s
-
-    if expected.role != actual.role:
-        out.append(f"role: expected {expected.role!r}, got {actual.role!r}")
-    if norm(expected.content) != norm(actual.content):
-        out.append(f"content: expected {expected.content!r}, got {actual.content!r}")
-    if norm(expected.reasoning_content) != norm(actual.reasoning_content):
-        out.append(f"reasoning_content: expected {expected.reasoning_content!r}, got {actual.reasoning_content!r}")
-    if len(expected.tool_calls) != len(actual.tool_calls):
-        out.append(f"tool_calls: expected {len(expected.tool_calls)} call(s), got {len(actual.tool_calls)}: "
-                   f"{[c.name for c in actual.tool_calls]}")
-    for i, (e, a) in enumerate(zip(expected.tool_calls, actual.tool_calls)):
-        if e.name != a.name:
-            out.append(f"tool_calls[{i}].name: expected {e.name!r}, got {a.name!r}")
-        if renormalize_json(e.arguments) != renormalize_json(a.arguments):
-            out.append(f"tool_calls[{i}].arguments: expected {e.arguments!r}, got {a.arguments!r}")
-        if compare_ids and e.id != a.id:
-            out.append(f"tool_calls[{i}].id: expected {e.id!r}, got {a.id!r}")
-    return out
 
 
 @dataclass(frozen=True)

@@ -40,7 +40,7 @@ from autoparser.corpus.roundtrip import (
     run_roundtrip,
     scenario_request,
 )
-from autoparser.testing.peg_tester import as_message, message_differences
+from autoparser.chat.compare import as_message, message_differences
 from autoparser.testing.ratchet import Ratchet
 from autoparser.testing.streaming import stream_mismatch
 
