@@ -158,10 +158,10 @@ class ManifestEntry:
             raise CorpusError(f"manifest entry lacks {e.args[0]!r}: {dict(raw)!r:.200}") from None
 
 
-@dataclass
+@dataclass(frozen=True)
 class Failure:
-    """Something the fetcher could not get: kind is gated | missing_repo | missing_file | rate_limited |
-    server_error | truncated | malformed | oversize | offline | error."""
+    """Something the fetcher could not get: kind is gated | missing_repo | missing_file | no_template |
+    rate_limited | server_error | truncated | malformed | oversize | offline | error."""
 
     repo_id: str
     kind: str
