@@ -1,9 +1,9 @@
 """Running an arena: engine.py's closures at first, generated code (codegen.py) once a grammar has proved hot.
 
-Generated code runs the engine 17-40% faster than the closures on the benchmark inputs (tests/peg/test_codegen.py
-checks it gives identical results), but writing and compiling it costs 2-17 ms: about what 256 parses of a
-tool-call output cost on the closures, while a request's own stream parses from the start a few dozen times at
-most. So the choice is ski-rental (buy once the rent paid equals the price): a grammar runs on its closures
+Generated code runs the engine 9-35% faster than the closures on the benchmark inputs (engine alone, measured
+2026-11-24; tests/peg/test_codegen.py checks it gives identical results), but writing and compiling it costs
+2-17 ms: about what 256 parses of a tool-call output cost on the closures, while a request's own stream parses
+from the start a few dozen times at most. So the choice is ski-rental (buy once the rent paid equals the price): a grammar runs on its closures
 until grammars of the same structure (one arena per request; typically the same template and tools again)
 have been parsed COMPILE_AFTER times in all, then they share one compiled function per entry node. Structures
 are told apart by the nodes' reprs, computed once an arena has been parsed KEY_AFTER times (a third of a
