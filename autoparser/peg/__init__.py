@@ -1,12 +1,15 @@
 """The PEG engine: arenas of parser nodes, the builder DSL, evaluation with partial input, serialisation.
 
-It knows nothing about chat; the chat layer builds its parsers with it.
+It knows nothing about chat; the chat layer builds its parsers with it. Importing it imports evaluate.py, which
+makes room in the Python stack for deep grammars: at import, not at the first parse, which would change the
+interpreter's state in the middle of a caller's code (a hypothesis test fails on that).
 """
 
 from autoparser.peg.arena import Arena
 from autoparser.peg.ast import Ast, AstNode
 from autoparser.peg.builder import Builder, P, build_peg_parser, rule_name
 from autoparser.peg.engine import ParseResult, ResultType, TraceEvent
+from autoparser.peg.evaluate import tiering
 from autoparser.peg.serialize import load, save
 
 __all__ = [
@@ -22,4 +25,5 @@ __all__ = [
     "load",
     "rule_name",
     "save",
+    "tiering",
 ]
