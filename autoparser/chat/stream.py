@@ -136,10 +136,11 @@ class StreamParser:
     chunk that only lengthens the scan the last parse stopped in (reasoning or content text, a JSON string
     body) extends that parse (see peg/resume.py); when that scan feeds one message field through a
     text-local rule (content, reasoning, JSON arguments, a string argument value: `mapper.map_growing`), the
-    chunk is appended to the field without even mapping the tree again. A marker starting (`<`) parses from
-    the start; while the following chunks only lengthen it (`<tool_ca`), that parse is extended and mapped
-    again; once it turns out to be no marker, the scan before it extends over it. Anything else (a marker
-    completed, a number cut by the chunk boundary) parses from the start, as before.
+    chunk is appended to the field without even mapping the tree again (up to a JSON escape the chunk cuts,
+    which waits for the next chunk). A marker starting (`<`) parses from the start; while the following chunks
+    only lengthen it (`<tool_ca`), that parse is extended and mapped again; once it turns out to be no marker,
+    the scan before it extends over it. Anything else (a marker completed, a number cut by the chunk boundary)
+    parses from the start, as before.
 
     Byte chunks are decoded incrementally: a UTF-8 sequence cut by a chunk boundary waits for its continuation,
     and undecodable bytes reach the parser as surrogate escapes. With `gen_tool_call_id`, calls the model gave
@@ -257,6 +258,10 @@ class StreamParser:
                 # Mapped once more; the growth is found again (reasoning may just have begun to show).
                 message, self._growth = map_growing(resume.result(self._text()), resume.spine, self._fmt)
                 return self._publish(message)
+            if self._growth is not None:
+                deltas = self._before_cut_escape(resume, extension)
+                if deltas is not None:
+                    return deltas
         if marker_parse is not None:
             marker = resumption(self._parser, marker_parse)
             if marker is not None and marker.extend(piece):
@@ -279,6 +284,28 @@ class StreamParser:
             self._unchecked, self._unchecked_len = [], 0
         else:
             self._hold(piece)
+        return self._publish(message)
+
+    def _before_cut_escape(self, resume: Resumption, extension: str) -> list[MessageDelta] | None:
+        """`extension` (the unchecked pieces and the new one) ends inside a JSON escape (`\\`, `\\u00`) of the
+        string `_resume` scans; the parse stops before it (Resumption.extend_before_cut_escape). The field grows by
+        the text before the escape, which waits in `_unchecked` for the rest of it. None when this is not the
+        case, or when the message of `_resume`'s parse is unknown (then the text is parsed from the start)."""
+        self._fold()
+        if self._unchecked:
+            base = self._resume_message
+        else:
+            base = self._message if self._published else None
+        if base is None:
+            return None
+        cut = resume.extend_before_cut_escape(extension)
+        if not cut:
+            return None
+        growth = self._growth
+        assert growth is not None
+        message = growth.grown(base, growth.added(extension[:-cut]))
+        self._unchecked, self._unchecked_len = [extension[-cut:]], cut
+        self._resume_message = message
         return self._publish(message)
 
     def _inside_marker(self, marker: Resumption, piece: str) -> list[MessageDelta]:

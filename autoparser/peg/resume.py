@@ -17,6 +17,9 @@ node still open extended to the new end:
 - NEED_MORE_INPUT then unwinds through the same parents as before (sequences stop, choices return it, rules
   record a partial node), which depends on the result type only, never on the end position.
 
+A string body also stops, with NEED_MORE_INPUT, before an escape cut off by the end (`\\`, `\\u00`): the parse
+of text ending so is the parse of the text before the escape, which `extend_before_cut_escape` extends to.
+
 `Resumption.extend` checks only the text added since the last check (plus a delimiter's length before it, or
 the marker so far), so a stream costs O(total length) plus O(depth of the open nodes) per token. Anything else
 (a number or a space run cut by the end, `end` matching, undecodable bytes) makes `resumption` return None,
@@ -78,7 +81,7 @@ def _until_check(delimiters: tuple[str, ...]) -> tuple[Check, int]:
 
 
 @cache
-def _string_check(delimiter: str) -> tuple[Check, int]:
+def _string_check(delimiter: str) -> Check:
     # What the engine's string body consumes without stopping: plain characters and complete escapes. A cut
     # escape, an invalid one, the delimiter or an undecodable byte ends the check.
     escapes = "".join(sorted(set(delimiter + "\\/bfnrt")))
@@ -88,7 +91,7 @@ def _string_check(delimiter: str) -> tuple[Check, int]:
     def check(window: str) -> bool:
         return body(window) is not None
 
-    return check, 0
+    return check
 
 
 @cache
@@ -112,16 +115,22 @@ def _cut_check(delimiters: tuple[str, ...]) -> Check:
 _ALL = sys.maxsize  # a watch that keeps its whole window (a marker so far: shorter than the marker)
 
 
+# A JSON escape cut off by the end of the text (`\`, `\u`, `\u12`): the engine's string body stops before it
+_CUT_ESCAPE = re.compile(r"\\(?:u[0-9a-fA-F]{0,3})?\Z")
+
+
 class _Watch:
     """One end-of-input decision to take again on longer text: `check(seen + new text)`, keeping the last
-    `keep` characters of that window for the next check (none, some, or `_ALL`)."""
+    `keep` characters of that window for the next check (none, some, or `_ALL`). `string`: the decision is a
+    JSON string body's scan running into the end (see Resumption.extend_before_cut_escape)."""
 
-    __slots__ = ("check", "keep", "seen")
+    __slots__ = ("check", "keep", "seen", "string")
 
-    def __init__(self, check: Check, keep: int, seen: str) -> None:
+    def __init__(self, check: Check, keep: int, seen: str, *, string: bool = False) -> None:
         self.check = check
         self.keep = keep
         self.seen = seen
+        self.string = string
 
 
 class Resumption:
@@ -129,12 +138,12 @@ class Resumption:
     the few characters the check of its end-of-input decision looks back at, so a check never needs the whole
     text. (`_JointResumption`: several such decisions.)"""
 
-    __slots__ = ("base", "check", "checked", "keep", "seen", "spine")
+    __slots__ = ("base", "check", "checked", "keep", "seen", "spine", "string")
 
     def __init__(self, base: ParseResult, watch: _Watch, spine: tuple[AstId, ...]) -> None:
         self.base = base
         # the watch is unpacked into slots: extend() runs once per token
-        self.check, self.keep, self.seen = watch.check, watch.keep, watch.seen
+        self.check, self.keep, self.seen, self.string = watch.check, watch.keep, watch.seen, watch.string
         self.spine = spine  # the open (partial) AST nodes, outermost first
         self.checked = len(base.text)
 
@@ -152,6 +161,21 @@ class Resumption:
             self.seen = window[-self.keep:]
         self.checked += len(piece)
         return True
+
+    def extend_before_cut_escape(self, piece: str) -> int:
+        """For `piece` ending inside a JSON escape (`\\`, `\\u12`) of the string body this parse scans: extend
+        over the text before the escape and return the escape's length; else 0, and nothing changes.
+
+        The engine's string body stops before an incomplete escape with NEED_MORE_INPUT, as it stops at the end
+        of the text without it; so the parse of the checked text + `piece` is the parse extended up to the
+        escape (same result type, end, nodes). The escape is checked with the next piece (pass it again).
+        """
+        if not self.string:
+            return 0
+        cut = _CUT_ESCAPE.search(piece)
+        if cut is None or not self.extend(piece[:cut.start()]):
+            return 0
+        return len(piece) - cut.start()
 
     def result(self, text: str) -> ParseResult:
         """The parse result for `text` (the checked text): the open nodes end at its end."""
@@ -178,6 +202,7 @@ class _JointResumption(Resumption):
     def __init__(self, base: ParseResult, watches: list[_Watch], spine: tuple[AstId, ...]) -> None:
         super().__init__(base, watches[0], spine)
         self.others = watches[1:]
+        self.string = False  # a cut escape is taken apart only when the string scan is the one decision
 
     def extend(self, piece: str) -> bool:
         if not piece:
@@ -233,7 +258,10 @@ def resumption(arena: Arena, result: ParseResult) -> Resumption | None:
         if kind == OBS_UNTIL and isinstance(node, N.Until):
             check, lookback = _until_check(node.delimiters)
         elif kind == OBS_STRING and isinstance(node, N.String):
-            check, lookback = _string_check(node.delimiter)
+            # no lookback: the checked text left the body at a token boundary
+            watches.append(_Watch(_string_check(node.delimiter), 0, "", string=True))
+            scans += 1
+            continue
         elif kind == OBS_LITERAL and isinstance(node, N.Literal):
             watches.append(_Watch(_literal_check(node.literal), _ALL, text[at:]))
             continue

@@ -163,7 +163,11 @@ def _reparsed_deltas(arena: Any, text: str, step: int) -> list[MessageDelta]:
     return out
 
 
-def test_escapes_inside_a_json_string_are_resumed() -> None:
+@pytest.mark.parametrize("size", [1, 3])
+def test_escapes_inside_a_json_string_are_resumed(size: int) -> None:
+    """Escapes in a JSON string, whole in a chunk or cut by a chunk boundary (`\\`, `\\u00`), extend the last
+    parse: the string body stops before an incomplete escape, so the field grows by the text before it and the
+    escape waits for its next chunk. Same deltas as re-parsing after every chunk."""
     from autoparser.chat.builder import build_chat_peg_parser
 
     arena = build_chat_peg_parser(lambda p: p.tool(
@@ -172,16 +176,16 @@ def test_escapes_inside_a_json_string_are_resumed() -> None:
     line = 'print(\\"total:\\", total)  # caf\\u00e9\\n'
     text = '<call>f{"code": "' + line * 30 + '"}</call>'
     stream = StreamParser(arena)
-    deltas, _ = _feed_in_chunks(stream, text, 3)
+    deltas, _ = _feed_in_chunks(stream, text, size)
     final = stream.finish()
     assert json.loads(final.tool_calls[0].arguments)["code"] == 'print("total:", total)  # café\n' * 30
-    # Only an escape cut by a chunk boundary needs a parse from the start (plus the markers and structure
-    # around the string); complete escapes inside a chunk do not.
     escapes = [m.span() for m in re.finditer(r"\\(?:u[0-9a-f]{4}|.)", text)]
-    cut = sum(1 for b in range(3, len(text), 3) if any(a < b < e for a, e in escapes))
-    assert stream.full_parses <= cut + 12, (stream.full_parses, cut)
-    assert cut + 12 < len(escapes)  # what re-parsing at every escape would cost
-    assert deltas + stream.last_deltas == _reparsed_deltas(arena, text, 3)
+    cut = sum(1 for b in range(size, len(text), size) if any(a < b < e for a, e in escapes))
+    assert cut >= 60
+    # Only the markers and the structure around the string parse from the start (13 with one-character
+    # chunks; a parse per cut escape, as before, made it 253)
+    assert stream.full_parses <= 13, (stream.full_parses, cut)
+    assert deltas + stream.last_deltas == _reparsed_deltas(arena, text, size)
 
 
 @pytest.mark.parametrize("value_kind", ["json", "xml"])
@@ -228,9 +232,9 @@ def test_growing_arguments_are_appended_without_mapping_again(value_kind: str, m
     final = stream.finish()
     assert final == _reparsed_message(arena, text)
     assert deltas + stream.last_deltas == _reparsed_deltas(arena, text, 3)
-    # The tree is mapped only after a resumable parse from the start. A chunk catching up over text that parses
-    # from the start could not resume (an escape cut by a chunk boundary, a `<` that may open the closing tag)
-    # grows the message from before that text; every other step is a direct append.
+    # The tree is mapped only after a resumable parse from the start. A chunk catching up over text that was
+    # parsed from the start (a `<` that may open the closing tag) or held back (an escape cut by a chunk
+    # boundary) grows the message from before that text; every other step is a direct append.
     assert maps == resumable < stream.full_parses, (maps, resumable, stream.full_parses, steps)
     assert steps - stream.full_parses - maps >= steps // 2, (maps, stream.full_parses, steps)
 

@@ -585,7 +585,9 @@ def test_a_resumed_parse_is_the_parse_of_the_longer_text(case: tuple[Grammar, st
     """peg/resume.py: from every prefix whose lenient parse can be resumed, extended `size` characters at a time
     for as long as the resumption accepts: each extended result has the type, end and reachable AST nodes of a
     parse of that longer text from the start. (Streaming relies on it for every kind of end-of-input
-    decision it resumes: a scan running into the end, a literal or delimiter cut off by it.)"""
+    decision it resumes: a scan running into the end, a literal or delimiter cut off by it.) Text ending inside
+    a JSON escape is taken up to the escape (extend_before_cut_escape): that result is the longer text's parse
+    too, and the escape is fed again with the next characters."""
     from autoparser.peg.resume import resumption
 
     g, text = case
@@ -595,11 +597,39 @@ def test_a_resumed_parse_is_the_parse_of_the_longer_text(case: tuple[Grammar, st
         resume = resumption(arena, base) if base is not None else None
         if resume is None:
             continue
-        j = i
-        while j < len(text) and resume.extend(text[j:j + size]):
-            j = min(j + size, len(text))
+        j, held = i, 0  # checked up to j; the `held` characters after it are a cut escape, fed again
+        while j + held < len(text):
+            end = min(j + held + size, len(text))
+            if resume.extend(text[j:end]):
+                j, held = end, 0
+            else:
+                cut = resume.extend_before_cut_escape(text[j:end])
+                if not cut:
+                    break
+                j, held = end - cut, cut
             assert _fingerprint(resume.result(text[:j])) == \
-                _fingerprint(_outcome(arena, text[:j], lenient=True, parser=root)), (text[:i], text[i:j], arena)
+                _fingerprint(_outcome(arena, text[:end], lenient=True, parser=root)), (text[:i], text[i:end], arena)
+
+
+def test_text_ending_inside_a_json_escape_is_taken_up_to_the_escape() -> None:
+    from autoparser.peg.resume import resumption
+
+    b = Builder()
+    arena = b.build(b.tag("j", b.json()) + b.end())
+    text = '{"a": "xy'
+    resume = resumption(arena, arena.parse(text, lenient=True))
+    assert resume is not None
+    for piece, cut in [("z\\", 1), ("\\u", 2), ("z\\u00", 4), ("\\u00e", 5)]:
+        fresh = resumption(arena, arena.parse(text, lenient=True))
+        assert fresh is not None
+        assert fresh.extend_before_cut_escape(piece) == cut, piece
+        kept = text + piece[:len(piece) - cut]
+        assert _fingerprint(fresh.result(kept)) == _fingerprint(arena.parse(text + piece, lenient=True)), piece
+    # not a cut escape: an invalid one, a bad hex digit, complete escapes; and a refusal leaves no trace
+    for piece in ["\\x", "\\u0g", "\\\\", "z", '"']:
+        assert resume.extend_before_cut_escape(piece) == 0, piece
+    assert resume.extend("\\\\z")
+    assert _fingerprint(resume.result(text + "\\\\z")) == _fingerprint(arena.parse(text + "\\\\z", lenient=True))
 
 
 def test_a_resumption_rechecks_a_cut_off_delimiter_and_the_literal_after_it() -> None:
