@@ -9,10 +9,11 @@ Sections (each skipped with a note when the stage it measures does not exist yet
   grammar is hot, i.e. compiled by peg/codegen.py; and on the closures a grammar starts with), a stream fed
   4 bytes at a time through ChatParams.stream(), the same loop feeding a stream that does nothing (the floor
   under any streamed time: the issue's "streamed <= 10x full" cannot hold where this loop alone exceeds it),
-  and the same stream re-parsed whole at every step (what llama.cpp does), with their ratios and the C++ full-parse and streamed figures. With `--cpp BINARY` (built
-  from tools/cpp_bench, see its CMakeLists.txt) the C++ figures are measured on this machine in the same run,
-  right before and after ours on each input; without, they are those of ../shared/bench/README.md (another
-  machine: only the order of magnitude compares).
+  and the same stream re-parsed whole at every step (what llama.cpp does), with their ratios and the C++
+  full-parse and streamed figures. With `--cpp BINARY` (built from tools/cpp_bench, see its CMakeLists.txt)
+  the C++ figures are measured on this machine in the same run, right before and after ours on each input;
+  without, they are those of ../shared/bench/README.md (another machine: only the order of magnitude
+  compares).
 """
 
 from __future__ import annotations
