@@ -25,10 +25,10 @@ from datetime import datetime, timezone
 from functools import lru_cache
 from typing import Any
 
+from autoparser.chat.compare import as_message, message_differences
 from autoparser.chat.generator import ChatParams, generate
 from autoparser.errors import AutoparserError
 from autoparser.template.render import ChatTemplate
-from autoparser.chat.compare import as_message, message_differences
 from autoparser.types import ChatMessage
 
 __all__ = [

@@ -3,11 +3,12 @@
 Generated code runs the engine 9-35% faster than the closures on the benchmark inputs (engine alone, measured
 2026-11-24; tests/peg/test_codegen.py checks it gives identical results), but writing and compiling it costs
 2-17 ms: about what 256 parses of a tool-call output cost on the closures, while a request's own stream parses
-from the start a few dozen times at most. So the choice is ski-rental (buy once the rent paid equals the price): a grammar runs on its closures
-until grammars of the same structure (one arena per request; typically the same template and tools again)
-have been parsed COMPILE_AFTER times in all, then they share one compiled function per entry node. Structures
-are told apart by the nodes' reprs, computed once an arena has been parsed KEY_AFTER times (a third of a
-millisecond for a tool grammar), and the table of structures is bounded (least recently used out first).
+from the start a few dozen times at most. So the choice is ski-rental (buy once the rent paid equals the
+price): a grammar runs on its closures until grammars of the same structure (one arena per request; typically
+the same template and tools again) have been parsed COMPILE_AFTER times in all, then they share one compiled
+function per entry node. Structures are told apart by the nodes' reprs, computed once an arena has been parsed
+KEY_AFTER times (a third of a millisecond for a tool grammar), and the table of structures is bounded (least
+recently used out first).
 
 Thread safety: the structure table is locked; counters may race (a compilation happens a little early or late,
 or twice); results do not, since both paths compute the same thing.
