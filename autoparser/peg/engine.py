@@ -427,6 +427,11 @@ def string_body_regex(delim: str) -> re.Pattern[str]:
     return re.compile(f"{plain}(?:{escape}{plain})*")
 
 
+# An escape cut off by the end of the text (`\`, `\u`, `\u12`): the walk below stops before it with
+# NEED_MORE_INPUT, as it stops at the end of the text without it (resume.py relies on that)
+CUT_ESCAPE = re.compile(r"\\(?:u[0-9a-fA-F]{0,3})?\Z")
+
+
 def _compile_string(delim: str, pid: ParserId) -> Fn:
     plain = re.compile("[^" + re.escape(delim) + "\\\\\udc80-\udcff]*")
     body = string_body_regex(delim)

@@ -37,6 +37,7 @@ from typing import TYPE_CHECKING
 from autoparser.peg import nodes as N
 from autoparser.peg.ast import Ast, AstId, AstNode
 from autoparser.peg.engine import (
+    CUT_ESCAPE,
     OBS_LITERAL,
     OBS_OTHER,
     OBS_STRING,
@@ -46,6 +47,7 @@ from autoparser.peg.engine import (
     ResultType,
     cut_delimiter_pattern,
     has_escaped_bytes,
+    string_body_regex,
 )
 
 if TYPE_CHECKING:
@@ -84,9 +86,7 @@ def _until_check(delimiters: tuple[str, ...]) -> tuple[Check, int]:
 def _string_check(delimiter: str) -> Check:
     # What the engine's string body consumes without stopping: plain characters and complete escapes. A cut
     # escape, an invalid one, the delimiter or an undecodable byte ends the check.
-    escapes = "".join(sorted(set(delimiter + "\\/bfnrt")))
-    body = re.compile("(?:[^" + re.escape(delimiter) + "\\\\\udc80-\udcff]+|\\\\[" + re.escape(escapes)
-                      + "]|\\\\u[0-9a-fA-F]{4})*").fullmatch
+    body = string_body_regex(delimiter).fullmatch
 
     def check(window: str) -> bool:
         return body(window) is not None
@@ -113,10 +113,6 @@ def _cut_check(delimiters: tuple[str, ...]) -> Check:
 
 
 _ALL = sys.maxsize  # a watch that keeps its whole window (a marker so far: shorter than the marker)
-
-
-# A JSON escape cut off by the end of the text (`\`, `\u`, `\u12`): the engine's string body stops before it
-_CUT_ESCAPE = re.compile(r"\\(?:u[0-9a-fA-F]{0,3})?\Z")
 
 
 class _Watch:
@@ -172,7 +168,7 @@ class Resumption:
         """
         if not self.string:
             return 0
-        cut = _CUT_ESCAPE.search(piece)
+        cut = CUT_ESCAPE.search(piece)
         if cut is None or not self.extend(piece[:cut.start()]):
             return 0
         return len(piece) - cut.start()
