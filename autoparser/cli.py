@@ -62,6 +62,7 @@ def cmd_analyze(args: argparse.Namespace) -> int:
     with contextlib.redirect_stdout(out):
         code = int(run_analyze(args))
     if code != 0:
+        sys.stdout.write(out.getvalue())  # --json: the C++ record of a template that failed every render
         return code
     if args.json and not args.tools:
         sys.stdout.write(out.getvalue())  # the C++ record alone: nothing generated is shown

@@ -15,6 +15,7 @@ from autoparser.analysis.tools import analyze_tools
 from autoparser.analysis.workarounds import apply_workarounds
 from autoparser.errors import AnalysisError, AutoparserError, TemplateError
 from autoparser.template.caps import TemplateCaps, template_caps
+from autoparser.template.cpp import CppTemplate, compile_cpp
 from autoparser.template.diff import (
     DiffRenderer,
     SegmentType,
@@ -27,35 +28,34 @@ from autoparser.template.render import ChatTemplate, normalize_source
 __all__ = ["analyze_template", "collect_preserved_tokens"]
 
 
-def analyze_template(template: str | ChatTemplate, name: str = "<template>", *,
-                     strict: bool = False) -> TemplateAnalysis:
-    """Analyse a chat template (source text or compiled ChatTemplate).
+def analyze_template(template: str | ChatTemplate, name: str = "<template>", *, strict: bool = False,
+                     caps: TemplateCaps | None = None) -> TemplateAnalysis:
+    """Analyse a chat template (source text or ChatTemplate).
 
     Raises TemplateError for a template that does not compile and AnalysisError when the analysis cannot
     complete (the cases where the C++ throws). A template that raises on every analysis conversation gets
     the all-default analysis, as in the C++, unless `strict` (then TemplateError with the template's error).
+    `caps` are the template's capabilities when the caller has probed them already (generate() has).
     """
     if isinstance(template, ChatTemplate):
-        source, name = template.source, template.name
-        renderer_src = template.raw_source
-    else:
         # C++ `tmpl.src`: newlines normalised, one trailing newline dropped (jinja2 does the same on compile).
-        source, renderer_src = normalize_source(template), template
+        source, compiled = template.source, template.cpp
+    else:
+        source, compiled = normalize_source(template), compile_cpp(template, name)
     try:
-        return _analyze(renderer_src, source, name, strict)
+        return _analyze(compiled, source, strict, caps)
     except AutoparserError:
         raise
     except RecursionError as err:
-        raise AnalysisError(f"{name}: analysis recursion too deep") from err
+        raise AnalysisError(f"{compiled.name}: analysis recursion too deep") from err
     except (ValueError, TypeError, KeyError, IndexError, AttributeError) as err:
-        raise AnalysisError(f"{name}: analysis failed: {type(err).__name__}: {err}") from err
+        raise AnalysisError(f"{compiled.name}: analysis failed: {type(err).__name__}: {err}") from err
 
 
-def _analyze(raw_source: str, source: str, name: str, strict: bool) -> TemplateAnalysis:
-    # Compile for rendering first: a syntax error surfaces as the renderer's TemplateError.
-    r0 = DiffRenderer(raw_source, TemplateCaps(), name=name)
-    caps = template_caps(raw_source, name)
-    r = r0.with_caps(caps)
+def _analyze(compiled: CppTemplate, source: str, strict: bool, caps: TemplateCaps | None) -> TemplateAnalysis:
+    if caps is None:
+        caps = template_caps(compiled)
+    r = DiffRenderer(compiled, caps)
     reasoning = analyze_reasoning(r, caps.supports_tool_calls)
     content = analyze_content(r, reasoning)
     tools = analyze_tools(r, caps, reasoning) if caps.supports_tool_calls else ToolsAnalysis()
@@ -64,6 +64,7 @@ def _analyze(raw_source: str, source: str, name: str, strict: bool) -> TemplateA
                                 user_start=_user_start(r))
     if strict and not r.rendered_any:
         # Not one conversation rendered: every field would be a meaningless default.
+        name = compiled.name or "<template>"
         detail = (r.first_error or "").removeprefix(f"{name}: ")
         raise TemplateError(f"{name}: template fails on every analysis conversation: {detail}")
     analysis = dataclasses.replace(analysis, preserved_tokens=collect_preserved_tokens(analysis))

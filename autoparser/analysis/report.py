@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import sys
 from typing import Any
 
 from autoparser.analysis.analyzer import analyze_template
 from autoparser.analysis.model import TemplateAnalysis
-from autoparser.errors import AutoparserError
+from autoparser.errors import AutoparserError, TemplateError
 
 __all__ = ["format_table", "run_analyze"]
 
@@ -26,16 +27,24 @@ def run_analyze(args: argparse.Namespace) -> int:
             source = fh.read().decode("utf-8", "surrogateescape")
     except OSError as err:
         return _fail(f"cannot read {path}: {err.strerror or err}")
+    as_json = bool(getattr(args, "json", False))
+    analysis: TemplateAnalysis | None = None
     try:
-        analysis = analyze_template(source, name=path, strict=True)
+        analysis = analyze_template(source, name=path)
+        if dataclasses.replace(analysis, caps=TemplateAnalysis().caps) == TemplateAnalysis():
+            # Every field a default: maybe no analysis conversation rendered. The strict analysis says so
+            # (a default analysis is no description of the template).
+            analyze_template(source, name=path, strict=True)
+    except TemplateError as err:
+        if as_json and analysis is not None:
+            # The C++ analyses such a template as all defaults: --json prints that record beside the failure.
+            print(json.dumps(analysis.to_dict(), ensure_ascii=False, indent=2))
+        return _fail(str(err))
     except AutoparserError as err:
         return _fail(str(err))
     except Exception as err:
         return _fail(f"{path}: {type(err).__name__}: {err}")
-    if getattr(args, "json", False):
-        print(json.dumps(analysis.to_dict(), ensure_ascii=False, indent=2))
-    else:
-        print(format_table(analysis))
+    print(json.dumps(analysis.to_dict(), ensure_ascii=False, indent=2) if as_json else format_table(analysis))
     return 0
 
 

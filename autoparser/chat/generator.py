@@ -171,7 +171,7 @@ def cached_analysis(source: str) -> Any:
     """The (non-strict) template analysis, run once per source."""
     from autoparser.analysis.analyzer import analyze_template
 
-    return analyze_template(_template(source))
+    return analyze_template(_template(source), caps=cached_caps(source))
 
 
 _UNSET: Any = object()

@@ -7,29 +7,17 @@ through a tag, which is what lets the analyzer read markers straight out of the 
 
 from __future__ import annotations
 
-import copy
 import enum
-import functools
 import json
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-import jinja2
-from jinja2.sandbox import SandboxedEnvironment
-
-from autoparser.errors import TemplateError
 from autoparser.template.caps import TemplateCaps, normalize_messages
-from autoparser.template.render import (
-    DEFAULT_MAX_OUTPUT,
-    DEFAULT_TIME_LIMIT,
-    ChatTemplate,
-    GuardedEnvironment,
-    compile_source,
-    make_environment,
-    run_template,
-)
+from autoparser.template.cpp import CppTemplate
+from autoparser.template.render import render_context
+from autoparser.template.sandbox import run_template
 
 # Templates that print the date must render identically in both variants of a comparison.
 _FIXED_NOW = datetime(2026, 1, 1, 12, 0, 0)
@@ -46,7 +34,6 @@ __all__ = [
     "common_prefix_len",
     "common_suffix_len",
     "compare_variants",
-    "cpp_render_context",
     "prune_whitespace_segments",
     "segmentize_markers",
     "trim_leading_whitespace",
@@ -175,7 +162,8 @@ def common_suffix_len(a: str, b: str) -> int:
 
 
 def calculate_diff_split(left: str, right: str) -> DiffSplit:
-    """Prefix/suffix/left/right split of two strings, aligned on marker segments (see SPEC 4.4)."""
+    """Prefix/suffix/left/right split of two strings, aligned on marker segments (`calculate_diff_split`,
+    chat-auto-parser-helpers.cpp): whole markers are matched from both ends first, then the remaining text."""
     lseg = segmentize_markers(left)
     rseg = segmentize_markers(right)
     if not lseg:
@@ -293,157 +281,32 @@ class CompareResult:
     output_B: str
 
 
-class CppFlavourEnvironment(GuardedEnvironment):
-    """Adapter for the C++ jinja engine's leniencies that the analyzer's renders depend on.
-
-    The C++ engine lets templates call `list.append` / `dict.update` (transformers' immutable sandbox refuses)
-    and concatenates a string with an undefined or null operand as if it were "".
-    """
-
-    def is_safe_attribute(self, obj: Any, attr: str, value: Any) -> bool:
-        return bool(SandboxedEnvironment.is_safe_attribute(self, obj, attr, value))
-
-    def call_binop(self, context: Any, operator: str, left: Any, right: Any) -> Any:
-        if operator == "+":
-            if isinstance(left, str) and (right is None or isinstance(right, jinja2.Undefined)):
-                return left
-            if isinstance(right, str) and (left is None or isinstance(left, jinja2.Undefined)):
-                return right
-            # string + mapping/list concatenates the Python-style repr (C++ value::as_string).
-            if isinstance(left, str) and isinstance(right, (dict, list)):
-                return left + str(right)
-            if isinstance(right, str) and isinstance(left, (dict, list)):
-                return str(left) + right
-        return super().call_binop(context, operator, left, right)
-
-
-def _listing(fn: Callable[..., Any]) -> Callable[..., Any]:
-    """Make a lazy jinja2 filter eager: the C++ filters return arrays, which `tojson` can serialise."""
-
-    @functools.wraps(fn)
-    def wrapper(*args: Any, **kwargs: Any) -> Any:
-        return list(fn(*args, **kwargs))
-
-    return wrapper
-
-
-def _cpp_output(value: Any) -> Any:
-    """What `{{ value }}` prints in the C++ engine: strings, numbers and booleans; arrays print their items
-    (recursively); objects, null and undefined print nothing (jinja2 would print a repr or "None")."""
-    if isinstance(value, str):
-        return value
-    if isinstance(value, bool):
-        return "True" if value else "False"
-    if isinstance(value, (int, float)):
-        return value
-    if isinstance(value, (list, tuple)):
-        return "".join(str(_cpp_output(v)) for v in value)
-    return ""
-
-
-class _CppUndefined(jinja2.ChainableUndefined):
-    """Undefined that stays undefined through member access and calls (`x.missing.strip()`), like the C++."""
-
-    __slots__ = ()
-
-    # Calling a method of an undefined value (`x.missing.strip()`) stays undefined instead of raising.
-    def __call__(self, *args: Any, **kwargs: Any) -> Any:
-        return self
-
-
-def _cpp_safe(value: Any) -> Any:
-    return str(value) if isinstance(value, str) else value
-
-
-def _make_cpp_env() -> CppFlavourEnvironment:
-    env = make_environment(CppFlavourEnvironment)
-    assert isinstance(env, CppFlavourEnvironment)
-    # Member access on an undefined value yields undefined in the C++ engine (jinja2 raises).
-    env.undefined = _CppUndefined
-    env.finalize = _cpp_output
-    # jinja2's compile-time constant folding only changes speed, and compiling is the analyzer's main cost.
-    env.optimized = False
-    for name in ("map", "select", "reject", "selectattr", "rejectattr"):
-        env.filters[name] = _listing(env.filters[name])
-    # No autoescaping in the C++ engine: `safe` must not turn the value into Markup, which would escape
-    # every string later concatenated to it.
-    env.filters["safe"] = _cpp_safe
-    return env
-
-
-_CPP_ENV = _make_cpp_env()
-
-
-def cpp_render_context(messages: list[Any], tools: list[Any] | None, *, add_generation_prompt: bool,
-                       enable_thinking: bool, extra_context: dict[str, Any]) -> dict[str, Any]:
-    """The C++ render context (SPEC 4.1) for plain JSON-like inputs; same rules as ChatTemplate.context with
-    cpp_context=True, without needing a ChatTemplate (whose own compilation the analyzer does not need)."""
-    ctx: dict[str, Any] = {"messages": messages, "bos_token": "", "eos_token": "",
-                           "enable_thinking": enable_thinking}
-    if tools:
-        ctx["tools"] = tools
-    ctx.update(extra_context)
-    if add_generation_prompt:
-        ctx["add_generation_prompt"] = True
-    preserve = ctx.get("preserve_reasoning")
-    if isinstance(preserve, bool):
-        ctx["preserve_thinking"] = preserve
-        for key in ("clear_thinking", "truncate_history_thinking", "drop_thinking"):
-            ctx[key] = not preserve
-    effort = ctx.get("reasoning_effort")
-    if isinstance(effort, str) and effort:
-        ctx["reasoning_strength"] = effort
-    return ctx
-
-
 class DiffRenderer:
     """Renders a template the way the C++ analyzer does, caching outputs (the phases re-render the same inputs).
 
     A failed render is remembered as None: the C++ turns every exception into its error sentinel.
     """
 
-    def __init__(self, source: str, caps: TemplateCaps, *, name: str = "<template>",
-                 time_limit: float = DEFAULT_TIME_LIMIT, max_output: int = DEFAULT_MAX_OUTPUT) -> None:
-        self.name = name
+    def __init__(self, template: CppTemplate, caps: TemplateCaps) -> None:
+        self.template = template
         self.caps = caps
-        self.time_limit = time_limit
-        self.max_output = max_output
         self._cache: dict[str, str | None] = {}
         self.first_error: str | None = None
-        # One compilation, with the C++-flavoured environment (compiling is most of an analysis' cost).
-        try:
-            self._compiled = compile_source(_CPP_ENV, source)
-        except Exception as err:
-            ChatTemplate(source, name=name)
-            raise TemplateError(f"{name}: {err}") from err
-
-    def with_caps(self, caps: TemplateCaps) -> DiffRenderer:
-        """The same compiled template with other capabilities (nothing rendered yet is reused)."""
-        clone = copy.copy(self)
-        clone.caps = caps
-        clone._cache = {}
-        clone.first_error = None
-        return clone
-
-    @classmethod
-    def for_template(cls, template: ChatTemplate, caps: TemplateCaps) -> DiffRenderer:
-        return cls(template.raw_source, caps, name=template.name, time_limit=template.time_limit,
-                   max_output=template.max_output)
 
     def apply(self, params: TemplateParams) -> str | None:
         key = json.dumps([params.messages, params.tools, params.add_generation_prompt, params.enable_thinking,
                           params.extra_context], sort_keys=False, default=str)
         if key in self._cache:
             return self._cache[key]
-        messages = normalize_messages(copy.deepcopy(list(params.messages)), self.caps)
+        messages = normalize_messages(list(params.messages), self.caps)
         try:
-            ctx = cpp_render_context(messages, copy.deepcopy(list(params.tools)) if params.tools else None,
-                                     add_generation_prompt=params.add_generation_prompt,
-                                     enable_thinking=params.enable_thinking,
-                                     extra_context={**dict(params.extra_context),
-                                                    "enable_thinking": params.enable_thinking})
-            out: str | None = run_template(self._compiled, ctx, name=self.name, time_limit=self.time_limit,
-                                           max_output=self.max_output, now=_FIXED_NOW)
+            ctx = render_context(messages, tools=params.tools, add_generation_prompt=params.add_generation_prompt,
+                                 enable_thinking=params.enable_thinking,
+                                 extra_context={**dict(params.extra_context),
+                                                "enable_thinking": params.enable_thinking}, cpp_context=True)
+            t = self.template
+            out: str | None = run_template(t, ctx, name=t.name or "<template>", time_limit=t.time_limit,
+                                           max_output=t.max_output, now=_FIXED_NOW)
         except Exception as err:  # the C++ maps every render exception to its error sentinel
             out = None
             if self.first_error is None:

@@ -47,3 +47,18 @@ def test_failures_are_one_line_exit_2(tmp_path: Path, capsys: pytest.CaptureFixt
     assert captured.out == ""
     err = captured.err.strip()
     assert needle in err and "\n" not in err and "Traceback" not in err
+
+
+def test_json_of_a_template_failing_every_render_is_the_cpp_default_record(tmp_path: Path,
+                                                                           capsys: pytest.CaptureFixture[str]) -> None:
+    # The C++ analyses a template that raises on every conversation as all defaults; --json prints that record
+    # for comparison with it, and still reports the failure on one line with exit code 2.
+    path = tmp_path / "t.jinja"
+    path.write_text("{{ raise_exception('boom') }}", encoding="utf-8")
+    assert main(["analyze", "--json", str(path)]) == 2
+    captured = capsys.readouterr()
+    record = json.loads(captured.out)
+    assert record["reasoning"]["mode"] == "NONE" and record["tools"]["format"]["mode"] == "NONE"
+    assert record["assistant_start"] == "" and record["preserved_tokens"] == []
+    err = captured.err.strip()
+    assert "boom" in err and "every analysis conversation" in err and "\n" not in err
