@@ -3,7 +3,8 @@
 The public API is re-exported here; everything else is internal to its pipeline stage.
 """
 
-from autoparser.chat.generator import ChatParams, GrammarTrigger, generate
+from autoparser.chat.generator import generate
+from autoparser.chat.params import ChatParams, GrammarTrigger
 from autoparser.chat.stream import compute_deltas
 from autoparser.errors import (
     AnalysisError,

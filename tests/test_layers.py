@@ -16,26 +16,41 @@ LAYERS = ["errors", "types", "peg", "gbnf", "template", "analysis", "chat", "cor
           "cli", "__main__", "__init__"]
 RANK = {name: i for i, name in enumerate(LAYERS)}
 
+# Inside chat/, the same rule between modules: the formats (spec, handlers, generic) build on the request and
+# result types (params) and the builder, and only the generator and the command line sit above them.
+CHAT = ["__init__", "request", "tools", "compare", "builder", "mapper", "growth", "stream", "params", "spec", "handlers",
+        "generic", "generator", "cli"]
+CHAT_RANK = {name: i for i, name in enumerate(CHAT)}
+
+
+def _imports(path: Path) -> list[tuple[int, str]]:
+    out = []
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.ImportFrom):
+            assert node.level == 0, f"{path}: relative import (the package uses absolute ones)"
+            out.append((node.lineno, node.module or ""))
+        elif isinstance(node, ast.Import):
+            out.extend((node.lineno, alias.name) for alias in node.names)
+    return out
+
 
 def upward_imports(package: Path) -> list[str]:
-    """`module: imports target` for every import of a stage above the importing module's own."""
+    """`module: imports target` for every import of a stage above the importing module's own (and, inside
+    chat/, of a module above the importing one)."""
     found = []
     for path in sorted(package.rglob("*.py")):
-        unit = path.relative_to(package).parts[0].removesuffix(".py")
-        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
-            if isinstance(node, ast.ImportFrom):
-                assert node.level == 0, f"{path}: relative import (the package uses absolute ones)"
-                targets = [node.module or ""]
-            elif isinstance(node, ast.Import):
-                targets = [alias.name for alias in node.names]
-            else:
+        where = path.relative_to(package).parts
+        unit = where[0].removesuffix(".py")
+        for lineno, target in _imports(path):
+            parts = target.split(".")
+            if parts[0] != package.name or len(parts) < 2:
                 continue
-            for target in targets:
-                parts = target.split(".")
-                if parts[0] != package.name or len(parts) < 2:
-                    continue
-                if RANK[parts[1]] > RANK[unit]:
-                    found.append(f"{path.relative_to(package.parent)}:{node.lineno}: imports {target}")
+            upward = RANK[parts[1]] > RANK[unit]
+            if not upward and unit == "chat" == parts[1] and len(where) > 1 and len(parts) > 2:
+                own = where[1].removesuffix(".py")
+                upward = own != parts[2] and CHAT_RANK[parts[2]] > CHAT_RANK[own]
+            if upward:
+                found.append(f"{path.relative_to(package.parent)}:{lineno}: imports {target}")
     return found
 
 
@@ -47,6 +62,20 @@ def test_every_stage_is_a_layer() -> None:
 
 def test_the_package_imports_downward_only() -> None:
     assert upward_imports(Path(autoparser.__file__).parent) == []
+
+
+def test_every_chat_module_has_a_place() -> None:
+    chat = Path(autoparser.__file__).parent / "chat"
+    assert {p.name.removesuffix(".py") for p in chat.iterdir() if p.suffix == ".py" or p.is_dir()} - {"__pycache__"} \
+        == set(CHAT)
+
+
+def test_a_handler_importing_the_generator_is_reported(tmp_path: Path) -> None:
+    handlers = tmp_path / "autoparser" / "chat" / "handlers"
+    handlers.mkdir(parents=True)
+    (handlers / "x.py").write_text("from autoparser.chat.spec import FormatSpec\n"
+                                   "def f():\n    from autoparser.chat.generator import generate\n")
+    assert upward_imports(tmp_path / "autoparser") == ["autoparser/chat/handlers/x.py:3: imports autoparser.chat.generator"]
 
 
 def test_an_upward_import_is_reported(tmp_path: Path) -> None:

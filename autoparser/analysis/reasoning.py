@@ -1,4 +1,4 @@
-"""Phase 1: where a template puts reasoning (C++ `analyze_reasoning`)."""
+"""Phase 1: where a template puts reasoning (C++ `analyze_reasoning`, common/chat-diff-analyzer.cpp)."""
 
 from __future__ import annotations
 
@@ -30,55 +30,50 @@ _DELIM_SCOPE = parser("r.delim_scope", lambda p: p.literal(_T) + p.space()
                       + p.optional(p.tag("post", p.marker() + p.space())))
 
 
-@dataclasses.dataclass
-class _State:
-    mode: ReasoningMode = ReasoningMode.NONE
-    start: str = ""
-    end: str = ""
-
-
 def analyze_reasoning(r: DiffRenderer, supports_tool_calls: bool) -> ReasoningAnalysis:
-    st = _State()
-    _compare_reasoning_presence(r, st)
-    _compare_thinking_enabled(r, st)
+    """Three comparisons, each refining what the one before found: reasoning in history, the effect of
+    `enable_thinking` on the generation prompt, and reasoning next to tool calls."""
+    found = _compare_reasoning_presence(r, ReasoningAnalysis())
+    found = _compare_thinking_enabled(r, found)
     if supports_tool_calls:
-        _compare_reasoning_scope(r, st)
-    return ReasoningAnalysis(st.mode, st.start, st.end)
+        found = _compare_reasoning_scope(r, found)
+    return found
 
 
-def _compare_reasoning_presence(r: DiffRenderer, st: _State) -> None:
+def _compare_reasoning_presence(r: DiffRenderer, st: ReasoningAnalysis) -> ReasoningAnalysis:
     params = TemplateParams(messages=(fx.user_msg(), fx.assistant()))
     cmp = r.compare_variants(params, lambda p: dataclasses.replace(
         p, messages=(fx.user_msg(), fx.assistant(reasoning=_T))))
     if cmp is None or _T not in cmp.diff.right:
-        return
+        return st
     res = anywhere(_WRAPPED_REST, cmp.output_B, starts=MARKER_START)
     if not res.success:
         res = anywhere(_DELIM_REST, cmp.output_B, literal=_T)
     if res.success:
         pre, post = res.get("pre"), res.get("post")
         if pre and post:
-            st.mode, st.start, st.end = ReasoningMode.TAG_BASED, pre, post
-        elif post:
-            st.mode, st.end = ReasoningMode.TAG_BASED, post
+            return ReasoningAnalysis(ReasoningMode.TAG_BASED, pre, post)
+        if post:
+            return dataclasses.replace(st, mode=ReasoningMode.TAG_BASED, end=post)
+    return st
 
 
-def _compare_thinking_enabled(r: DiffRenderer, st: _State) -> None:
+def _compare_thinking_enabled(r: DiffRenderer, st: ReasoningAnalysis) -> ReasoningAnalysis:
     params = TemplateParams(messages=(fx.user_msg(),), add_generation_prompt=True, enable_thinking=False)
     cmp = r.compare_variants(params, lambda p: dataclasses.replace(p, enable_thinking=True))
     if cmp is None:
-        return
+        return st
     diff = cmp.diff
     lt, rt = trim_whitespace(diff.left), trim_whitespace(diff.right)
     if not lt and diff.right:
         if rt and cmp.output_B.endswith(rt) and not st.start:
-            st.start, st.mode = diff.right, ReasoningMode.TAG_BASED
+            st = dataclasses.replace(st, start=diff.right, mode=ReasoningMode.TAG_BASED)
     elif not rt and diff.left:
         if lt and cmp.output_A.endswith(lt) and not st.end:
             seg = prune_whitespace_segments(segmentize_markers(cmp.output_A))
             if len(seg) >= 2 and seg[-1].value == lt and seg[-2].type is SegmentType.MARKER:
-                st.start = seg[-2].value
-            st.end, st.mode = diff.left, ReasoningMode.TAG_BASED
+                st = dataclasses.replace(st, start=seg[-2].value)
+            st = dataclasses.replace(st, end=diff.left, mode=ReasoningMode.TAG_BASED)
     elif lt and rt:
         # Noisy diff (the system prompt changes with the flag): anchor on the tail of one render and look for
         # exactly two markers appended after it in the other.
@@ -93,32 +88,26 @@ def _compare_thinking_enabled(r: DiffRenderer, st: _State) -> None:
                 continue
             seg = prune_whitespace_segments(segmentize_markers(extra))
             if len(seg) == 2 and seg[0].type is SegmentType.MARKER and seg[1].type is SegmentType.MARKER:
-                if not st.start:
-                    st.start = seg[0].value
-                if not st.end:
-                    st.end = seg[1].value
-                st.mode = ReasoningMode.TAG_BASED
+                st = ReasoningAnalysis(ReasoningMode.TAG_BASED, st.start or seg[0].value, st.end or seg[1].value)
                 break
     if st.mode is ReasoningMode.NONE and not st.start and st.end:
-        st.mode = ReasoningMode.TAG_BASED
+        st = dataclasses.replace(st, mode=ReasoningMode.TAG_BASED)
+    return st
 
 
-def _compare_reasoning_scope(r: DiffRenderer, st: _State) -> None:
+def _compare_reasoning_scope(r: DiffRenderer, st: ReasoningAnalysis) -> ReasoningAnalysis:
     call = fx.tool_call(fx.FUN_FIRST, {fx.ARG_FIRST: "VVVV", fx.ARG_SECOND: "XXXX"})
     params = TemplateParams(messages=(fx.user_msg(), fx.assistant(reasoning=_T)), tools=tuple(fx.tools()))
     cmp = r.compare_variants(params, lambda p: dataclasses.replace(
         p, messages=(fx.user_msg(), fx.assistant(None, reasoning=_T, tool_calls=[call]))))
     if cmp is None:
-        return
+        return st
     if _T in cmp.output_A or _T not in cmp.output_B:
-        return
-    st.mode = ReasoningMode.TOOLS_ONLY
+        return st
     res = anywhere(_WRAPPED_SCOPE, cmp.output_B, starts=MARKER_START)
     if res.success:
-        st.start, st.end = res.get("pre"), res.get("post")
-        return
+        return ReasoningAnalysis(ReasoningMode.TOOLS_ONLY, res.get("pre"), res.get("post"))
     res = anywhere(_DELIM_SCOPE, cmp.output_B, literal=_T)
     if res.success:
-        st.end = res.get("post")
-    else:
-        st.mode = ReasoningMode.NONE
+        return dataclasses.replace(st, mode=ReasoningMode.TOOLS_ONLY, end=res.get("post"))
+    return dataclasses.replace(st, mode=ReasoningMode.NONE)

@@ -1,6 +1,7 @@
-"""Phase 3: how a template renders tool calls (C++ `analyze_tools`).
+"""Phase 3: how a template renders tool calls (C++ `analyze_tools`, common/chat-diff-analyzer.cpp).
 
-The phase keeps a mutable working state (the C++ steps refine each other's fields) and freezes it at the end.
+The C++ steps refine each other's fields; here each step replaces the frozen records it refines
+(`dataclasses.replace`), so every intermediate state is a valid analysis record.
 """
 
 from __future__ import annotations
@@ -38,66 +39,33 @@ __all__ = ["analyze_tools"]
 FUN_FIRST, FUN_SECOND, ARG_FIRST, ARG_SECOND = fx.FUN_FIRST, fx.FUN_SECOND, fx.ARG_FIRST, fx.ARG_SECOND
 
 
-@dataclasses.dataclass
-class _Format:
-    mode: ToolFormat = ToolFormat.NONE
-    section_start: str = ""
-    section_end: str = ""
-    per_call_start: str = ""
-    per_call_end: str = ""
-    fun_name_is_key: bool = False
-    tools_array_wrapped: bool = False
-    openai_wrapper_trigger: bool = False
-    function_field: str = "function"
-    name_field: str = "name"
-    args_field: str = "arguments"
-    id_field: str = ""
-    gen_id_field: str = ""
-    parameter_order: list[str] = dataclasses.field(default_factory=list)
-
-
-@dataclasses.dataclass
-class _Function:
-    name_prefix: str = ""
-    name_suffix: str = ""
-    args_separator: str = ""
-    close: str = ""
-
-
-@dataclasses.dataclass
-class _Arguments:
-    start: str = ""
-    end: str = ""
-    name_prefix: str = ""
-    name_suffix: str = ""
-    value_prefix: str = ""
-    value_suffix: str = ""
-    separator: str = ""
-    tolerate_intertag_whitespace: bool = False
-
-
-@dataclasses.dataclass
-class _CallId:
-    pos: CallIdPosition = CallIdPosition.NONE
-    prefix: str = ""
-    suffix: str = ""
-
-
 class _ToolAnalyzer:
     def __init__(self, r: DiffRenderer) -> None:
         self.r = r
-        self.format = _Format()
-        self.function = _Function()
-        self.arguments = _Arguments()
-        self.call_id = _CallId()
+        self.format = ToolFormatAnalysis()
+        self.function = FunctionAnalysis()
+        self.arguments = ArgumentsAnalysis()
+        self.call_id = CallIdAnalysis()
 
-    def freeze(self) -> ToolsAnalysis:
+    def result(self) -> ToolsAnalysis:
+        return ToolsAnalysis(self.format, self.function, self.arguments, self.call_id)
+
+    def set_format(self, **changes: Any) -> None:
+        self.format = dataclasses.replace(self.format, **changes)
+
+    def set_function(self, **changes: Any) -> None:
+        self.function = dataclasses.replace(self.function, **changes)
+
+    def set_arguments(self, **changes: Any) -> None:
+        self.arguments = dataclasses.replace(self.arguments, **changes)
+
+    def set_call_id(self, **changes: Any) -> None:
+        self.call_id = dataclasses.replace(self.call_id, **changes)
+
+    def per_call_from_section(self) -> None:
+        """What looked like a section's markers are each call's."""
         f = self.format
-        fmt = ToolFormatAnalysis(**{**dataclasses.asdict(f), "mode": f.mode,
-                                    "parameter_order": tuple(f.parameter_order)})
-        return ToolsAnalysis(fmt, FunctionAnalysis(**dataclasses.asdict(self.function)),
-                             ArgumentsAnalysis(**dataclasses.asdict(self.arguments)),
-                             CallIdAnalysis(self.call_id.pos, self.call_id.prefix, self.call_id.suffix))
+        self.set_format(per_call_start=f.section_start, per_call_end=f.section_end, section_start="", section_end="")
 
     def compare_calls(self, a: list[dict[str, Any]], b: list[dict[str, Any]]) -> CompareResult | None:
         params = TemplateParams(messages=(fx.user_msg(), fx.assistant_calls(*a)), tools=tuple(fx.tools()))
@@ -121,11 +89,11 @@ class _ToolAnalyzer:
             return anywhere(p, haystack, starts="{:").success
 
         if in_json(FUN_FIRST):
-            self.format.mode = ToolFormat.JSON_NATIVE
+            self.set_format(mode=ToolFormat.JSON_NATIVE)
         elif in_json(ARG_FIRST):
-            self.format.mode = ToolFormat.TAG_WITH_JSON
+            self.set_format(mode=ToolFormat.TAG_WITH_JSON)
         else:
-            self.format.mode = ToolFormat.TAG_WITH_TAGGED
+            self.set_format(mode=ToolFormat.TAG_WITH_TAGGED)
 
         clean = haystack
         if reasoning.start:
@@ -143,11 +111,10 @@ class _ToolAnalyzer:
                 self.analyze_json_native_parallel_calls()
         else:
             self.analyze_non_json(clean)
-        self.format.section_end = trim_whitespace(self.format.section_end)
-        self.format.per_call_end = trim_whitespace(self.format.per_call_end)
+        self.set_format(section_end=trim_whitespace(self.format.section_end),
+                        per_call_end=trim_whitespace(self.format.per_call_end))
 
     def analyze_json_native(self, clean: str) -> None:
-        f = self.format
         json_start = clean.find("{")
         json_end = clean.rfind("}")
         if json_start < 0 or json_end < 0:
@@ -167,22 +134,20 @@ class _ToolAnalyzer:
         def register(prefix: str, key: str, value: Any) -> None:
             name = f"{prefix}.{key}" if prefix else key
             if isinstance(value, str) and "call0000" in value:
-                f.id_field = name
+                self.set_format(id_field=name)
             elif isinstance(value, str) and value == FUN_FIRST:
-                f.name_field = name
+                self.set_format(name_field=name)
             elif ARG_FIRST in dump(value):
-                f.args_field = name
+                self.set_format(args_field=name)
             elif "id" in key:
-                f.gen_id_field = name
+                self.set_format(gen_id_field=name)
 
         for key, value in call_struct.items():
             if key == FUN_FIRST:
-                f.fun_name_is_key = True
-                f.name_field = ""
-                f.args_field = ""
+                self.set_format(fun_name_is_key=True, name_field="", args_field="")
             else:
                 if isinstance(value, dict) and ARG_FIRST not in dump(value):
-                    f.function_field = key
+                    self.set_format(function_field=key)
                     for sk, sv in value.items():
                         register(key, sk, sv)
                 register("", key, value)
@@ -191,11 +156,12 @@ class _ToolAnalyzer:
                     + b.tag("post", b.space() + b.literal("]")))
         res = anywhere(ap, clean, literal="[")
         if res.success:
-            f.tools_array_wrapped = True
+            self.set_format(tools_array_wrapped=True)
             json_start -= len(res.get("pre"))
             json_end += len(res.get("post"))
         json_end += 1
 
+        f = self.format
         located: list[tuple[int, str]] = []
         for fieldname in (f.name_field, f.args_field, f.id_field, f.gen_id_field):
             if fieldname:
@@ -203,20 +169,17 @@ class _ToolAnalyzer:
                 # npos sorts after every real position
                 located.append((pos if pos >= 0 else 1 << 62, fieldname))
         located.sort()
-        f.parameter_order = [name for _, name in located]
-        f.section_start = trim_leading_whitespace(clean[:max(json_start, 0)])
-        f.section_end = trim_whitespace(clean[json_end:])
-        if f.tools_array_wrapped and f.section_end == "]":
-            f.section_end = ""
+        section_end = trim_whitespace(clean[json_end:])
+        self.set_format(parameter_order=tuple(name for _, name in located),
+                        section_start=trim_leading_whitespace(clean[:max(json_start, 0)]),
+                        section_end="" if f.tools_array_wrapped and section_end == "]" else section_end)
 
     def analyze_json_native_parallel_calls(self) -> None:
         cmp = self.compare_calls([fx.first_tool_call()], [fx.first_tool_call(), fx.second_tool_call()])
         if cmp is None:
             return
-        f = self.format
-        if f.section_start and f.section_start in cmp.diff.right:
-            f.per_call_start, f.per_call_end = f.section_start, f.section_end
-            f.section_start = f.section_end = ""
+        if self.format.section_start and self.format.section_start in cmp.diff.right:
+            self.per_call_from_section()
 
     def analyze_non_json(self, clean: str) -> None:
         fun = FUN_FIRST
@@ -237,17 +200,15 @@ class _ToolAnalyzer:
             closers = parser("t.double_closer", lambda p: p.tag("call_end", p.marker() + p.space())
                              + p.tag("sec_end", p.marker() + p.space()) + p.end())
             result_end = anywhere(closers, result.get("rest"), starts=MARKER_START)
-            self.function.name_prefix = fun_res.get("fun_pre") + self.function.name_prefix
+            self.set_function(name_prefix=fun_res.get("fun_pre") + self.function.name_prefix)
         else:
             section = parser("t.section:" + fun_marker, lambda p: p.tag("sec_start", p.marker() + p.space())
                              + p.literal(fun_marker) + p.tag("rest", p.rest()))
             result = anywhere(section, clean, starts=MARKER_START)
             closer = parser("t.single_closer", lambda p: p.tag("sec_end", p.marker() + p.space()) + p.end())
             result_end = anywhere(closer, result.get("rest"), starts=MARKER_START)
-        self.format.per_call_start = result.get("call_start")
-        self.format.per_call_end = result_end.get("call_end")
-        self.format.section_start = result.get("sec_start")
-        self.format.section_end = result_end.get("sec_end")
+        self.set_format(per_call_start=result.get("call_start"), per_call_end=result_end.get("call_end"),
+                        section_start=result.get("sec_start"), section_end=result_end.get("sec_end"))
 
     # --- T2 ---------------------------------------------------------------------------------------------------
 
@@ -255,16 +216,16 @@ class _ToolAnalyzer:
         cmp = self.compare_calls([fx.first_tool_call()], [fx.first_tool_call(), fx.second_tool_call()])
         if cmp is None:
             return
-        f = self.format
         common = calculate_diff_split(cmp.diff.suffix, cmp.diff.right)
         second = trim_leading_whitespace(common.right)
-        if f.section_start and second.startswith(f.section_start):
-            f.per_call_start, f.per_call_end = f.section_start, f.section_end
-            f.section_start = f.section_end = ""
-        if f.per_call_end:
-            one, two = _count(cmp.output_A, f.per_call_end), _count(cmp.output_B, f.per_call_end)
+        if self.format.section_start and second.startswith(self.format.section_start):
+            self.per_call_from_section()
+        end = self.format.per_call_end
+        if end:
+            one, two = _count(cmp.output_A, end), _count(cmp.output_B, end)
             if one > 0 and one == two:
-                f.section_end, f.per_call_end = f.per_call_end, ""
+                # the end marker closes the whole section, whatever the number of calls
+                self.set_format(section_end=end, per_call_end="")
 
     # --- T3 ---------------------------------------------------------------------------------------------------
 
@@ -278,17 +239,16 @@ class _ToolAnalyzer:
         diff = cmp.diff
         if FUN_FIRST not in diff.left or FUN_SECOND not in diff.right:
             return
-        f, fn = self.format, self.function
+        f = self.format
         prefix_marker = f.per_call_start or f.section_start
         if prefix_marker and prefix_marker in diff.prefix:
-            fn.name_prefix = diff.prefix[diff.prefix.rfind(prefix_marker) + len(prefix_marker):]
+            self.set_function(name_prefix=diff.prefix[diff.prefix.rfind(prefix_marker) + len(prefix_marker):])
 
         name_p = parser("t.name", lambda p: p.tag("pre", p.until(FUN_FIRST)) + p.literal(FUN_FIRST)
                         + p.tag("post", p.zero_or_more(p.negate(p.marker()) + p.any())))
         res = anchored(name_p, diff.left)
         if res.success:
-            fn.name_prefix += res.get("pre")
-            fn.name_suffix = res.get("post")
+            self.set_function(name_prefix=self.function.name_prefix + res.get("pre"), name_suffix=res.get("post"))
 
         if f.mode is ToolFormat.TAG_WITH_JSON:
             def json_ext(p: Any) -> Any:
@@ -297,13 +257,13 @@ class _ToolAnalyzer:
                 return p.tag("ext", p.zero_or_more(non_json)) + after_json
             res = anchored(parser("t.json_ext", json_ext), diff.suffix)
             if res.success:
-                fn.name_suffix += res.get("ext")
+                self.set_function(name_suffix=self.function.name_suffix + res.get("ext"))
         else:
             res = anchored(parser("t.tag_ext", lambda p: p.tag("ext", p.zero_or_more(p.negate(p.marker()) + p.any()))),
                            diff.suffix)
             if res.success:
                 ext = res.get("ext")
-                fn.name_suffix += ext
+                self.set_function(name_suffix=self.function.name_suffix + ext)
 
                 def sep(p: Any) -> Any:
                     def arg_start() -> Any:
@@ -311,7 +271,7 @@ class _ToolAnalyzer:
                     return p.tag("sep", p.zero_or_more(p.negate(arg_start()) + p.any())) + arg_start()
                 sres = anchored(parser("t.sep", sep), diff.suffix[len(ext):])
                 if sres.success:
-                    fn.args_separator = trim_whitespace(sres.get("sep"))
+                    self.set_function(args_separator=trim_whitespace(sres.get("sep")))
 
         suffix_marker = f.per_call_end or f.section_end
         closer = ""
@@ -332,7 +292,7 @@ class _ToolAnalyzer:
                             + p.marker() + p.space() + p.tag("close", p.rest()))
                 res = anchored(cp, closer)
                 if res.success:
-                    fn.close = res.get("close")
+                    self.set_function(close=res.get("close"))
             elif f.mode is ToolFormat.TAG_WITH_JSON:
                 cp = parser("t.close_json", lambda p: p.until("YYYY") + p.literal("YYYY")
                             + p.tag("post_val", p.rest()))
@@ -341,8 +301,8 @@ class _ToolAnalyzer:
                     post = res.get("post_val")
                     pos = max(post.rfind("}"), post.rfind("]"))
                     if 0 <= pos < len(post) - 1:
-                        fn.close = trim_leading_whitespace(post[pos + 1:])
-        fn.close = trim_leading_whitespace(fn.close)
+                        self.set_function(close=trim_leading_whitespace(post[pos + 1:]))
+        self.set_function(close=trim_leading_whitespace(self.function.close))
 
     # --- T4 / A1, A2 ------------------------------------------------------------------------------------------
 
@@ -358,19 +318,18 @@ class _ToolAnalyzer:
         rp = parser("a.right", lambda p: p.tag("pre", p.until(ARG_SECOND)) + p.literal(ARG_SECOND)
                     + p.tag("suffix", p.until_one_of(['"', "Y"])))
         lres, rres = anywhere(lp, diff.left), anywhere(rp, diff.right)
-        a = self.arguments
         if (lres.success and rres.success and lres.get("pre") and lres.get("pre") == rres.get("pre")
                 and lres.get("suffix") == rres.get("suffix")):
-            a.name_prefix, a.name_suffix = lres.get("pre"), lres.get("suffix")
+            self.set_arguments(name_prefix=lres.get("pre"), name_suffix=lres.get("suffix"))
         elif diff.left.startswith(ARG_FIRST) and diff.right.startswith(ARG_SECOND):
             pres = anchored(_LAST_MARKER_TAIL("name_prefix"), diff.prefix)
-            a.name_prefix = pres.get("name_prefix") if pres.success else diff.prefix
+            self.set_arguments(name_prefix=pres.get("name_prefix") if pres.success else diff.prefix)
             after_first = diff.left[len(ARG_FIRST):] + diff.suffix
             sp = parser("a.name_suffix", lambda p: p.tag("suffix", p.zero_or_more(p.negate(p.marker()) + p.any())
                                                          + p.marker() + p.space()))
             sres = anywhere(sp, after_first)
             if sres.success:
-                a.name_suffix = sres.get("suffix")
+                self.set_arguments(name_suffix=sres.get("suffix"))
 
     def extract_argument_value_markers(self) -> None:
         cmp = self.compare_calls([fx.first_tool_call_one_arg()], [fx.first_tool_call_one_arg_other_val()])
@@ -379,14 +338,14 @@ class _ToolAnalyzer:
         diff = cmp.diff
         if diff.left != "XXXX" or diff.right != "YYYY":
             return
-        a, f, fn = self.arguments, self.format, self.function
-        ending = ARG_FIRST + a.name_suffix
+        f, fn = self.format, self.function
+        ending = ARG_FIRST + self.arguments.name_suffix
         prefix = diff.prefix
         if ending in prefix:
             prefix = prefix[prefix.rfind(ending) + len(ending):]
         if prefix:
             pres = anchored(_LAST_MARKER_TAIL("val_prefix"), prefix)
-            a.value_prefix = pres.get("val_prefix") if pres.success else prefix
+            self.set_arguments(value_prefix=pres.get("val_prefix") if pres.success else prefix)
         value_suffix = diff.suffix
         if fn.close:
             pos = value_suffix.find(fn.close)
@@ -398,7 +357,7 @@ class _ToolAnalyzer:
             if pos >= 0:
                 value_suffix = value_suffix[:pos]
         if trim_whitespace(value_suffix):
-            a.value_suffix = value_suffix
+            self.set_arguments(value_suffix=value_suffix)
 
     # --- T5, T7 -----------------------------------------------------------------------------------------------
 
@@ -407,7 +366,7 @@ class _ToolAnalyzer:
         if cmp is None:
             return
         if cmp.diff.right:
-            self.arguments.separator = until_common_prefix(cmp.diff.right, ARG_FIRST, ARG_SECOND)
+            self.set_arguments(separator=until_common_prefix(cmp.diff.right, ARG_FIRST, ARG_SECOND))
 
     def extract_call_id_markers(self) -> None:
         cmp = self.compare_calls([fx.first_tool_call()], [fx.first_tool_call_alt_id()])
@@ -417,42 +376,42 @@ class _ToolAnalyzer:
         if not diff.left and not diff.right:
             return
         common = "call"
-        cid = self.call_id
         fpre = diff.prefix.rfind(FUN_FIRST)
         fsuf = diff.suffix.find(FUN_FIRST)
         if fpre >= 0 and fsuf < 0:
             apre = diff.prefix.find("{", fpre)
             asuf = diff.suffix.find("{")
             if asuf >= 0 and apre < 0:
-                cid.pos = CallIdPosition.BETWEEN_FUNC_AND_ARGS
+                self.set_call_id(pos=CallIdPosition.BETWEEN_FUNC_AND_ARGS)
                 after_func = diff.prefix[fpre + len(FUN_FIRST):]
                 ip = parser("id.prefix", lambda p: p.tag("prefix", p.marker())
                             + p.zero_or_more(p.negate(p.marker()) + p.negate(p.literal(common)) + p.any())
                             + p.literal(common))
                 res = anywhere(ip, after_func, starts=MARKER_START)
-                cid.prefix = res.get("prefix") if res.success else _find_last_marker(after_func)
+                self.set_call_id(prefix=res.get("prefix") if res.success else _find_last_marker(after_func))
                 sp = parser("id.suffix", lambda p: p.zero_or_more(p.negate(p.marker()) + p.negate(p.literal("{"))
                                                                   + p.any()) + p.tag("suffix", p.marker()))
                 res = anywhere(sp, diff.suffix)
                 if res.success:
-                    cid.suffix = res.get("suffix")
+                    self.set_call_id(suffix=res.get("suffix"))
             elif apre >= 0:
-                cid.pos = CallIdPosition.POST_ARGS
+                self.set_call_id(pos=CallIdPosition.POST_ARGS)
                 after_args = diff.prefix[apre:]
                 brace = after_args.rfind("}")
                 if brace >= 0:
-                    cid.prefix = _find_last_marker(after_args[brace + 1:])
-                cid.suffix = _find_first_marker(diff.suffix)
+                    self.set_call_id(prefix=_find_last_marker(after_args[brace + 1:]))
+                self.set_call_id(suffix=_find_first_marker(diff.suffix))
         elif fsuf >= 0 and fpre < 0:
-            cid.pos = CallIdPosition.PRE_FUNC_NAME
-            cid.prefix = _find_last_marker(diff.prefix)
-            cid.suffix = _find_first_marker(diff.suffix[:fsuf])
+            self.set_call_id(pos=CallIdPosition.PRE_FUNC_NAME, prefix=_find_last_marker(diff.prefix),
+                             suffix=_find_first_marker(diff.suffix[:fsuf]))
+        cid = self.call_id
         if cid.prefix == self.arguments.end:
-            cid.prefix = ""
+            self.set_call_id(prefix="")
         if cid.suffix == self.arguments.start:
-            cid.suffix = ""
+            self.set_call_id(suffix="")
+        cid = self.call_id
         if cid.pos is not CallIdPosition.NONE and cid.suffix and self.format.per_call_end.startswith(cid.suffix):
-            self.format.per_call_end = ""
+            self.set_format(per_call_end="")
 
 
 def _LAST_MARKER_TAIL(tag: str) -> Any:
@@ -489,4 +448,4 @@ def analyze_tools(r: DiffRenderer, caps: TemplateCaps, reasoning: ReasoningAnaly
         t.extract_argument_separator()
         # extract_args_markers only acts in JSON_NATIVE mode and is only reached for the other modes: skipped.
         t.extract_call_id_markers()
-    return t.freeze()
+    return t.result()

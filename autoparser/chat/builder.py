@@ -13,9 +13,9 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from autoparser.errors import GrammarError
+from autoparser.chat.tools import Parameter, functions
 from autoparser.peg import Arena, Builder, P
-from autoparser.types import ToolDef, tool_parameters, tools_to_openai
+from autoparser.types import ToolDef, tools_to_openai
 
 __all__ = [
     "COMMON_CHAT_MAX_PERMUTE",
@@ -68,20 +68,6 @@ def _split_key(key: str) -> tuple[str, str]:
     return (prefix, field) if dot else ("", key)
 
 
-def _functions(tools: Any) -> list[tuple[str, Any]]:
-    """(name, parameters schema) of every `{"function": {...}}` entry; other entries are skipped, as in the C++."""
-    out: list[tuple[str, Any]] = []
-    for tool in tools:
-        if not isinstance(tool, Mapping) or "function" not in tool:
-            continue
-        function = tool["function"]
-        name = function.get("name") if isinstance(function, Mapping) else None
-        if not isinstance(name, str):
-            raise GrammarError(f"tool definition without a function name: {tool!r}")
-        out.append((name, tool_parameters(function)))
-    return out
-
-
 def _properties(params: Any) -> Mapping[str, Any]:
     props = params.get("properties") if isinstance(params, Mapping) else None
     return props if isinstance(props, Mapping) else {}
@@ -109,53 +95,69 @@ class ChatBuilder(Builder):
     # --- tags (plain) ------------------------------------------------------------------------------------
 
     def reasoning_block(self, p: P | str) -> P:
+        """`reasoning-block:(p)`: a whole reasoning block, markers included."""
         return self.tag(REASONING_BLOCK, p)
 
     def reasoning(self, p: P | str) -> P:
+        """`reasoning:(p)`: the model's reasoning text."""
         return self.tag(REASONING, p)
 
     def content(self, p: P | str) -> P:
+        """`content:(p)`: the reply's content."""
         return self.tag(CONTENT, p)
 
     def tool(self, p: P | str) -> P:
+        """`tool:(p)`: one tool call."""
         return self.tag(TOOL, p)
 
     def tool_args(self, p: P | str) -> P:
+        """`tool-args:(p)`: a call's arguments as one JSON object."""
         return self.tag(TOOL_ARGS, p)
 
     def tool_arg(self, p: P | str) -> P:
+        """`tool-arg:(p)`: one argument of a call."""
         return self.tag(TOOL_ARG, p)
 
     def tool_arg_value(self, p: P | str) -> P:
+        """`tool-arg-value:(p)`: an argument's value, as JSON."""
         return self.tag(TOOL_ARG_VALUE, p)
 
     def tool_arg_json_value(self, p: P | str) -> P:
+        """`tool-arg-value:(p)`: an argument's value, as JSON."""
         return self.tag(TOOL_ARG_VALUE, p)
 
     def tool_arg_string_value(self, p: P | str) -> P:
+        """`tool-arg-string-value:(p)`: an argument's value as raw text (the mapper quotes and escapes it)."""
         return self.tag(TOOL_ARG_STRING_VALUE, p)
 
     # --- tags wrapped in atomic: never reported half-parsed ----------------------------------------------
 
     def tool_open(self, p: P | str) -> P:
+        """`atomic(tool-open:(p))`: what opens a call (never reported half-parsed)."""
         return self.atomic(self.tag(TOOL_OPEN, p))
 
     def tool_close(self, p: P | str) -> P:
+        """`atomic(tool-close:(p))`: what closes a call (never reported half-parsed)."""
         return self.atomic(self.tag(TOOL_CLOSE, p))
 
     def tool_id(self, p: P | str) -> P:
+        """`atomic(tool-id:(p))`: a call's id (never reported half-parsed)."""
         return self.atomic(self.tag(TOOL_ID, p))
 
     def tool_name(self, p: P | str) -> P:
+        """`atomic(tool-name:(p))`: a call's function name (never reported half-parsed)."""
         return self.atomic(self.tag(TOOL_NAME, p))
 
     def tool_arg_open(self, p: P | str) -> P:
+        """`atomic(tool-arg-open:(p))`: what opens an argument (never reported half-parsed)."""
         return self.atomic(self.tag(TOOL_ARG_OPEN, p))
 
     def tool_arg_close(self, p: P | str) -> P:
+        """`atomic(tool-arg-close:(p))`: what closes an argument (never reported half-parsed)."""
         return self.atomic(self.tag(TOOL_ARG_CLOSE, p))
 
     def tool_arg_name(self, p: P | str) -> P:
+        """`atomic(tool-arg-name:(p))`: an argument's name (never reported half-parsed)."""
         return self.atomic(self.tag(TOOL_ARG_NAME, p))
 
     # --- small helpers -------------------------------------------------------------------------------------
@@ -214,6 +216,100 @@ class ChatBuilder(Builder):
             parser += self.optional(self.literal(ch))
         return parser
 
+    def cpp_sum(self, *operands: Callable[[], P]) -> P:
+        """`a + b + c ...` with its operands created right to left, as the compiled C++ evaluates such a chain.
+
+        GBNF automaton rules (`until-<id>`, `ac-<id>`) are named after node ids, so for the grammar text to equal
+        the C++'s, nodes must be created in the C++ order: the operands last to first, then the sequences left to
+        right.
+        """
+        made = [make() for make in reversed(operands)]
+        made.reverse()
+        result = made[0]
+        for part in made[1:]:
+            result = result + part
+        return result
+
+    # --- pieces the chat formats share ----------------------------------------------------------------------
+
+    def think(self, start: str, end: str) -> P:
+        """`(start reasoning(until end) end)?`: an optional reasoning block between two markers."""
+        return self.optional(start + self.reasoning(self.until(end)) + end)
+
+    def args_in_order(self, required: Sequence[P], optional: Sequence[P]) -> P:
+        """`r1 space r2 ... (space (o1 | o2 | ...))*`: required arguments in schema order, then optional ones in
+        any order and number."""
+        seq = self.eps()
+        for i, arg in enumerate(required):
+            if i > 0:
+                seq = seq + self.space()
+            seq = seq + arg
+        if optional:
+            any_optional = self.choice()
+            for arg in optional:
+                any_optional |= arg
+            seq = seq + self.repeat(self.space() + any_optional, 0, -1)
+        return seq
+
+    def args_any_order(self, args: Sequence[P]) -> P:
+        """`((a1 | a2 | ...) space)*`: arguments in any order and number."""
+        out = self.eps()  # default-initialised in the C++ (it takes an id)
+        if args:
+            space = self.space()
+            out = self.zero_or_more(self.choice(args) + space)
+        return out
+
+    def args_permuted(self, rule_prefix: str, required: Sequence[P], optional: Sequence[P]) -> P:
+        """Every required argument once, in any order (`permute`), then optional ones in any order and number."""
+        args = self.permute(rule_prefix, required)
+        if optional:
+            args = args + self.zero_or_more(self.choice(optional))
+        return args
+
+    def typed_value(self, param: Parameter, schema_rule: str, schema: Any, close: P, raw: P,
+                    mixed: Callable[[], P]) -> P:
+        """A tagged argument's value by the types its schema admits: JSON, then `close`, when no string fits; the
+        raw-text parser `raw` when only strings do; `mixed()` (JSON tried first, raw text otherwise) for the rest."""
+        if "string" not in param.types:
+            return self.tool_arg_json_value(self.schema(self.json(), schema_rule, schema, pointer=param.pointer)) \
+                + close
+        if param.types == {"string"}:
+            return raw
+        return mixed()
+
+    def call_block(self, start: str, call: P, end: str, *, parallel: bool, required: bool) -> P:
+        """`start call (space call)* end` as the `tool-call` trigger rule (one call unless parallel); optional
+        unless a call is required."""
+        if parallel:
+            calls = self.trigger_rule("tool-call", self.literal(start) + self.space() + call
+                                      + self.zero_or_more(self.space() + call) + self.space() + self.literal(end))
+        else:
+            calls = self.trigger_rule("tool-call", self.literal(start) + self.space() + call + self.space()
+                                      + self.literal(end))
+        return calls if required else self.optional(calls)
+
+    def quoted_name_arg(self, opener: str, param: Parameter, string_value: P, close: str, schema_rule: str,
+                        schema: Any) -> P:
+        """`OPENER + NAME + '">' + value`: `string_value` (which closes itself) where the parameter admits a
+        string, else its JSON value and `close` (operands in the C++ evaluation order)."""
+        value = self.eps()  # default-initialised in the C++ (it takes an id)
+        if param.may_be_string:
+            value = string_value
+        else:
+            value = self.cpp_sum(lambda: self.tool_arg_json_value(self.schema(self.json(), schema_rule, schema,
+                                                                              pointer=param.pointer)),
+                                 lambda: self.tool_arg_close(self.literal(close)))
+        opener_parser = self.tool_arg_open(self.cpp_sum(lambda: self.literal(opener),
+                                                        lambda: self.tool_arg_name(self.literal(param.name)),
+                                                        lambda: self.literal('">')))
+        return self.tool_arg(opener_parser + value)
+
+    def fenced_json(self, schema: Any) -> P:
+        """The `response-format` rule: content matching `schema` inside a ```json fence."""
+        return self.rule("response-format", self.literal("```json") + self.space()
+                         + self.content(self.schema(self.json(), "response-format-schema", schema)) + self.space()
+                         + self.literal("```"))
+
     def _args_schema(self, name: str, params: Any) -> P:
         return self.tool_args(self.schema(self.json(), f"tool-{name}-schema", params))
 
@@ -264,7 +360,8 @@ class ChatBuilder(Builder):
     def _json_tools_function_is_key(self, tools: Any, args_key: str, eff_args_key: str, call_id_key: str,
                                     gen_call_id_key: str) -> P:
         choices = self.choice()
-        for name, params in _functions(tools):
+        for f in functions(tools, typed=False):
+            name, params = f.name, f.schema
             fields: list[P] = []
             if call_id_key:
                 id_parser = self.atomic(self.literal(f'"{call_id_key}"') + self.space() + self.literal(":")
@@ -290,8 +387,8 @@ class ChatBuilder(Builder):
                 inner = fields[0]
             else:
                 inner = self.literal("{") + self.space()
-                for i, f in enumerate(fields):
-                    inner = inner + f
+                for i, field_parser in enumerate(fields):
+                    inner = inner + field_parser
                     if i < len(fields) - 1:
                         inner = inner + self.space()
                 inner = inner + self.space() + self.literal("}")
@@ -312,7 +409,8 @@ class ChatBuilder(Builder):
         nested_name_field = name_field if name_prefix else eff_name_key
         nested_args_field = args_field if args_prefix else eff_args_key
 
-        for name, params in _functions(tools):
+        for f in functions(tools, typed=False):
+            name, params = f.name, f.schema
             nested_name = (self.literal(f'"{nested_name_field}"') + self.space() + self.literal(":") + self.space()
                            + self.atomic(self.literal('"') + self.tool_name(self.literal(name)) + self.literal('"')))
             nested_args = (self.literal(f'"{nested_args_field}"') + self.space() + self.literal(":") + self.space()
@@ -348,7 +446,8 @@ class ChatBuilder(Builder):
         def rank(key: str) -> int:
             return order.index(key) if key in order else len(order)
 
-        for name, params in _functions(tools):
+        for f in functions(tools, typed=False):
+            name, params = f.name, f.schema
             name_field = (name_key_parser + self.space() + self.literal(":") + self.space()
                           + self.atomic(self.literal('"') + self.tool_name(self.literal(name)) + self.literal('"')))
             args_field = (args_key_parser + self.space() + self.literal(":") + self.space()
@@ -407,7 +506,8 @@ class ChatBuilder(Builder):
         param_closer = marker("parameter_closer", "</param>")
 
         choices = self.choice()
-        for name, params in _functions(tools_json):
+        for f in functions(tools_json, typed=False):
+            name, params = f.name, f.schema
             args = self.eps()
             props = _properties(params)
             if props:
@@ -462,7 +562,8 @@ class ChatBuilder(Builder):
         if not tools_json:
             return self.eps()
         choices = self.choice()
-        for name, params in _functions(tools_json):
+        for f in functions(tools_json, typed=False):
+            name, params = f.name, f.schema
             args = self.eps()
             props = _properties(params)
             if props:

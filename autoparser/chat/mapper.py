@@ -36,20 +36,22 @@ from autoparser.errors import ParseError
 from autoparser.peg import Arena, Ast, AstNode, ParseResult
 from autoparser.peg.ast import INVALID_AST_ID, AstId
 from autoparser.peg.utf8 import ESCAPED_BYTE, to_text
-from autoparser.types import ChatFormat, ChatMessage, MessageDelta, ToolCall
+from autoparser.types import ChatFormat, ChatMessage, ToolCall
 
 __all__ = [
+    "ACTING_TAGS",
     "TOOL_ARG_ARRAY",
     "TOOL_ARG_ITEM",
     "TOOL_ARG_OBJECT",
     "ChatPegMapper",
-    "FieldGrowth",
+    "FillingCall",
     "Gemma4Mapper",
     "MiniMaxM3Mapper",
-    "map_growing",
+    "escape_inner",
     "map_result",
     "normalize_quotes_to_json",
     "peg_parse",
+    "rstrip_c",
 ]
 
 # Tags of the MiniMax-M3 recursive XML argument values.
@@ -75,14 +77,15 @@ def _dump_string(s: str) -> str:
 _ESCAPED_IN_JSON = re.compile('[\x00-\x1f"\\\\\udc80-\udcff]')
 
 
-def _escape_inner(s: str) -> str:
-    """The body of a JSON string literal, without the surrounding quotes."""
+def escape_inner(s: str) -> str:
+    """The body of the JSON string literal of `s` (escaped as nlohmann writes it), without the quotes."""
     if _ESCAPED_IN_JSON.search(s) is None:
         return s  # the common case while streaming a string value: nothing to escape
     return _dump_string(s)[1:-1]
 
 
-def _rstrip_c(s: str) -> str:
+def rstrip_c(s: str) -> str:
+    """`s` without trailing whitespace as C's isspace sees it (Python's rstrip would also take Unicode spaces)."""
     return s.rstrip(_C_SPACE)
 
 
@@ -214,6 +217,17 @@ class _Message:
                            tuple(c.freeze() for c in self.tool_calls))
 
 
+@dataclass(frozen=True)
+class FillingCall:
+    """The call a mapper was filling when its walk ended, when that is the last published call (streaming
+    appends to its arguments)."""
+
+    index: int
+    arguments: str
+    quote_open: bool
+    """A string value's closing quote is still to come (it is added when the value's tag closes)."""
+
+
 class ChatPegMapper:
     """The generic mapper (`common_chat_peg_mapper`). One instance maps one parse result."""
 
@@ -253,6 +267,13 @@ class ChatPegMapper:
             self.msg.reasoning_content = ""
         return self.msg.freeze()
 
+    def filling(self) -> FillingCall | None:
+        """The call being filled, if it has a name, is published and is the last one (else None)."""
+        cur, calls = self._current, self.msg.tool_calls
+        if cur is None or not cur.name or self._pending is not None or not calls or calls[-1] is not cur:
+            return None
+        return FillingCall(len(calls) - 1, cur.arguments, self._closing_quote_pending)
+
     def map(self, node: AstNode) -> None:
         tag = node.tag
         if not tag:
@@ -269,14 +290,14 @@ class ChatPegMapper:
             self._closing_quote_pending = False
         elif tag == TOOL_ID:
             if self._current is not None:
-                text = _rstrip_c(node.text)
+                text = rstrip_c(node.text)
                 if len(text) >= 2 and text[0] == '"' and text[-1] == '"':
                     text = text[1:-1]
                 self._current.id = text
         elif tag == TOOL_NAME:
             cur = self._current
             if cur is not None:
-                cur.name = _rstrip_c(node.text)
+                cur.name = rstrip_c(node.text)
                 if self._args_buffer:
                     cur.arguments = self._args_buffer
                     self._args_buffer = ""
@@ -289,7 +310,7 @@ class ChatPegMapper:
                     self._pending = None
         elif tag == TOOL_ARGS:
             if self._current is not None:
-                text = _rstrip_c(node.text)
+                text = rstrip_c(node.text)
                 if text.startswith("{"):
                     self._set_target(text)
         elif tag == TOOL_ARG_OPEN:
@@ -299,7 +320,7 @@ class ChatPegMapper:
                 name = node.text
                 if name and name[0] in _C_SPACE:
                     name = name[1:]  # at most one leading whitespace character is dropped
-                entry = ("," if self._arg_count > 0 else "") + _dump_string(_rstrip_c(name)) + ":"
+                entry = ("," if self._arg_count > 0 else "") + _dump_string(rstrip_c(name)) + ":"
                 self._arg_count += 1
                 self._set_target((self._target() or "{") + entry)
         elif tag in (TOOL_ARG_VALUE, TOOL_ARG_STRING_VALUE):
@@ -323,7 +344,7 @@ class ChatPegMapper:
                 if not self._closing_quote_pending:
                     add = '"'
                     self._closing_quote_pending = True
-                add += _escape_inner(value)
+                add += escape_inner(value)
         elif value:
             add = normalize_quotes_to_json(value)
         else:
@@ -349,134 +370,9 @@ class ChatPegMapper:
             self._pending = None
 
 
-# --- growth of an open node (streaming) ---------------------------------------------------------------
-
 # The tags ChatPegMapper.map acts on; any other tag (TOOL, TOOL_ARG, ...) only groups nodes.
-_ACTING_TAGS = frozenset({REASONING, CONTENT, TOOL_OPEN, TOOL_ID, TOOL_NAME, TOOL_ARGS, TOOL_ARG_OPEN,
-                          TOOL_ARG_NAME, TOOL_ARG_VALUE, TOOL_ARG_STRING_VALUE, TOOL_ARG_CLOSE, TOOL_CLOSE})
-
-
-class FieldGrowth:
-    """How the generic mapper's message grows while only the text of a parse's open nodes grows.
-
-    StreamParser extends a partial parse by lengthening its chain of open nodes (peg/resume.py). When that
-    chain feeds exactly one message field through text-local mapping rules, the new message is the old one
-    with that field extended by `added(piece)`, and the tree need not be mapped again. `field` is
-    "content", "reasoning_content" or "arguments" (of tool call `call_index`, the last one); or "" when
-    the chain feeds no field at all (no tag the mapper acts on: a marker being completed, say), so that
-    the message stays as it is.
-    """
-
-    __slots__ = ("_escaped", "_plain", "_trailing_space", "call_index", "field")
-
-    def __init__(self, field: str, *, call_index: int = -1, escaped: bool = False,
-                 trailing_space: str = "") -> None:
-        self.field = field
-        self.call_index = call_index
-        self._escaped = escaped
-        self._plain = field in ("content", "reasoning_content")  # appended as they are
-        self._trailing_space = trailing_space
-
-    def added(self, piece: str) -> str:
-        """What the field gains when the open node's text gains `piece` (which holds no undecodable bytes)."""
-        if self._plain:
-            return piece
-        if self._escaped:
-            # a string value: escaped character by character, so escaping the piece escapes the suffix
-            return _escape_inner(piece)
-        if not self.field:
-            return ""
-        # JSON arguments are the node text right-stripped: trailing whitespace shows once something follows it
-        s = self._trailing_space + piece
-        visible = _rstrip_c(s)
-        self._trailing_space = s[len(visible):]
-        return visible
-
-    def delta(self, added: str) -> MessageDelta:
-        """The delta record `compute_deltas` gives when only this field gained `added` (not empty)."""
-        # positional arguments (reasoning, content, call index, call): one of these is built per streamed token,
-        # and keyword arguments cost a third more
-        field = self.field
-        if field == "content":
-            return MessageDelta("", added)
-        if field == "reasoning_content":
-            return MessageDelta(added)
-        return MessageDelta("", "", self.call_index, ToolCall("", added))
-
-    def grown(self, msg: ChatMessage, extra: str) -> ChatMessage:
-        """`msg` with this field extended by `extra` (what `added` returned, joined)."""
-        if not extra:
-            return msg
-        if self.field == "content":
-            return ChatMessage(msg.role, msg.content + extra, msg.reasoning_content, msg.tool_calls)
-        if self.field == "reasoning_content":
-            return ChatMessage(msg.role, msg.content, msg.reasoning_content + extra, msg.tool_calls)
-        calls = list(msg.tool_calls)
-        call = calls[self.call_index]
-        calls[self.call_index] = ToolCall(call.name, call.arguments + extra, call.id)
-        return ChatMessage(msg.role, msg.content, msg.reasoning_content, tuple(calls))
-
-
-def feeds_no_field(result: ParseResult, spine: tuple[AstId, ...], fmt: ChatFormat | str) -> bool:
-    """Whether the message `fmt`'s mapper makes of `result` stays the same while the open nodes `spine` grow:
-    the generic mapper reads only the nodes it acts on, and none is on the spine."""
-    if ChatFormat.of(fmt) in (ChatFormat.PEG_GEMMA4, ChatFormat.PEG_MINIMAX_M3):
-        return False  # these read rules and untagged nodes too
-    return not _acting_on(result.ast, spine)
-
-
-def _acting_on(ast: Ast, spine: tuple[AstId, ...]) -> list[AstNode]:
-    """The nodes of `spine` the generic mapper acts on, outermost first."""
-    return [ast.nodes[i] for i in spine if ast.nodes[i].tag in _ACTING_TAGS]
-
-
-def map_growing(result: ParseResult, spine: tuple[AstId, ...],
-                fmt: ChatFormat | str = ChatFormat.PEG_NATIVE) -> tuple[ChatMessage, FieldGrowth | None]:
-    """`map_result(result, fmt)`, and how that message grows when the open nodes `spine` (outermost first,
-    each the last child of the one before, ending at the end of the text) grow, or None when the growth is
-    not a plain append to one field.
-
-    Why an append is exact: the generic mapper walks the tree pre-order and the spine is the last path of
-    that walk, so the innermost acting node on it is the last node mapped (nothing mapped later can react to
-    its text). The outer acting nodes must not depend on their text's length either (a `tool-args` node
-    that does not start with `{` is ignored whatever it holds). The innermost node's rule is then text-local:
-    content and reasoning append their text, JSON arguments are the text right-stripped, a string value is
-    its text JSON-escaped; and the mapper's final state shows where the text went (the last published call).
-    """
-    f = ChatFormat.of(fmt)
-    if f in (ChatFormat.PEG_GEMMA4, ChatFormat.PEG_MINIMAX_M3):
-        return map_result(result, f), None
-    ast = result.ast
-    mapper = ChatPegMapper()
-    message = mapper.from_ast(ast, result)
-    acting = _acting_on(ast, spine)
-    if not acting:
-        return message, FieldGrowth("")  # feeds_no_field
-    node = acting[-1]
-    for outer in acting[:-1]:
-        if not (outer.tag == TOOL_ARGS and outer.text and not outer.text.startswith("{")):
-            return message, None
-    if any(d.tag in _ACTING_TAGS for d in ast.walk(node.children)):
-        return message, None
-    if node.tag == CONTENT:
-        return message, FieldGrowth("content")
-    if node.tag == REASONING:
-        # reasoning holding only whitespace maps to none: only once it shows is the growth an append
-        return message, (FieldGrowth("reasoning_content") if message.reasoning_content else None)
-    cur = mapper._current
-    calls = mapper.msg.tool_calls
-    if cur is None or not cur.name or mapper._pending is not None or not calls or calls[-1] is not cur:
-        return message, None
-    index = len(calls) - 1
-    if node.tag == TOOL_ARGS:
-        stripped = _rstrip_c(node.text)
-        if stripped.startswith("{") and cur.arguments == stripped:
-            return message, FieldGrowth("arguments", call_index=index, trailing_space=node.text[len(stripped):])
-        return message, None
-    value_local = node.tag == TOOL_ARG_STRING_VALUE and node.text and mapper._closing_quote_pending
-    if value_local and cur.arguments.endswith(_escape_inner(node.text)):
-        return message, FieldGrowth("arguments", call_index=index, escaped=True)
-    return message, None
+ACTING_TAGS = frozenset({REASONING, CONTENT, TOOL_OPEN, TOOL_ID, TOOL_NAME, TOOL_ARGS, TOOL_ARG_OPEN,
+                         TOOL_ARG_NAME, TOOL_ARG_VALUE, TOOL_ARG_STRING_VALUE, TOOL_ARG_CLOSE, TOOL_CLOSE})
 
 
 # --- Gemma 4 ----------------------------------------------------------------------------------------------
@@ -490,7 +386,7 @@ def _gemma4_to_json(ast: Ast, nid: AstId) -> str:
     if rule in ("gemma4-number", "gemma4-bool", "gemma4-null"):
         return node.text
     if rule == "gemma4-string-content":
-        return _escape_inner(node.text)
+        return escape_inner(node.text)
     if rule == "gemma4-string":
         out = '"'
         if node.children:
@@ -507,7 +403,7 @@ def _gemma4_to_json(ast: Ast, nid: AstId) -> str:
     if rule == "gemma4-dict-key":
         out = '"'
         if node.children:
-            out += _escape_inner(_gemma4_to_json(ast, node.children[0]))
+            out += escape_inner(_gemma4_to_json(ast, node.children[0]))
         if not node.is_partial:
             out += '":'
         return out
@@ -600,7 +496,7 @@ def _m3_value(ast: Ast, nid: AstId, closed: bool) -> str:
     if node.tag == TOOL_ARG_ARRAY:
         return _m3_container(ast, node, False, closed)
     if node.tag == TOOL_ARG_STRING_VALUE:
-        return '"' + _escape_inner(node.text) + ('"' if closed else "")
+        return '"' + escape_inner(node.text) + ('"' if closed else "")
     return node.text  # numbers and booleans are written verbatim by the template
 
 

@@ -1,8 +1,8 @@
 """Streaming: the deltas between two successive parses of a growing output (`common_chat_msg_diff`).
 
 A streaming server re-parses the whole output on every chunk and sends what changed. The parsers are built so
-that every field only grows (see SPEC section 7); `compute_deltas` turns two messages into OpenAI-style
-delta records and raises ParseError when that promise is broken. `apply_deltas` folds deltas back into a
+that every field only grows (`atomic` markers, lenient scans); `compute_deltas` turns two messages into
+OpenAI-style delta records and raises ParseError when that promise is broken. `apply_deltas` folds deltas back into a
 message, as a client does (and as the C++ test harness checks).
 """
 
@@ -12,15 +12,8 @@ import dataclasses
 from codecs import utf_8_decode
 from collections.abc import Callable, Iterable
 
-from autoparser.chat.mapper import (
-    FieldGrowth,
-    feeds_no_field,
-    map_growing,
-    map_result,
-    message_of,
-    output_parser,
-    parse_effective,
-)
+from autoparser.chat.growth import FieldGrowth, feeds_no_field, map_growing
+from autoparser.chat.mapper import map_result, message_of, output_parser, parse_effective
 from autoparser.errors import ParseError
 from autoparser.peg import Arena, ParseResult
 from autoparser.peg.resume import Resumption, ends_inside_marker, resumption

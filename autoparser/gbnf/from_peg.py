@@ -21,9 +21,11 @@ walk the rules in that same order: `cpp_rule_table_order` replays libstdc++'s ha
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any, Protocol
+from typing import Any, Protocol, assert_never
 
 from autoparser.errors import GrammarError
+from autoparser.gbnf.from_schema import build_grammar
+from autoparser.gbnf.schema import compile_schema
 from autoparser.peg import nodes as N
 from autoparser.peg.arena import Arena
 from autoparser.peg.nodes import INVALID_ID, ParserId
@@ -42,8 +44,6 @@ class GrammarBuilder(Protocol):
 
 def arena_to_gbnf(arena: Arena, *, lazy: bool = False) -> str:
     """The GBNF grammar of `arena`: rules reachable from the root (or, lazily, from the trigger rules)."""
-    from autoparser.gbnf.from_schema import build_grammar
-
     def callback(builder: GrammarBuilder) -> None:
         emit_rules(arena, builder, lazy)
 
@@ -243,8 +243,6 @@ class _Emitter:
         key = id(p.schema)
         cached = self._docs.get(key)
         if cached is None:
-            from autoparser.gbnf.from_schema import compile_schema
-
             cached = (p.schema, compile_schema(p.schema))
             self._docs[key] = cached
         doc = cached[1]
@@ -326,7 +324,7 @@ class _Emitter:
                 return grammar
             case N.Ac(delimiters=delimiters):
                 return _ac_grammar(self.builder, f"ac-{pid}", delimiters, _including_body)
-        raise GrammarError(f"cannot convert parser {p!r} to GBNF")  # pragma: no cover
+        assert_never(p)
 
     # reachability ------------------------------------------------------------------------------------------
 

@@ -7,7 +7,7 @@ Built once by the builder (or loaded from JSON), then immutable. Parsing compile
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, assert_never
 
 from autoparser.errors import GrammarError
 from autoparser.peg import nodes as N
@@ -162,4 +162,4 @@ def _dump(arena: Arena, pid: ParserId, top: bool = False, depth: int = 0) -> str
             return _dump(arena, c, depth=d)
         case N.Ac(child=c):
             return _dump(arena, c, depth=d)
-    raise GrammarError(f"unknown node {node!r}")  # pragma: no cover
+    assert_never(node)

@@ -83,10 +83,12 @@ class Builder:
     # --- plumbing ------------------------------------------------------------------------------------------
 
     def add(self, node: Node) -> P:
+        """Append `node` to the arena (it takes the next id) and return its handle."""
         self.parsers.append(node)
         return P(self, len(self.parsers) - 1)
 
     def wrap(self, p: Operand) -> P:
+        """`p` itself, or a new literal for a string."""
         return p if isinstance(p, P) else self.literal(p)
 
     def _ids(self, parts: Iterable[Operand]) -> list[P]:
@@ -95,19 +97,23 @@ class Builder:
     # --- primitives ----------------------------------------------------------------------------------------
 
     def eps(self) -> P:
+        """`ε`: matches the empty string."""
         return self.add(N.Epsilon())
 
     def start(self) -> P:
+        """`^`: matches only at the start of the input."""
         return self.add(N.Start())
 
     def end(self) -> P:
+        """`$`: matches only at the end of the input."""
         return self.add(N.End())
 
     def literal(self, s: str) -> P:
+        """`"s"`: the exact text `s`."""
         return self.add(N.Literal(s))
 
     def sequence(self, parts: Iterable[Operand] = ()) -> P:
-        """One new sequence node; children that are sequences contribute their children (flattening)."""
+        """`a b ...`: each part in turn; children that are sequences contribute their children (flattening)."""
         kids: list[ParserId] = []
         for p in self._ids(parts):
             node = self.parsers[p.id]
@@ -118,6 +124,8 @@ class Builder:
         return self.add(N.Sequence(tuple(kids)))
 
     def choice(self, parts: Iterable[Operand] = ()) -> P:
+        """`a | b | ...`: the first alternative that matches (ordered choice); children that are choices
+        contribute their alternatives (flattening)."""
         kids: list[ParserId] = []
         for p in self._ids(parts):
             node = self.parsers[p.id]
@@ -128,77 +136,94 @@ class Builder:
         return self.add(N.Choice(tuple(kids)))
 
     def repeat(self, p: Operand, min_count: int, max_count: int | None = None) -> P:
-        """`repeat(p, n)` is exactly n; `repeat(p, lo, hi)` with hi == -1 unbounded."""
+        """`p{lo,hi}`: `repeat(p, n)` is exactly n; `repeat(p, lo, hi)` with hi == -1 unbounded."""
         hi = min_count if max_count is None else max_count
         return self.add(N.Repetition(self.wrap(p).id, min_count, hi))
 
     def optional(self, p: Operand) -> P:
+        """`p?`: p, or nothing."""
         return self.repeat(p, 0, 1)
 
     def zero_or_more(self, p: Operand) -> P:
+        """`p*`: as many p as match (possessive, as every PEG repetition)."""
         return self.repeat(p, 0, -1)
 
     def one_or_more(self, p: Operand) -> P:
+        """`p+`: at least one p."""
         return self.repeat(p, 1, -1)
 
     def peek(self, p: Operand) -> P:
+        """`&p`: succeeds where p matches, consuming nothing."""
         return self.add(N.And(self.wrap(p).id))
 
     def negate(self, p: Operand) -> P:
+        """`!p`: succeeds where p does not match, consuming nothing."""
         return self.add(N.Not(self.wrap(p).id))
 
     def any(self) -> P:
+        """`.`: any one character."""
         return self.add(N.Any_())
 
     def space(self) -> P:
+        """`space`: zero or more whitespace characters (the C locale's six)."""
         return self.add(N.Space())
 
     def chars(self, classes: str, min_count: int = 1, max_count: int = -1) -> P:
+        """`[classes]{min,max}`: characters of a class such as `[a-z0-9_]` (max -1: unbounded)."""
         if not classes:
             raise GrammarError("chars() needs a character class")
         ranges, negated = parse_char_class(classes)
         return self.add(N.Chars(classes, ranges, negated, min_count, max_count))
 
     def string_content(self, delimiter: str) -> P:
+        """`string(d)`: the body of a JSON-style string up to its unescaped closing `delimiter` (not included)."""
         if len(delimiter) != 1:
             raise GrammarError(f"string_content() delimiter must be one character, got {delimiter!r}")
         return self.add(N.String(delimiter))
 
     def until(self, delimiter: str) -> P:
+        """`until("d")`: everything up to the first `delimiter` (not included), or to the end."""
         return self.add(N.Until((delimiter,)))
 
     def until_one_of(self, delimiters: Iterable[str]) -> P:
+        """`until("d1", "d2", ...)`: everything up to the first of the delimiters (not included), or to the end."""
         return self.add(N.Until(tuple(delimiters)))
 
     def rest(self) -> P:
+        """`rest`: everything to the end of the input."""
         return self.until_one_of(())
 
     def ref(self, name: str) -> P:
+        """`name`: the rule of that name (resolved when the arena is built, so rules may recurse)."""
         return self.add(N.Ref(name))
 
     def atomic(self, p: Operand) -> P:
+        """`atomic(p)`: p, but on partial input it reports nothing half-matched (all of p, or none of it)."""
         return self.add(N.Atomic(self.wrap(p).id))
 
     def tag(self, tag: str, p: Operand) -> P:
+        """`tag:(p)`: p, its match labelled in the AST (the chat mapper reads the labels)."""
         return self.add(N.Tag(self.wrap(p).id, tag))
 
     def gbnf(self, p: Operand, grammar: str) -> P:
+        """Parses as p; emits `grammar` as its GBNF instead of p's."""
         return self.add(N.Gbnf(self.wrap(p).id, grammar))
 
     def ac(self, p: Operand, delimiters: str | Iterable[str]) -> P:
+        """Parses as p; in GBNF, any text up to and including the first delimiter (an Aho-Corasick automaton)."""
         ds = (delimiters,) if isinstance(delimiters, str) else tuple(delimiters)
         if not ds:
             raise GrammarError("ac() requires at least one delimiter")
         return self.add(N.Ac(self.wrap(p).id, ds))
 
     def schema(self, p: Operand, name: str, schema: Any, raw: bool = False, pointer: str = "") -> P:
-        """Parse as `p`; emit the JSON-schema grammar of `schema` (sub-schema at `pointer`) in GBNF."""
+        """`schema<name>(p)`: parses as p; emits the JSON-schema grammar of `schema` (sub-schema at `pointer`)."""
         return self.add(N.Schema(self.wrap(p).id, name, raw, schema, pointer))
 
     # --- rules -----------------------------------------------------------------------------------------------
 
     def rule(self, name: str, p: Operand | Callable[[], P], trigger: bool = False) -> P:
-        """Register a named rule and return a reference to it.
+        """`name <- p`: register a named rule and return a reference to it.
 
         With a callable, an already registered name is reused as is (so callers can pre-register, e.g., a
         flexible `json-string`), and a placeholder is registered first so the body may refer to itself.
@@ -217,12 +242,15 @@ class Builder:
         return self.ref(clean)
 
     def trigger_rule(self, name: str, p: Operand | Callable[[], P]) -> P:
+        """A rule that starts a lazy grammar: the GBNF root is the trigger rules when the grammar is lazy."""
         return self.rule(name, p, trigger=True)
 
     def set_root(self, p: Operand) -> None:
+        """The parser `build()` and `parse()` start from."""
         self.root = self.wrap(p).id
 
     def build(self, root: Operand | None = None) -> Arena:
+        """The finished arena: rule references resolved, `root` (if given) as its root."""
         if root is not None:
             self.set_root(root)
         parsers = list(self.parsers)
@@ -232,18 +260,22 @@ class Builder:
     # --- composite helpers (shapes and rule names as in the C++) --------------------------------------------
 
     def double_quoted_string(self) -> P:
+        """`double-quoted-string <- '"' string('"') '"'`."""
         return self.rule("double-quoted-string",
                          lambda: self.sequence([self.literal('"'), self.string_content('"'), self.literal('"')]))
 
     def single_quoted_string(self) -> P:
+        """`single-quoted-string <- "'" string("'") "'"`."""
         return self.rule("single-quoted-string",
                          lambda: self.sequence([self.literal("'"), self.string_content("'"), self.literal("'")]))
 
     def quoted_string(self) -> P:
+        """`quoted-string <- double-quoted-string | single-quoted-string`."""
         return self.rule("quoted-string",
                          lambda: self.choice([self.double_quoted_string(), self.single_quoted_string()]))
 
     def json_number(self) -> P:
+        """`json-number <- "-"? int frac? exp? ![0-9.eE+-]`: a JSON number, committed only once it cannot grow."""
         def body() -> P:
             digit1_9 = self.chars("[1-9]", 1, 1)
             digits = self.chars("[0-9]")
@@ -260,16 +292,20 @@ class Builder:
         return self.rule("json-number", body)
 
     def json_string(self) -> P:
+        """`json-string <- '"' string('"') '"'`."""
         return self.rule("json-string",
                          lambda: self.sequence([self.literal('"'), self.string_content('"'), self.literal('"')]))
 
     def json_bool(self) -> P:
+        """`json-bool <- "true" | "false"`."""
         return self.rule("json-bool", lambda: self.choice([self.literal("true"), self.literal("false")]))
 
     def json_null(self) -> P:
+        """`json-null <- "null"`."""
         return self.rule("json-null", lambda: self.literal("null"))
 
     def json_object(self) -> P:
+        """`json-object <- "{" space (member ("," member)*)? space "}"`, members `json-string ":" json-value`."""
         def body() -> P:
             ws = self.space()
             member = self.sequence([self.json_string(), ws, self.literal(":"), ws, self.json()])
@@ -280,6 +316,7 @@ class Builder:
         return self.rule("json-object", body)
 
     def json_array(self) -> P:
+        """`json-array <- "[" space (json-value ("," json-value)*)? space "]"`."""
         def body() -> P:
             ws = self.space()
             elements = self.sequence([self.json(), self.zero_or_more(self.sequence([ws, self.literal(","), ws,
@@ -290,28 +327,35 @@ class Builder:
         return self.rule("json-array", body)
 
     def json(self) -> P:
+        """`json-value <- json-object | json-array | json-string | json-number | json-bool | json-null`."""
         return self.rule("json-value", lambda: self.choice([
             self.json_object(), self.json_array(), self.json_string(), self.json_number(), self.json_bool(),
             self.json_null()]))
 
     def json_member(self, key: str, p: Operand) -> P:
+        """`'"key"' space ":" space p`: one member of a JSON object with a fixed key."""
         ws = self.space()
         return self.sequence([self.literal(f'"{key}"'), ws, self.literal(":"), ws, self.wrap(p)])
 
     def python_string(self) -> P:
+        """`python-string <- double-quoted-string | single-quoted-string`."""
         return self.rule("python-string",
                          lambda: self.choice([self.double_quoted_string(), self.single_quoted_string()]))
 
     def python_number(self) -> P:
+        """A Python number literal, read as a JSON number."""
         return self.json_number()
 
     def python_bool(self) -> P:
+        """`python-bool <- "True" | "False"`."""
         return self.rule("python-bool", lambda: self.choice([self.literal("True"), self.literal("False")]))
 
     def python_null(self) -> P:
+        """`python-none <- "None"`."""
         return self.rule("python-none", lambda: self.literal("None"))
 
     def python_dict(self) -> P:
+        """`python-dict <- "{" space (python-string ":" python-value ("," ...)*)? space "}" space`."""
         def body() -> P:
             ws = self.space()
             member = self.sequence([self.python_string(), ws, self.literal(":"), ws, self.python_value()])
@@ -323,6 +367,7 @@ class Builder:
         return self.rule("python-dict", body)
 
     def python_array(self) -> P:
+        """`python-array <- "[" space (python-value ("," space python-value)*)? space "]" space`."""
         def body() -> P:
             ws = self.space()
             # no whitespace before commas here, unlike json_array: kept as in the C++
@@ -335,6 +380,7 @@ class Builder:
         return self.rule("python-array", body)
 
     def python_value(self) -> P:
+        """`python-value <- python-dict | python-array | python-string | python-number | python-bool | python-none`."""
         return self.rule("python-value", lambda: self.choice([
             self.python_dict(), self.python_array(), self.python_string(), self.python_number(),
             self.python_bool(), self.python_null()]))

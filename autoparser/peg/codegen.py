@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, assert_never
 
 from autoparser.peg import nodes as N
 from autoparser.peg.ast import AstNode
@@ -114,7 +114,10 @@ class _Emitter:
                 return all(self.never_fails(c) for c in ch)
             case N.Atomic(child=c) | N.Schema(child=c) | N.Gbnf(child=c) | N.Ac(child=c) | N.Tag(child=c):
                 return self.never_fails(c)
-        return False
+            case N.Repetition() | N.Start() | N.End() | N.Literal() | N.Choice() | N.And() | N.Not() | N.Any_() \
+                    | N.Chars() | N.String() | N.Until() | N.Rule() | N.Ref():
+                return False
+        assert_never(node)
 
     # --- output helpers --------------------------------------------------------------------------------------
 
@@ -250,8 +253,10 @@ class _Emitter:
             case N.Schema(child=c) | N.Gbnf(child=c) | N.Ac(child=c):
                 self.node(c, p)
                 self.set_empty(c, pid)
-            case _:  # Until, and anything without a fast path
+            case N.Until():  # no fast path: the closure scans with its precompiled regex
                 self.line(f"t, e, nd, iv = {self.closure(pid)}(ctx, {p})")
+            case _:
+                assert_never(node)
 
     def space(self, var: str) -> None:
         """Advance position variable `var` over a run of spaces (engine._space, inline)."""

@@ -4,7 +4,8 @@ Each node is compiled once into a closure `f(ctx, pos) -> (type, end, nodes, inv
 closures. evaluate.py runs them, or the code codegen.py generates from the same arena, which calls these
 closures wherever it has no fast path: they are the one statement of the semantics. Results are plain tuples
 because they are created for every node visit (the hot path). Semantics follow llama.cpp's `parser_executor`
-exactly, including its lenient ("input may continue") rules; see SPEC section 1.4. There is no memoisation, as
+exactly (common/peg-parser.cpp), including its lenient rules: where the input may continue, running out of it in
+the middle of a literal, a delimiter or a lookahead gives NEED_MORE_INPUT, not FAIL. There is no memoisation, as
 in the C++: results, AST node order and invalid-byte records stay identical to it.
 
 Scans that the C++ does byte by byte (literals, `until`, string content, character classes, whitespace) use
@@ -18,7 +19,7 @@ import re
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from enum import IntEnum
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, assert_never
 
 from autoparser.errors import GrammarError, ParseError
 from autoparser.peg import nodes as N
@@ -653,7 +654,7 @@ def compile_node(arena: Arena, fns: list[Fn], pid: ParserId, firsts: FirstSets |
             return _compile_atomic(fns, c)
         case N.Schema(child=c) | N.Gbnf(child=c) | N.Ac(child=c):
             return _compile_delegate(fns, c)
-    raise GrammarError(f"unknown parser node {node!r}")  # pragma: no cover
+    assert_never(node)
 
 
 def _traced(arena: Arena, pid: ParserId, inner: Fn) -> Fn:

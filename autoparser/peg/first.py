@@ -12,6 +12,7 @@ anything". Undecodable input disables skipping altogether (see engine.Ctx.escape
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import assert_never
 
 from autoparser.peg import nodes as N
 from autoparser.peg.arena import Arena
@@ -93,8 +94,10 @@ class FirstSets:
             case N.Ref(name=name):
                 rid = self.arena.rules.get(name)
                 return self.of(rid) if rid is not None else _ANY
-        # any, string content, until, lookaheads
-        return _ANY
+            case N.Any_() | N.String() | N.Until() | N.And() | N.Not():
+                # any character may start them (a lookahead matches nothing, so it cannot skip a choice)
+                return _ANY
+        assert_never(node)
 
 
 def dispatch_table(arena: Arena, firsts: FirstSets, children: tuple[ParserId, ...]

@@ -7,7 +7,7 @@ Chat params carry their parser in this form. One extension over the C++: schema 
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import Any, assert_never
 
 from autoparser.errors import SerializationError
 from autoparser.peg import nodes as N
@@ -49,6 +49,10 @@ def node_to_json(node: Node) -> dict[str, Any]:
             out.update(child=c, grammar=g)
         case N.Ac(child=c, delimiters=ds):
             out.update(child=c, delimiters=list(ds))
+        case N.Epsilon() | N.Start() | N.End() | N.Any_() | N.Space():
+            pass  # no fields
+        case _:
+            assert_never(node)
     return out
 
 

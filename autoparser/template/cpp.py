@@ -415,6 +415,14 @@ def _cpp_output(value: Any) -> Any:
 
 # --- the environment ------------------------------------------------------------------------------------------
 
+def _read(fetch: Callable[[], Any]) -> Any:
+    """A member or item as the template reads it: the lookup itself records nothing, the value is used."""
+    with _Suspend():
+        value = fetch()
+    _mark(value)
+    return value
+
+
 class CppEnvironment(GuardedEnvironment):
     """The guarded sandbox with the C++ engine's leniencies, recording member access the way the C++
     `member_expression` does (only while a probe records)."""
@@ -435,10 +443,7 @@ class CppEnvironment(GuardedEnvironment):
         # obj.prop: the C++ first looks for a builtin named prop (recording it as an op), then reads the key.
         _mark(obj, attribute)
         _mark(obj, "object_access")
-        with _Suspend():
-            value = super().getattr(obj, attribute)
-        _mark(value)
-        return value
+        return _read(lambda: super(CppEnvironment, self).getattr(obj, attribute))
 
     def getitem(self, obj: Any, argument: Any) -> Any:
         if isinstance(argument, slice):
@@ -449,10 +454,7 @@ class CppEnvironment(GuardedEnvironment):
             if isinstance(argument, str) and not isinstance(obj, dict):
                 _mark(obj, argument)
             _mark(obj, "object_access")
-        with _Suspend():
-            value = super().getitem(obj, argument)
-        _mark(value)
-        return value
+        return _read(lambda: super(CppEnvironment, self).getitem(obj, argument))
 
     def call(__self, __context: Any, __obj: Any, *args: Any, **kwargs: Any) -> Any:
         if isinstance(__obj, _UndefinedBuiltin):

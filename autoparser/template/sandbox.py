@@ -244,27 +244,29 @@ def _escape_warnings_ignored() -> Iterator[None]:
         yield
 
 
-def parse_template(env: jinja2.Environment, source: str, name: str) -> jinja2.nodes.Template:
-    """The AST of `source` (the same under any warning filter); a syntax error becomes TemplateError."""
+@contextlib.contextmanager
+def _compiling(name: str) -> Iterator[None]:
+    """Compiling the same under any warning filter; a syntax error or a template too deep to compile becomes
+    TemplateError."""
     try:
         with _escape_warnings_ignored():
-            return env.parse(source)
+            yield
     except jinja2.TemplateSyntaxError as err:
         raise _syntax_error(err, name) from err
     except (RecursionError, MemoryError) as err:
         raise TemplateError(f"{name}: template too complex to compile") from err
+
+
+def parse_template(env: jinja2.Environment, source: str, name: str) -> jinja2.nodes.Template:
+    """The AST of `source`."""
+    with _compiling(name):
+        return env.parse(source)
 
 
 def compile_template(env: jinja2.Environment, source: str | jinja2.nodes.Template, name: str) -> jinja2.Template:
-    """`source` (text or AST) compiled in `env`, the same under any warning filter; a syntax error or a template
-    too deep to compile becomes TemplateError. Every compile of a chat template goes through here."""
-    try:
-        with _escape_warnings_ignored():
-            return env.from_string(source)
-    except jinja2.TemplateSyntaxError as err:
-        raise _syntax_error(err, name) from err
-    except (RecursionError, MemoryError) as err:
-        raise TemplateError(f"{name}: template too complex to compile") from err
+    """`source` (text or AST) compiled in `env`. Every compile of a chat template goes through here."""
+    with _compiling(name):
+        return env.from_string(source)
 
 
 def run_template(template: jinja2.Template, context: dict[str, Any], *, name: str = "<template>",

@@ -19,7 +19,8 @@ from typing import Any
 
 import pytest
 
-from autoparser.chat.generator import ChatParams, generate
+from autoparser.chat.generator import generate
+from autoparser.chat.params import ChatParams
 from autoparser.corpus import Corpus
 from autoparser.errors import AutoparserError
 from autoparser.testing.ratchet import Ratchet

@@ -26,7 +26,8 @@ from pathlib import Path
 from typing import Any
 
 from autoparser.chat.compare import as_message, message_differences
-from autoparser.chat.generator import ChatParams, TriggerType, generate
+from autoparser.chat.generator import generate
+from autoparser.chat.params import ChatParams, TriggerType
 from autoparser.chat.stream import apply_deltas, compute_deltas
 from autoparser.testing.streaming import stream_mismatch
 from autoparser.types import ChatMessage

@@ -15,7 +15,7 @@ import itertools
 from collections.abc import Iterable, Iterator, Sequence
 from typing import Any
 
-from autoparser.chat.generator import ChatParams
+from autoparser.chat.params import ChatParams
 from autoparser.chat.stream import compute_deltas, set_tool_call_ids
 from autoparser.errors import ParseError
 from autoparser.types import ChatMessage

@@ -739,11 +739,11 @@ def test_json_brace_depth_skips_strings_finished_or_not(text: str) -> None:
 @settings(max_examples=3000)
 @given(st.text(alphabet='a "\\\n\x00\x1f\x7f/é\u2028\udc80\udcff\ud800\t\x08', max_size=12))
 def test_string_values_are_escaped_as_json_dumps_does(text: str) -> None:
-    # _escape_inner returns most texts unchanged without calling the encoder: it must agree with json.dumps
+    # escape_inner returns most texts unchanged without calling the encoder: it must agree with json.dumps
     # (undecodable bytes first replaced by U+FFFD) on exactly which texts those are
-    from autoparser.chat.mapper import _dump_string, _escape_inner
+    from autoparser.chat.mapper import _dump_string, escape_inner
     from autoparser.peg.utf8 import ESCAPED_BYTE
 
     expected = json.dumps(ESCAPED_BYTE.sub("\ufffd", text), ensure_ascii=False)
     assert _dump_string(text) == expected
-    assert _escape_inner(text) == expected[1:-1]
+    assert escape_inner(text) == expected[1:-1]

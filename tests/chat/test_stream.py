@@ -22,7 +22,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from autoparser import generate
-from autoparser.chat.generator import ChatParams
+from autoparser.chat.params import ChatParams
 from autoparser.chat.stream import StreamParser
 from autoparser.errors import AutoparserError, ParseError
 from autoparser.peg.resume import ends_inside_marker

@@ -249,7 +249,7 @@ def test_cpp_gbnf_generation(case: Case) -> None:
     assert trim_leading_space(arena_to_gbnf(arena, lazy=case.lazy)) == trim_leading_space(case.expected)
 
 
-# --- further behaviour the C++ source fixes (SPEC 2.2 / 2.3); not in the C++ test file ------------------------
+# --- further behaviour common/peg-parser.cpp fixes (build_grammar of each node); not in the C++ test file -------
 
 
 def _rhs(arena: Arena, name: str = "root", lazy: bool = False) -> str:

@@ -1,5 +1,5 @@
 """Partial ("need more input") parsing: the "partial parsing" group of llama.cpp tests/peg-parser/test-basic.cpp,
-plus the lenient rules of the engine that the streaming chat layer relies on (SPEC 1.4 / 1.7).
+plus the lenient rules of the engine that the streaming chat layer relies on (`parser_executor`, peg-parser.cpp).
 """
 
 from __future__ import annotations

@@ -369,8 +369,8 @@ def test_until_cut_off_delimiter_is_the_documented_exception() -> None:
 # --- property 4: the engine's fast scans agree with a literal port of the C++ walk ------------------------------
 #
 # The engine replaces the C++ byte-by-byte loops with str.find / regular expressions wherever the text holds no
-# undecodable bytes. This reference evaluator walks code point by code point exactly as SPEC 1.4 describes
-# `parser_executor`, with no shortcuts; both must agree on type, end, invalid runs and the whole AST.
+# undecodable bytes. This reference evaluator walks code point by code point exactly as peg-parser.cpp's
+# `parser_executor` does, with no shortcuts; both must agree on type, end, invalid runs and the whole AST.
 
 _FAIL, _OK, _MORE = int(ResultType.FAIL), int(ResultType.SUCCESS), int(ResultType.NEED_MORE_INPUT)
 _HEX = "0123456789abcdefABCDEF"

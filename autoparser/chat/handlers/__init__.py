@@ -1,70 +1,59 @@
-"""Specialised formats: templates whose output the analyzer cannot describe, each handled by its own module.
+"""Specialised formats: templates whose output the analyzer cannot describe, each in its own module.
 
-llama.cpp checks 16 hand-written handlers before its autoparser (SPEC section 6), in a fixed order; the first
-whose detection accepts the template source wins. Each module here defines `HANDLER = Handler(name, detect,
-generate)`; ORDER lists the modules in the C++ order. A format the analyzer handles by itself has no module.
+llama.cpp checks its hand-written formats before its autoparser (`common_chat_try_specialized_template`,
+common/chat.cpp), in a fixed order; the first whose detection accepts the template source wins. Each module
+here has `detect(source) -> FormatSpec | None` (the spec of the variant the template is) and says in its
+docstring why the analyzer cannot derive the format. A format the analyzer handles by itself has no module.
 """
 
 from __future__ import annotations
 
-import importlib
 from collections.abc import Callable
-from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
-if TYPE_CHECKING:
-    from autoparser.chat.generator import ChatParams, GenerationInputs
-    from autoparser.template.render import ChatTemplate
+from autoparser.chat.handlers import (
+    cohere2moe,
+    deepseek,
+    functionary_v3_2,
+    gemma4,
+    gpt_oss,
+    kimi_k2,
+    kimi_k3,
+    lfm2,
+    ling3,
+    minicpm5,
+    minimax_m3,
+    ministral3,
+    muse_glimmer,
+    qwen3_coder,
+)
+from autoparser.chat.spec import FormatSpec
+
+__all__ = ["DETECTORS", "find_handler"]
 
 # C++ order (common_chat_try_specialized_template)
-ORDER = (
-    "ministral3",
-    "gpt_oss",
-    "muse_glimmer",
-    "functionary_v3_2",
-    "kimi_k2",
-    "kimi_k3",
-    "ling3",
-    "cohere2moe",
-    "lfm2",
+DETECTORS: tuple[Callable[[str], FormatSpec | None], ...] = (
+    ministral3.detect,
+    gpt_oss.detect,
+    muse_glimmer.detect,
+    functionary_v3_2.detect,
+    kimi_k2.detect,
+    kimi_k3.detect,
+    ling3.detect,
+    cohere2moe.detect,
+    lfm2.detect,
     # gigachat_v3: the analyzer handles GigaChat v3 by itself (4/4 C++ cases through the generic path)
-    "minimax_m3",
-    "deepseek",
-    "gemma4",
-    "minicpm5",
-    "qwen3_coder",
+    minimax_m3.detect,
+    deepseek.detect,
+    gemma4.detect,
+    minicpm5.detect,
+    qwen3_coder.detect,
 )
 
 
-@dataclass(frozen=True)
-class Handler:
-    name: str
-    detect: Callable[[str], bool]
-    generate: Callable[[ChatTemplate, GenerationInputs], ChatParams]
-
-
-_LOADED: list[Handler] | None = None
-
-
-def handlers() -> list[Handler]:
-    """The handler modules that exist, in C++ order (loaded once)."""
-    global _LOADED
-    if _LOADED is None:
-        loaded = []
-        for name in ORDER:
-            try:
-                module = importlib.import_module(f"autoparser.chat.handlers.{name}")
-            except ModuleNotFoundError as e:
-                if e.name != f"autoparser.chat.handlers.{name}":
-                    raise
-                continue
-            loaded.append(module.HANDLER)
-        _LOADED = loaded
-    return _LOADED
-
-
-def find_handler(source: str) -> Handler | None:
-    for h in handlers():
-        if h.detect(source):
-            return h
+def find_handler(source: str) -> FormatSpec | None:
+    """The specialised format of a template (normalised source), or None for the analyzer's generic path."""
+    for detect in DETECTORS:
+        spec = detect(source)
+        if spec is not None:
+            return spec
     return None

@@ -1,86 +1,59 @@
 """Functionary v3.2 (`common_chat_params_init_functionary_v3_2`, parsers/functionary-v3-2.cpp).
 
 Every message part names its recipient after `>>>`: `>>>all\\n` + content, or `>>>NAME\\n` + JSON arguments.
-The generation prompt ends with `>>>`, so the model's output starts with the recipient.
+The generation prompt ends with `>>>`, so the model's output starts with the recipient. Why a handler: the
+recipient line is the only thing that tells content from a call, and the analyzer knows no such field.
 """
 
 from __future__ import annotations
 
-from autoparser.chat.builder import ChatBuilder
-from autoparser.chat.generator import (
-    ChatParams,
-    GenerationInputs,
-    GrammarTrigger,
-    TriggerType,
-    generation_prompt,
-    render_prompt,
-)
-from autoparser.chat.handlers import Handler
-from autoparser.chat.handlers._support import cpp_sum, functions, has_continuation, has_tools, to_grammar
-from autoparser.chat.request import ToolChoice, render_content
+from collections.abc import Mapping
+from typing import Any
+
+from autoparser.chat.request import Continuation, render_content
+from autoparser.chat.spec import Build, FormatSpec, Laziness, Rendered, SchemaRule, pattern
+from autoparser.chat.tools import functions
 from autoparser.peg.builder import P
-from autoparser.template.render import ChatTemplate
-from autoparser.types import ChatFormat
 
 ASSISTANT_HEADER = "<|start_header_id|>assistant<|end_header_id|>\n\n"
 
 
-def detect(source: str) -> bool:
-    return ">>>all" in source and ">>>${recipient}" in source
+def detect(source: str) -> FormatSpec | None:
+    return SPEC if ">>>all" in source and ">>>${recipient}" in source else None
 
 
-def generate(tmpl: ChatTemplate, inputs: GenerationInputs) -> ChatParams:
-    prompt = render_prompt(tmpl, inputs)
-    gp = generation_prompt(tmpl, inputs)
-    tools = has_tools(inputs)
-    include_grammar = tools and inputs.tool_choice != ToolChoice.NONE
-
-    if has_continuation(inputs):
-        gp = ASSISTANT_HEADER + ">>>all\n" + render_content(inputs.continue_msg or {})
-        prompt += gp
-
-    p = ChatBuilder()
-    arena = p.build(_build(p, inputs, tools))
-
-    grammar = ""
-    lazy = False
-    triggers: tuple[GrammarTrigger, ...] = ()
-    if include_grammar:
-        lazy = inputs.tool_choice == ToolChoice.AUTO
-        grammar = to_grammar(arena, lazy)
-        # any recipient other than "all" starts a tool call
-        triggers = (GrammarTrigger(TriggerType.PATTERN, ">>>(?!all)"),)
-
-    return ChatParams(format=ChatFormat.PEG_NATIVE, prompt=prompt, generation_prompt=gp, parser=arena,
-                      grammar=grammar, grammar_lazy=lazy, grammar_triggers=triggers, preserved_tokens=(">>>all",))
+def _prefill(rendered: Rendered, msg: Mapping[str, Any], continuation: Continuation) -> str:
+    # the content is written out whatever part of the message is continued
+    return ASSISTANT_HEADER + ">>>all\n" + render_content(msg)
 
 
-def _build(p: ChatBuilder, inputs: GenerationInputs, tools: bool) -> P:
+def _build(b: Build) -> P:
+    p = b.p
     # With tools, content stops at the next ">>>" (a call); without, it runs to the end.
     # (operands in the C++ evaluation order, see cpp_sum, so that automaton rule ids match)
-    content_until_tool = cpp_sum(lambda: p.literal("all\n"), lambda: p.content(p.until(">>>")))
-    content_until_end = cpp_sum(lambda: p.literal("all\n"), lambda: p.content(p.rest()))
+    content_until_tool = p.cpp_sum(lambda: p.literal("all\n"), lambda: p.content(p.until(">>>")))
+    content_until_end = p.cpp_sum(lambda: p.literal("all\n"), lambda: p.content(p.rest()))
     gen_prompt = p.literal(ASSISTANT_HEADER + ">>>")
 
-    if not tools or inputs.tool_choice == ToolChoice.NONE:
+    if not b.tool_calls:
         return gen_prompt + content_until_end + p.end()
 
     tool_choice = p.choice()
-    for name, schema in functions(inputs.tools):
-        tool_parser = p.tool(p.tool_open(p.tool_name(p.literal(name)) + p.literal("\n"))
-                             + p.tool_args(p.schema(p.json(), f"tool-{name}-schema", schema)))
-        tool_choice |= p.rule(f"tool-{name}", tool_parser)
+    for f in functions(b.inputs.tools):
+        tool_parser = p.tool(p.tool_open(p.tool_name(p.literal(f.name)) + p.literal("\n"))
+                             + p.tool_args(p.schema(p.json(), f"tool-{f.name}-schema", f.schema)))
+        tool_choice |= p.rule(f"tool-{f.name}", tool_parser)
 
     content_only = content_until_end
     tools_only = p.trigger_rule("tools", p.one_or_more(tool_choice))
     content_and_tools = content_until_tool + tools_only
 
-    if inputs.tool_choice == ToolChoice.REQUIRED:
-        if inputs.parallel_tool_calls:
+    if b.required:
+        if b.parallel:
             ret = p.choice([content_and_tools, tools_only]) + p.end()
         else:
             ret = p.choice([content_until_tool + tool_choice, tools_only]) + p.end()
-    elif inputs.parallel_tool_calls:
+    elif b.parallel:
         ret = p.choice([content_and_tools, content_only, tools_only]) + p.end()
     else:
         content_and_tool = content_until_tool + tool_choice
@@ -88,4 +61,7 @@ def _build(p: ChatBuilder, inputs: GenerationInputs, tools: bool) -> P:
     return gen_prompt + ret
 
 
-HANDLER = Handler("functionary_v3_2", detect, generate)
+SPEC = FormatSpec(
+    "functionary_v3_2", _build, _prefill, laziness=Laziness.TOOLS_AUTO, response_format=SchemaRule.IGNORED,
+    # any recipient other than "all" starts a tool call
+    triggers=(pattern(">>>(?!all)"),), preserved_tokens=(">>>all",), reasoning=False)

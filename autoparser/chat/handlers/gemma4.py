@@ -3,34 +3,33 @@
 Reasoning is a `<|channel>thought ... <channel|>` block; calls are `<|tool_call>call:NAME{k:v,...}<tool_call|>`
 with strings quoted as `<|"|>...<|"|>` and bare dict keys, which the PEG_GEMMA4 mapper turns into JSON by
 walking the `gemma4-*` rules. Older Gemma 4 templates (without the "OpenAI Chat Completions" comment) expect
-tool results folded into the assistant turn as a `tool_responses` field.
+tool results folded into the assistant turn as a `tool_responses` field. Why a handler: the argument syntax is
+neither JSON nor tagged, and reasoning blocks may repeat around the content.
 """
 
 from __future__ import annotations
 
 import json
 from collections.abc import Mapping, Sequence
+from dataclasses import replace
 from typing import Any
 
 from autoparser.chat.builder import ChatBuilder
-from autoparser.chat.generator import (
-    ChatParams,
-    GenerationInputs,
-    GrammarTrigger,
-    TriggerType,
-    generation_prompt,
-    render_prompt,
-)
-from autoparser.chat.handlers import Handler
-from autoparser.chat.handlers._support import function_defs, has_continuation, has_tools, to_grammar
-from autoparser.chat.request import Continuation, ToolChoice, render_content
+from autoparser.chat.params import GenerationInputs
+from autoparser.chat.request import Continuation, render_content
+from autoparser.chat.spec import Build, FormatSpec, Rendered, SchemaRule, word
+from autoparser.chat.tools import functions
 from autoparser.peg.builder import P
-from autoparser.template.render import ChatTemplate
 from autoparser.types import ChatFormat
 
+TURN = "<|turn>model\n"
 
-def detect(source: str) -> bool:
-    return "'<|tool_call>call:'" in source
+
+def detect(source: str) -> FormatSpec | None:
+    if "'<|tool_call>call:'" not in source:
+        return None
+    # newer templates take the tool results as they come (OpenAI Chat Completions style)
+    return SPEC if "{#- OpenAI Chat Completions:" in source else replace(SPEC, messages=convert_tool_responses)
 
 
 def _has_content(msg: Mapping[str, Any]) -> bool:
@@ -98,49 +97,20 @@ def convert_tool_responses(messages: Sequence[Mapping[str, Any]]) -> list[dict[s
     return out
 
 
-def generate(tmpl: ChatTemplate, inputs: GenerationInputs) -> ChatParams:
-    messages: Any = None
-    if "{#- OpenAI Chat Completions:" not in tmpl.source:
-        messages = convert_tool_responses(inputs.messages)
-    prompt = render_prompt(tmpl, inputs, messages=messages)
-    gp = generation_prompt(tmpl, inputs, messages=messages)
+def _reopened_turn(rendered: Rendered, inputs: GenerationInputs) -> Rendered:
+    """After content and a tool call the template leaves the model turn closed; reopen it, or the model skips
+    its reasoning channel."""
+    if inputs.add_generation_prompt and rendered.prompt.endswith("<turn|>\n"):
+        return Rendered(rendered.prompt + TURN, TURN)
+    return rendered
 
-    if inputs.add_generation_prompt and prompt.endswith("<turn|>\n"):
-        # After content + tool call the template leaves the model turn closed; reopen it, or the model skips
-        # its reasoning channel.
-        gp = "<|turn>model\n"
-        prompt += gp
 
-    if has_continuation(inputs):
-        msg = inputs.continue_msg or {}
-        gp = "<|turn>model\n" if prompt.endswith("<turn|>\n") else ""
-        gp += "<|channel>thought\n" + str(msg.get("reasoning_content") or "")
-        if inputs.continuation == Continuation.CONTENT:
-            gp += "<channel|>" + render_content(msg)
-        prompt += gp
-
-    tools = has_tools(inputs)
-    response_format = isinstance(inputs.json_schema, dict)
-    include_grammar = response_format or (tools and inputs.tool_choice != ToolChoice.NONE)
-    extract_reasoning = inputs.reasoning_format != "none"
-
-    p = ChatBuilder()
-    arena = p.build(_build(p, inputs, tools, response_format, extract_reasoning))
-
-    grammar = ""
-    lazy = False
-    triggers: tuple[GrammarTrigger, ...] = ()
-    if include_grammar:
-        lazy = not (response_format or (tools and inputs.tool_choice == ToolChoice.REQUIRED))
-        grammar = to_grammar(arena, lazy)
-        triggers = (GrammarTrigger(TriggerType.WORD, "<|tool_call>"),)
-
-    return ChatParams(
-        format=ChatFormat.PEG_GEMMA4, prompt=prompt, generation_prompt=gp, parser=arena, grammar=grammar,
-        grammar_lazy=lazy, grammar_triggers=triggers,
-        preserved_tokens=("<|channel>", "<channel|>", "<|tool_call>", "<tool_call|>", "<|turn>"),
-        supports_thinking=True, thinking_start_tag="<|channel>thought", thinking_end_tags=("<channel|>",),
-        message_delimiters=(("user", "<|turn>user"), ("assistant", "<|turn>model")))
+def _prefill(rendered: Rendered, msg: Mapping[str, Any], continuation: Continuation) -> str:
+    gp = TURN if rendered.prompt.endswith("<turn|>\n") else ""
+    gp += "<|channel>thought\n" + str(msg.get("reasoning_content") or "")
+    if continuation == Continuation.CONTENT:
+        gp += "<channel|>" + render_content(msg)
+    return gp
 
 
 def _value_rules(p: ChatBuilder) -> None:
@@ -172,11 +142,11 @@ def _value_rules(p: ChatBuilder) -> None:
         p.ref("gemma4-number"), p.ref("gemma4-bool"), p.ref("gemma4-null")]))
 
 
-def _build(p: ChatBuilder, inputs: GenerationInputs, tools: bool, response_format: bool,
-           extract_reasoning: bool) -> P:
+def _build(b: Build) -> P:
+    p = b.p
     start = p.rule("start", p.optional(p.literal("<|turn>model\n")))
 
-    if extract_reasoning:
+    if b.extract_reasoning:
         p.rule("thought", p.literal("<|channel>thought") + p.space() + p.reasoning(p.until("<channel|>"))
                + p.literal("<channel|>"))
     else:
@@ -188,25 +158,22 @@ def _build(p: ChatBuilder, inputs: GenerationInputs, tools: bool, response_forma
     thought = (p.peek(p.literal("<|channel>")) + consume_empty_channels + p.ref("thought")) \
         | p.negate(p.literal("<|channel>"))
 
-    if response_format:
-        body = p.literal("```json") << p.content(p.schema(p.json(), "response-format-schema", inputs.json_schema)) \
+    if b.response_format:
+        body = p.literal("```json") << p.content(p.schema(p.json(), "response-format-schema", b.inputs.json_schema)) \
             << p.literal("```")
         return start + p.optional(thought) + body
 
-    if tools and inputs.tool_choice != ToolChoice.NONE:
+    if b.tool_calls:
         _value_rules(p)
         tool_choice = p.choice()
-        for function in function_defs(inputs.tools):
-            name = str(function.get("name", ""))
-            tool_choice |= p.rule(f"tool-{name}", p.tool(p.sequence([
-                p.tool_open(p.tool_name(p.literal(name)) + p.peek(p.literal("{"))),
+        for f in functions(b.inputs.tools):
+            tool_choice |= p.rule(f"tool-{f.name}", p.tool(p.sequence([
+                p.tool_open(p.tool_name(p.literal(f.name)) + p.peek(p.literal("{"))),
                 p.tool_args(p.ref("gemma4-dict")),
             ])))
-        tool_call = p.trigger_rule("tool-call", p.repeat(
-            "<|tool_call>call:" + tool_choice + "<tool_call|>",
-            1 if inputs.tool_choice == ToolChoice.REQUIRED else 0,
-            -1 if inputs.parallel_tool_calls else 1))
-        if inputs.tool_choice == ToolChoice.REQUIRED:
+        tool_call = p.trigger_rule("tool-call", p.repeat("<|tool_call>call:" + tool_choice + "<tool_call|>",
+                                                         *b.call_counts))
+        if b.required:
             return start + thought + tool_call
         scan_to_toolcall = p.rule("scan-to-toolcall", p.until("<|tool_call>"))
         content = p.rule("content", p.content(p.until_one_of(["<|channel>", "<channel|>", "<|tool_call>"])))
@@ -220,4 +187,9 @@ def _build(p: ChatBuilder, inputs: GenerationInputs, tools: bool, response_forma
     return start + p.one_or_more(message)
 
 
-HANDLER = Handler("gemma4", detect, generate)
+SPEC = FormatSpec(
+    "gemma4", _build, _prefill, format=ChatFormat.PEG_GEMMA4, response_format=SchemaRule.OBJECT,
+    finish=_reopened_turn, triggers=(word("<|tool_call>"),),
+    preserved_tokens=("<|channel>", "<channel|>", "<|tool_call>", "<tool_call|>", "<|turn>"),
+    supports_thinking=True, thinking_start_tag="<|channel>thought", thinking_end_tags=("<channel|>",),
+    message_delimiters=(("user", "<|turn>user"), ("assistant", "<|turn>model")))

@@ -2,28 +2,17 @@
 
 XTML sections: `<|open|>TAG attrs<|sep|> ... <|close|>TAG<|sep|>`. An assistant message is an optional think
 section, an optional response section, an optional tools section of calls with one section per argument, then
-the message closer and `<|end_of_msg|>`. Tag names are ordinary words, so only the markers are preserved.
+the message closer and `<|end_of_msg|>`. Tag names are ordinary words, so only the markers are preserved. Why
+a handler: every section is delimited by the same two markers, told apart only by the word after them.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 
-from autoparser.chat.builder import ChatBuilder
-from autoparser.chat.generator import (
-    ChatParams,
-    GenerationInputs,
-    GrammarTrigger,
-    TriggerType,
-    generation_prompt,
-    render_prompt,
-)
-from autoparser.chat.handlers import Handler
-from autoparser.chat.handlers._support import cpp_sum, functions, has_continuation, has_tools, to_grammar
-from autoparser.chat.request import Continuation, ToolChoice, render_content
+from autoparser.chat.spec import Build, FormatSpec, Laziness, Prefill, SchemaRule, word
+from autoparser.chat.tools import functions
 from autoparser.peg.builder import P
-from autoparser.template.render import ChatTemplate
-from autoparser.types import ChatFormat
 
 SEP = "<|sep|>"
 MSG_START = '<|open|>message role="assistant"<|sep|>'
@@ -41,70 +30,36 @@ MSG_END = "<|close|>message<|sep|>"
 EOM_TOKEN = "<|end_of_msg|>"
 
 
-def detect(source: str) -> bool:
-    return "<|open|>" in source and "<|close|>" in source and "<|end_of_msg|>" in source
+def detect(source: str) -> FormatSpec | None:
+    return SPEC if "<|open|>" in source and "<|close|>" in source and "<|end_of_msg|>" in source else None
 
 
-def generate(tmpl: ChatTemplate, inputs: GenerationInputs) -> ChatParams:
-    prompt = render_prompt(tmpl, inputs)
-    gp = generation_prompt(tmpl, inputs)
-    tools = has_tools(inputs)
-    extract_reasoning = inputs.reasoning_format != "none"
-    include_grammar = tools and inputs.tool_choice != ToolChoice.NONE
-
-    if has_continuation(inputs):
-        msg = inputs.continue_msg or {}
-        gp = MSG_START + THINK_START + str(msg.get("reasoning_content") or "")
-        if inputs.continuation == Continuation.CONTENT:
-            gp += THINK_END + RESP_START + render_content(msg)
-        prompt += gp
-
-    p = ChatBuilder()
-    arena = p.build(_build(p, inputs, tools, extract_reasoning))
-
-    grammar = ""
-    lazy = False
-    triggers: tuple[GrammarTrigger, ...] = ()
-    if include_grammar:
-        lazy = inputs.tool_choice != ToolChoice.REQUIRED
-        grammar = to_grammar(arena, lazy)
-        triggers = (GrammarTrigger(TriggerType.WORD, TOOLS_START),)
-
-    return ChatParams(
-        format=ChatFormat.PEG_NATIVE, prompt=prompt, generation_prompt=gp, parser=arena, grammar=grammar,
-        grammar_lazy=lazy, grammar_triggers=triggers,
-        # tag names ("think", "response", ...) are plain words: preserving them would break prose using them
-        preserved_tokens=("<|open|>", "<|close|>", "<|sep|>", "<|end_of_msg|>"),
-        supports_thinking=True, thinking_start_tag=THINK_START, thinking_end_tags=(THINK_END,),
-        # system and tool openers carry more attributes, so their delimiters stop after the role's quote
-        message_delimiters=(("assistant", MSG_START), ("user", '<|open|>message role="user"<|sep|>'),
-                            ("tool", '<|open|>message role="tool"'), ("system", '<|open|>message role="system"')))
-
-
-def _build(p: ChatBuilder, inputs: GenerationInputs, tools: bool, extract_reasoning: bool) -> P:
+def _build(b: Build) -> P:
+    p = b.p
     end = p.end()
     start = p.optional(p.literal(MSG_START))
 
     # The generation prompt opens the think section, so it is consumed even when reasoning is not extracted;
     # a model that skips the closer ends its reasoning at the response opener.
     think_until = p.until_one_of([THINK_END, RESP_START])
-    think_body = p.reasoning(think_until) if extract_reasoning else p.content(think_until)
+    think_body = p.reasoning(think_until) if b.extract_reasoning else p.content(think_until)
     reasoning = p.optional(p.optional(p.literal(THINK_START)) + think_body + p.optional(p.literal(THINK_END)))
 
     # a truncated response runs to whichever section comes next
     # (operands in the C++ evaluation order, see cpp_sum, so that automaton rule ids match)
-    response = cpp_sum(lambda: p.optional(p.literal(RESP_START)),
+    response = p.cpp_sum(lambda: p.optional(p.literal(RESP_START)),
                        lambda: p.content(p.until_one_of([RESP_END, TOOLS_START, MSG_END])),
                        lambda: p.optional(p.literal(RESP_END)))
 
     # the end-of-message token reaches the parser as text and must be consumed
     trailer = p.optional(p.literal(MSG_END)) + p.optional(p.literal(EOM_TOKEN))
 
-    if not tools or inputs.tool_choice == ToolChoice.NONE:
+    if not b.tool_calls:
         return start + reasoning + response + trailer + end
 
     tool_choices = p.choice()
-    for name, schema in functions(inputs.tools):
+    for f in functions(b.inputs.tools):
+        name, schema = f.name, f.schema
         # Each argument section carries a type="..." attribute; the schema decides instead whether the value is
         # JSON or a literal string.
         args = p.eps()
@@ -142,8 +97,16 @@ def _build(p: ChatBuilder, inputs: GenerationInputs, tools: bool, extract_reason
     tools_section = p.trigger_rule("kimi-k3-tool-call", p.literal(TOOLS_START) + p.one_or_more(tool_choices)
                                    + p.literal(TOOLS_END) + p.optional(p.literal(MSG_END))
                                    + p.optional(p.literal(EOM_TOKEN)))
-    calls = tools_section if inputs.tool_choice == ToolChoice.REQUIRED else p.optional(tools_section)
+    calls = tools_section if b.required else p.optional(tools_section)
     return start + reasoning + response + calls + trailer + end
 
 
-HANDLER = Handler("kimi_k3", detect, generate)
+SPEC = FormatSpec(
+    "kimi_k3", _build, Prefill(MSG_START, THINK_START, THINK_END + RESP_START), laziness=Laziness.TOOLS_AUTO,
+    response_format=SchemaRule.IGNORED, triggers=(word(TOOLS_START),),
+    # tag names ("think", "response", ...) are plain words: preserving them would break prose using them
+    preserved_tokens=("<|open|>", "<|close|>", "<|sep|>", "<|end_of_msg|>"),
+    supports_thinking=True, thinking_start_tag=THINK_START, thinking_end_tags=(THINK_END,),
+    # system and tool openers carry more attributes, so their delimiters stop after the role's quote
+    message_delimiters=(("assistant", MSG_START), ("user", '<|open|>message role="user"<|sep|>'),
+                        ("tool", '<|open|>message role="tool"'), ("system", '<|open|>message role="system"')))

@@ -1,0 +1,300 @@
+"""The chat format a template's analysis describes (llama.cpp's `autoparser::build_parser` and the generic
+branch of `common_chat_templates_apply_jinja`, common/chat-auto-parser-generator.cpp).
+
+`derived_format(analysis)` is a FormatSpec like any specialised one: its build function reads the markers the
+analyzer found (reasoning, content wrapper, tool-call format), its triggers are the call section's or the
+first call's opener, and its prefill rebuilds a continued message around the reasoning markers.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from functools import partial
+from typing import Any
+
+from autoparser.analysis.model import (
+    CallIdPosition,
+    ContentMode,
+    ReasoningMode,
+    TemplateAnalysis,
+    ToolFormat,
+)
+from autoparser.chat.builder import ChatBuilder
+from autoparser.chat.request import Continuation
+from autoparser.chat.spec import Build, FormatSpec, Prefill, Rendered, word
+from autoparser.chat.tools import Function, functions, parameters
+from autoparser.peg.builder import P
+
+__all__ = ["derived_format"]
+
+_WS = " \t\n\v\f\r"
+
+
+def _trim(s: str) -> str:
+    return s.strip(_WS)
+
+
+def derived_format(analysis: TemplateAnalysis) -> FormatSpec:
+    """The format of a template as its analysis describes it."""
+    reasoning, fmt = analysis.reasoning, analysis.tools.format
+    thinking = reasoning.mode is not ReasoningMode.NONE
+    marker = fmt.section_start or fmt.per_call_start
+    triggers = (word(marker),) + ((word('{"type": "function",'),) if fmt.openai_wrapper_trigger else ()) \
+        if marker else ()
+    delimiters = tuple((role, start) for role, start in (("assistant", analysis.assistant_start),
+                                                          ("user", analysis.user_start)) if start)
+    end_tag = _trim(reasoning.end)
+    return FormatSpec(
+        "autoparser", partial(_build, analysis), partial(_prefill, analysis), triggers=triggers,
+        triggers_only_when_lazy=True, calls=fmt.mode is not ToolFormat.NONE, reasoning=thinking,
+        preserved_tokens=analysis.preserved_tokens, additional_stops=analysis.additional_stops,
+        supports_thinking=thinking, thinking_start_tag=_trim(reasoning.start) if thinking else "",
+        thinking_end_tags=(end_tag,) if thinking and end_tag else (), message_delimiters=delimiters)
+
+
+def _prefill(analysis: TemplateAnalysis, rendered: Rendered, msg: Mapping[str, Any],
+             continuation: Continuation) -> str:
+    """The rendered generation prompt up to the reasoning start marker, then the message's reasoning, and for
+    a content continuation the end marker and the content."""
+    start = analysis.reasoning.start
+    if not start:
+        return Prefill(None)(rendered, msg, continuation)
+    gp = rendered.generation_prompt
+    cut = gp.find(start)
+    return Prefill(gp if cut < 0 else gp[:cut], start, analysis.reasoning.end)(rendered, msg, continuation)
+
+
+@dataclass(frozen=True)
+class _Derived:
+    """One parser build: the request, the analysis, and the reasoning parser every body starts with."""
+
+    b: Build
+    a: TemplateAnalysis
+    reasoning: P
+
+    @property
+    def p(self) -> ChatBuilder:
+        return self.b.p
+
+
+def _build(analysis: TemplateAnalysis, b: Build) -> P:
+    """`autoparser::build_parser`: reasoning, then response format / tools / content, after the prompt prefix."""
+    p, reasoning = b.p, analysis.reasoning
+    p.eps()  # the C++ default-initialises the reasoning parser (ids follow it)
+    d = _Derived(b, analysis, _reasoning(b, analysis))
+    pure_content = reasoning.mode is ReasoningMode.NONE
+    if b.response_format:
+        rf = p.rule("response-format", p.content(p.schema(p.json(), "response-format-schema", b.inputs.json_schema)))
+        body = d.reasoning + p.space() + p.choice([
+            p.literal("```json") + p.space() + rf + p.space() + p.literal("```"),
+            p.space() + rf + p.space(),
+        ]) + p.end()
+        pure_content = False
+    elif b.tool_calls and analysis.caps.supports_tool_calls:
+        body = _tools(d)
+        pure_content = False
+    else:
+        body = _content(d)
+    prefix = p.prefix(b.generation_prompt, _trim(reasoning.start))
+    return prefix + body if pure_content else prefix << body
+
+
+def _reasoning(b: Build, a: TemplateAnalysis) -> P:
+    p, r = b.p, a.reasoning
+    if not b.extract_reasoning or r.mode not in (ReasoningMode.TAG_BASED, ReasoningMode.TOOLS_ONLY) or not r.end:
+        return p.eps()
+    if r.start:
+        return p.optional(p.optspace(r.start) + p.reasoning(p.until(_trim(r.end))) + p.optspace(r.end))
+    return p.optional(p.reasoning(p.until(_trim(r.end))) + p.optspace(r.end))
+
+
+def _always_wrapped(a: TemplateAnalysis) -> bool:
+    c = a.content
+    return c.mode is ContentMode.ALWAYS_WRAPPED and bool(c.start) and bool(c.end)
+
+
+def _content(d: _Derived) -> P:
+    p, c = d.p, d.a.content
+    if _always_wrapped(d.a):
+        if d.b.extract_reasoning:
+            return d.reasoning + c.start + p.content(p.until(c.end)) + c.end + p.end()
+        return p.content(p.until(c.start)) + c.start + p.content(p.until(c.end)) + c.end + p.end()
+    return d.reasoning + p.content(p.rest()) + p.end()
+
+
+def _optional_wrapped(d: _Derived) -> P:
+    p, c = d.p, d.a.content
+    if _always_wrapped(d.a):
+        return p.optional(c.start + p.content(p.until(c.end)) + c.end)
+    return p.eps()
+
+
+def _tools(d: _Derived) -> P:
+    match d.a.tools.format.mode:
+        case ToolFormat.JSON_NATIVE:
+            return _json_native(d)
+        case ToolFormat.TAG_WITH_JSON:
+            return _tag_with_json(d)
+        case ToolFormat.TAG_WITH_TAGGED:
+            return _tag_with_tagged(d)
+        case ToolFormat.NONE:
+            # The template can call tools but the analyzer found no format: the C++ logs and parses nothing.
+            return d.p.eps()
+
+
+def _json_native(d: _Derived) -> P:
+    p, fmt, b = d.p, d.a.tools.format, d.b
+    name_field, args_field = fmt.name_field, fmt.args_field
+    if fmt.function_field and fmt.function_field != "function" and "." not in name_field:
+        name_field = f"{fmt.function_field}.{name_field}"
+        args_field = f"{fmt.function_field}.{args_field}"
+    common: dict[str, Any] = {
+        "name_key": name_field, "args_key": args_field, "array_wrapped": fmt.tools_array_wrapped,
+        "function_is_key": fmt.fun_name_is_key, "call_id_key": fmt.id_field, "gen_call_id_key": fmt.gen_id_field,
+        "parameters_order": list(fmt.parameter_order), "accept_openai_wrapper": fmt.openai_wrapper_trigger}
+    if not fmt.section_start and fmt.per_call_start:
+        single = p.standard_json_tools(fmt.per_call_start, fmt.per_call_end, b.inputs.tools, b.parallel,
+                                       b.required, **common)
+        tools = p.trigger_rule("tool-calls", p.one_or_more(single + p.space()))
+    else:
+        tools = p.standard_json_tools(fmt.section_start, fmt.section_end, b.inputs.tools, b.parallel, b.required,
+                                      **common)
+    if _always_wrapped(d.a):
+        return d.reasoning + _optional_wrapped(d) + tools + p.end()
+    tool_start = fmt.section_start or fmt.per_call_start or "{"
+    return d.reasoning + p.optional(p.content(p.until(tool_start))) + tools + p.end()
+
+
+def _func(d: _Derived, name: str, call_id_section: P, have_call_id: bool, args: P, atomic_peek: P | None) -> P:
+    p, tools = d.p, d.a.tools
+    fn, fmt = tools.function, tools.format
+    # operand order as in the C++ expression `name_prefix + tool_name(literal(name)) + name_suffix`
+    name_node = p.tool_name(p.literal(name))
+    open_ = p.tool_open(fn.name_prefix + name_node + fn.name_suffix)
+    matched_atomic = True
+    if fn.args_separator:
+        open_ = open_ + p.space() + p.literal(fn.args_separator)
+    if fn.name_suffix:
+        func = open_ + call_id_section + p.space() + args
+    elif have_call_id:
+        func = p.atomic(open_ + call_id_section) + p.space() + args
+    elif atomic_peek is not None:
+        func = p.atomic(open_ + call_id_section + p.space() + atomic_peek) + args
+    else:
+        func = open_ + call_id_section + p.space() + args
+        matched_atomic = False
+    if fn.close:
+        func = func + p.space() + p.tool_close(p.literal(fn.close))
+    elif fmt.per_call_end:
+        # Close only once the end marker is visible, so a half-seen "</" does not close the call early.
+        peek = p.peek(p.space() + p.literal(fmt.per_call_end)) if tools.arguments.tolerate_intertag_whitespace \
+            else p.peek(p.literal(fmt.per_call_end))
+        func = func + p.tool_close(peek)
+    else:
+        func = func + p.tool_close(p.space())  # a close node, so the mapper closes the argument braces
+    if not matched_atomic:
+        func = p.atomic(func)
+    return func
+
+
+def _call_id_section(d: _Derived, inside: bool) -> tuple[P, bool]:
+    p, cid, args = d.p, d.a.tools.call_id, d.a.tools.arguments
+    if cid.pos is CallIdPosition.BETWEEN_FUNC_AND_ARGS and cid.prefix and (cid.suffix or args.start):
+        if cid.suffix:
+            if inside:
+                return p.optional(cid.prefix + p.tool_id(p.until(cid.suffix)) + cid.suffix), True
+            return p.optional(cid.prefix + p.tool_id(p.until(cid.suffix))) + cid.suffix, True
+        return p.optional(cid.prefix + p.tool_id(p.until(args.start))), True
+    return p.eps(), False
+
+
+def _tag_with_json(d: _Derived) -> P:
+    p, tools, b = d.p, d.a.tools, d.b
+    fmt, args_m = tools.format, tools.arguments
+    choice = p.choice()
+    for f in functions(b.inputs.tools):
+        call_id_section, have_call_id = _call_id_section(d, inside=False)
+        args = p.tool_args(p.schema(p.json(), f"tool-{f.name}-schema", f.schema))
+        if args_m.start:
+            args = p.literal(args_m.start) + args
+        if args_m.end:
+            args = args + p.literal(args_m.end)
+        peek = p.peek(p.literal(args_m.start)) if args_m.start else None
+        choice = choice | p.rule(f"tool-{f.name}", _func(d, f.name, call_id_section, have_call_id, args, peek))
+    if fmt.per_call_start:
+        wrapped = fmt.per_call_start + choice + fmt.per_call_end
+        if b.parallel:
+            calls = p.trigger_rule("tool-call", wrapped + p.zero_or_more(p.space() + wrapped))
+        else:
+            calls = p.trigger_rule("tool-call", wrapped)
+        if fmt.section_start:
+            calls = p.trigger_rule("tool-calls", p.literal(fmt.section_start) + p.space() + calls + p.space()
+                                   + (p.literal(fmt.section_end) if fmt.section_end else p.end()))
+    elif b.parallel:
+        calls = p.trigger_rule("tool-call", fmt.section_start + choice + p.zero_or_more(", " + choice)
+                               + fmt.section_end)
+    else:
+        calls = p.trigger_rule("tool-call", fmt.section_start + choice + fmt.section_end)
+    return _after_content(d, calls)
+
+
+def _after_content(d: _Derived, calls: P) -> P:
+    """Reasoning, then content up to the first call marker, then the calls (optional unless required)."""
+    p, fmt = d.p, d.a.tools.format
+    if not d.b.required:
+        calls = p.optional(calls)
+    marker = fmt.section_start or fmt.per_call_start
+    before = p.until(marker) if marker else p.eps()
+    return d.reasoning + p.optional(p.content(before)) + calls + p.end()
+
+
+def _tagged_args(d: _Derived, f: Function, until_suffix: P) -> tuple[P, bool]:
+    """One function's tagged arguments (required in order, then optional ones), and whether any is required."""
+    p, a = d.p, d.a.tools.arguments
+    required: list[P] = []
+    optional: list[P] = []
+    for param in parameters(f):
+        opener = p.tool_arg_open(a.name_prefix + p.tool_arg_name(p.literal(param.name)) + a.name_suffix)
+        head = opener + a.value_prefix
+        if param.may_be_string:
+            value = p.ac(p.tool_arg_string_value(until_suffix) + p.tool_arg_close(p.literal(a.value_suffix)),
+                         a.value_suffix)
+        else:
+            value = p.tool_arg_json_value(p.schema(p.json(), f"tool-{f.name}-arg-{param.name}-schema", f.schema,
+                                                   pointer=param.pointer)) \
+                + p.tool_arg_close(p.literal(a.value_suffix))
+        arg = p.rule(f"tool-{f.name}-arg-{param.name}", p.tool_arg(head + value))
+        (required if param.required else optional).append(arg)
+    return p.args_in_order(required, optional), bool(required)
+
+
+def _tag_with_tagged(d: _Derived) -> P:
+    p, tools, b = d.p, d.a.tools, d.b
+    fmt, a = tools.format, tools.arguments
+    until_suffix = p.rule("until-suffix", p.until(a.value_suffix))
+    choice = p.choice()
+    for f in functions(b.inputs.tools):
+        seq, any_required = _tagged_args(d, f, until_suffix)
+        if a.start:
+            seq = p.literal(a.start) + seq
+        if a.end:
+            seq = seq + p.literal(a.end)
+        call_id_section, have_call_id = _call_id_section(d, inside=True)
+        peek = p.peek(p.literal(a.name_prefix)) if a.name_prefix and any_required else None
+        choice = choice | p.rule(f"tool-{f.name}", _func(d, f.name, call_id_section, have_call_id, seq, peek))
+    if fmt.per_call_start:
+        wrapped = fmt.per_call_start + p.space() + choice + p.space() + fmt.per_call_end
+        if b.parallel:
+            calls = p.trigger_rule("tool-call", wrapped + p.zero_or_more(p.space() + wrapped) + p.space())
+        else:
+            calls = p.trigger_rule("tool-call", wrapped + p.space())
+        if fmt.section_start:
+            calls = p.trigger_rule("tool-calls", p.literal(fmt.section_start) + p.space() + calls + p.space()
+                                   + (p.literal(fmt.section_end) + p.space() if fmt.section_end else p.end()))
+    elif b.parallel:
+        calls = p.trigger_rule("tool-call", fmt.section_start + p.space() + choice + p.zero_or_more(", " + choice)
+                               + p.space() + fmt.section_end)
+    else:
+        calls = p.trigger_rule("tool-call", fmt.section_start + p.space() + choice + p.space() + fmt.section_end)
+    return _after_content(d, calls)

@@ -1,0 +1,138 @@
+"""How a mapped message grows while only the text of a parse's open nodes grows (streaming).
+
+StreamParser extends a partial parse by lengthening its chain of open nodes (peg/resume.py). Where that chain
+feeds one message field through a text-local rule of the generic mapper, the message grows by an append and
+the tree need not be mapped again; this module says when that holds and what is appended. It reads the
+mapper's public state only (`ChatPegMapper.filling`, `ACTING_TAGS`).
+"""
+
+from __future__ import annotations
+
+from autoparser.chat.builder import CONTENT, REASONING, TOOL_ARG_STRING_VALUE, TOOL_ARGS
+from autoparser.chat.mapper import ACTING_TAGS, ChatPegMapper, escape_inner, map_result, rstrip_c
+from autoparser.peg import Ast, AstNode, ParseResult
+from autoparser.peg.ast import AstId
+from autoparser.types import ChatFormat, ChatMessage, MessageDelta, ToolCall
+
+__all__ = ["FieldGrowth", "feeds_no_field", "map_growing"]
+
+
+class FieldGrowth:
+    """How the generic mapper's message grows while only the text of a parse's open nodes grows.
+
+    StreamParser extends a partial parse by lengthening its chain of open nodes (peg/resume.py). When that
+    chain feeds exactly one message field through text-local mapping rules, the new message is the old one
+    with that field extended by `added(piece)`, and the tree need not be mapped again. `field` is
+    "content", "reasoning_content" or "arguments" (of tool call `call_index`, the last one); or "" when
+    the chain feeds no field at all (no tag the mapper acts on: a marker being completed, say), so that
+    the message stays as it is.
+    """
+
+    __slots__ = ("_escaped", "_plain", "_trailing_space", "call_index", "field")
+
+    def __init__(self, field: str, *, call_index: int = -1, escaped: bool = False,
+                 trailing_space: str = "") -> None:
+        self.field = field
+        self.call_index = call_index
+        self._escaped = escaped
+        self._plain = field in ("content", "reasoning_content")  # appended as they are
+        self._trailing_space = trailing_space
+
+    def added(self, piece: str) -> str:
+        """What the field gains when the open node's text gains `piece` (which holds no undecodable bytes)."""
+        if self._plain:
+            return piece
+        if self._escaped:
+            # a string value: escaped character by character, so escaping the piece escapes the suffix
+            return escape_inner(piece)
+        if not self.field:
+            return ""
+        # JSON arguments are the node text right-stripped: trailing whitespace shows once something follows it
+        s = self._trailing_space + piece
+        visible = rstrip_c(s)
+        self._trailing_space = s[len(visible):]
+        return visible
+
+    def delta(self, added: str) -> MessageDelta:
+        """The delta record `compute_deltas` gives when only this field gained `added` (not empty)."""
+        # positional arguments (reasoning, content, call index, call): one of these is built per streamed token,
+        # and keyword arguments cost a third more
+        field = self.field
+        if field == "content":
+            return MessageDelta("", added)
+        if field == "reasoning_content":
+            return MessageDelta(added)
+        return MessageDelta("", "", self.call_index, ToolCall("", added))
+
+    def grown(self, msg: ChatMessage, extra: str) -> ChatMessage:
+        """`msg` with this field extended by `extra` (what `added` returned, joined)."""
+        if not extra:
+            return msg
+        if self.field == "content":
+            return ChatMessage(msg.role, msg.content + extra, msg.reasoning_content, msg.tool_calls)
+        if self.field == "reasoning_content":
+            return ChatMessage(msg.role, msg.content, msg.reasoning_content + extra, msg.tool_calls)
+        calls = list(msg.tool_calls)
+        call = calls[self.call_index]
+        calls[self.call_index] = ToolCall(call.name, call.arguments + extra, call.id)
+        return ChatMessage(msg.role, msg.content, msg.reasoning_content, tuple(calls))
+
+
+def feeds_no_field(result: ParseResult, spine: tuple[AstId, ...], fmt: ChatFormat | str) -> bool:
+    """Whether the message `fmt`'s mapper makes of `result` stays the same while the open nodes `spine` grow:
+    the generic mapper reads only the nodes it acts on, and none is on the spine."""
+    if ChatFormat.of(fmt) in (ChatFormat.PEG_GEMMA4, ChatFormat.PEG_MINIMAX_M3):
+        return False  # these read rules and untagged nodes too
+    return not _acting_on(result.ast, spine)
+
+
+def _acting_on(ast: Ast, spine: tuple[AstId, ...]) -> list[AstNode]:
+    """The nodes of `spine` the generic mapper acts on, outermost first."""
+    return [ast.nodes[i] for i in spine if ast.nodes[i].tag in ACTING_TAGS]
+
+
+def map_growing(result: ParseResult, spine: tuple[AstId, ...],
+                fmt: ChatFormat | str = ChatFormat.PEG_NATIVE) -> tuple[ChatMessage, FieldGrowth | None]:
+    """`map_result(result, fmt)`, and how that message grows when the open nodes `spine` (outermost first,
+    each the last child of the one before, ending at the end of the text) grow, or None when the growth is
+    not a plain append to one field.
+
+    Why an append is exact: the generic mapper walks the tree pre-order and the spine is the last path of
+    that walk, so the innermost acting node on it is the last node mapped (nothing mapped later can react to
+    its text). The outer acting nodes must not depend on their text's length either (a `tool-args` node
+    that does not start with `{` is ignored whatever it holds). The innermost node's rule is then text-local:
+    content and reasoning append their text, JSON arguments are the text right-stripped, a string value is
+    its text JSON-escaped; and the mapper's final state shows where the text went (the last published call).
+    """
+    f = ChatFormat.of(fmt)
+    if f in (ChatFormat.PEG_GEMMA4, ChatFormat.PEG_MINIMAX_M3):
+        return map_result(result, f), None
+    ast = result.ast
+    mapper = ChatPegMapper()
+    message = mapper.from_ast(ast, result)
+    acting = _acting_on(ast, spine)
+    if not acting:
+        return message, FieldGrowth("")  # feeds_no_field
+    node = acting[-1]
+    for outer in acting[:-1]:
+        if not (outer.tag == TOOL_ARGS and outer.text and not outer.text.startswith("{")):
+            return message, None
+    if any(d.tag in ACTING_TAGS for d in ast.walk(node.children)):
+        return message, None
+    if node.tag == CONTENT:
+        return message, FieldGrowth("content")
+    if node.tag == REASONING:
+        # reasoning holding only whitespace maps to none: only once it shows is the growth an append
+        return message, (FieldGrowth("reasoning_content") if message.reasoning_content else None)
+    call = mapper.filling()
+    if call is None:
+        return message, None
+    if node.tag == TOOL_ARGS:
+        stripped = rstrip_c(node.text)
+        if stripped.startswith("{") and call.arguments == stripped:
+            return message, FieldGrowth("arguments", call_index=call.index, trailing_space=node.text[len(stripped):])
+        return message, None
+    value_local = node.tag == TOOL_ARG_STRING_VALUE and node.text and call.quote_open
+    if value_local and call.arguments.endswith(escape_inner(node.text)):
+        return message, FieldGrowth("arguments", call_index=call.index, escaped=True)
+    return message, None

@@ -1,0 +1,235 @@
+"""A chat format as data, and the one function that turns it into ChatParams for a request.
+
+llama.cpp writes each of its specialised formats (common/chat.cpp, parsers/*.cpp) as a function that renders
+the prompt, patches the generation prompt for a continued message, builds the PEG parser, decides whether the
+grammar is lazy and which triggers wake it, and fills `common_chat_params`. Here a format is a `FormatSpec`:
+its markers and flags as fields, and one small build function for its parser. `assemble` does the rest, the
+same way for every format, the specialised ones (chat/handlers/) and the one derived from a template's
+analysis (chat/generic.py) alike. Where the C++ formats disagree on a rule (when the grammar is lazy, which
+`json_schema` counts as a response format, whether triggers are listed for a non-lazy grammar), the rule is a
+field, so the difference is visible in one place.
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from autoparser.chat.builder import ChatBuilder
+from autoparser.chat.params import (
+    ChatParams,
+    GenerationInputs,
+    GrammarTrigger,
+    TriggerType,
+    generation_prompt,
+    render_prompt,
+)
+from autoparser.chat.request import Continuation, ToolChoice, render_content
+from autoparser.chat.tools import functions
+from autoparser.gbnf.from_peg import arena_to_gbnf
+from autoparser.peg.builder import P
+from autoparser.template.render import ChatTemplate
+from autoparser.types import ChatFormat
+
+__all__ = ["Build", "FormatSpec", "Laziness", "Prefill", "Rendered", "SchemaRule", "assemble", "pattern", "word"]
+
+
+class Laziness(enum.Enum):
+    """When the grammar is lazy (applies only once a trigger appears). The C++ formats differ only when a
+    response format and tools come in the same request."""
+
+    UNLESS_FORCED = "unless-forced"
+    """Lazy unless a response format or `tool_choice: required` forces constrained output."""
+    TOOLS_AUTO = "tools-auto"
+    """Lazy when tools are given and `tool_choice` is auto."""
+    TOOLS_NOT_REQUIRED = "tools-not-required"
+    """Lazy when tools are given and `tool_choice` is not required."""
+
+
+class SchemaRule(enum.Enum):
+    """Which request `json_schema` makes a response format (`is_object()`, with or without `!empty()`)."""
+
+    IGNORED = "ignored"
+    OBJECT = "object"
+    NON_EMPTY_OBJECT = "non-empty-object"
+
+    def given(self, schema: Any) -> bool:
+        if self is SchemaRule.IGNORED or not isinstance(schema, dict):
+            return False
+        return self is SchemaRule.OBJECT or bool(schema)
+
+
+@dataclass(frozen=True)
+class Rendered:
+    """The prompt and the generation prompt (the suffix `add_generation_prompt` adds) of a request."""
+
+    prompt: str
+    generation_prompt: str
+
+
+@dataclass(frozen=True)
+class Prefill:
+    """What the model's turn already holds when the last message is continued: the generation prompt rebuilt
+    around the message's reasoning and content (the `has_continuation()` branch of the C++ formats).
+
+    `prefix` opens the turn (None: the generation prompt the template rendered). With `reasoning_start`, the
+    message's reasoning follows it, and for a content continuation `reasoning_end` and the content; without
+    one, the content follows the prefix when the content is continued.
+    """
+
+    prefix: str | None
+    reasoning_start: str | None = None
+    reasoning_end: str = ""
+
+    def __call__(self, rendered: Rendered, msg: Mapping[str, Any], continuation: Continuation) -> str:
+        out = rendered.generation_prompt if self.prefix is None else self.prefix
+        if self.reasoning_start is not None:
+            out += self.reasoning_start + str(msg.get("reasoning_content") or "")
+            if continuation == Continuation.CONTENT:
+                out += self.reasoning_end
+        if continuation == Continuation.CONTENT:
+            out += render_content(msg)
+        return out
+
+
+@dataclass(frozen=True)
+class Build:
+    """What a format's build function sees: the builder, the request, and the flags `assemble` derived."""
+
+    p: ChatBuilder
+    inputs: GenerationInputs
+    generation_prompt: str
+    """As the template rendered it (before a continued message is added)."""
+    response_format: bool
+    extract_reasoning: bool
+
+    @property
+    def tools(self) -> bool:
+        return self.inputs.has_tools
+
+    @property
+    def tool_calls(self) -> bool:
+        """Tools were given and may be called."""
+        return self.inputs.has_tools and self.inputs.tool_choice != ToolChoice.NONE
+
+    @property
+    def required(self) -> bool:
+        """`tool_choice: required`: the output must call a tool."""
+        return self.inputs.tool_choice == ToolChoice.REQUIRED
+
+    @property
+    def parallel(self) -> bool:
+        return self.inputs.parallel_tool_calls
+
+    @property
+    def call_counts(self) -> tuple[int, int]:
+        """(min, max) number of calls for `repeat`: at least one when required, any number when parallel."""
+        return (1 if self.required else 0), (-1 if self.parallel else 1)
+
+    @property
+    def constrained(self) -> bool:
+        """A grammar goes with this request: a response format, or tools that may be called."""
+        return self.response_format or self.tool_calls
+
+
+@dataclass(frozen=True)
+class FormatSpec:
+    """One chat format: its parser (`build`), its markers and the rules the C++ applies to it."""
+
+    name: str
+    build: Callable[[Build], P]
+    prefill: Callable[[Rendered, Mapping[str, Any], Continuation], str]
+    format: ChatFormat = ChatFormat.PEG_NATIVE
+    triggers: tuple[GrammarTrigger, ...] = ()
+    tool_trigger: str = ""
+    """A WORD trigger per function tool, this text with `{name}` replaced (after `triggers`)."""
+    triggers_only_when_lazy: bool = False
+    laziness: Laziness = Laziness.UNLESS_FORCED
+    response_format: SchemaRule = SchemaRule.NON_EMPTY_OBJECT
+    calls: bool = True
+    """The format can express tool calls (a derived format without a tool syntax cannot)."""
+    reasoning: bool = True
+    """The format has reasoning to extract (with `reasoning_format` other than none)."""
+    supports_thinking: bool = False
+    thinking_start_tag: str = ""
+    thinking_end_tags: tuple[str, ...] = ()
+    message_delimiters: tuple[tuple[str, str], ...] = ()
+    preserved_tokens: tuple[str, ...] = ()
+    additional_stops: tuple[str, ...] = ()
+    messages: Callable[[Sequence[Mapping[str, Any]]], Sequence[Mapping[str, Any]]] | None = None
+    """The messages as this template wants them (rendering only; the request keeps its own)."""
+    context: Callable[[GenerationInputs], Mapping[str, Any] | None] | None = None
+    """Extra template variables for a request."""
+    generation_prompt: str | None = None
+    """A fixed generation prompt, where the template's own would be wrong."""
+    finish: Callable[[Rendered, GenerationInputs], Rendered] | None = None
+    """A fix-up of the rendered prompt the C++ applies for this format."""
+
+    def lazy(self, b: Build) -> bool:
+        match self.laziness:
+            case Laziness.UNLESS_FORCED:
+                return not b.response_format and b.inputs.tool_choice == ToolChoice.AUTO
+            case Laziness.TOOLS_AUTO:
+                return b.tools and b.inputs.tool_choice == ToolChoice.AUTO
+            case Laziness.TOOLS_NOT_REQUIRED:
+                return b.tools and not b.required
+        raise AssertionError(self.laziness)
+
+    def grammar_triggers(self, inputs: GenerationInputs) -> tuple[GrammarTrigger, ...]:
+        per_tool = tuple(GrammarTrigger(TriggerType.WORD, self.tool_trigger.replace("{name}", f.name))
+                         for f in functions(inputs.tools)) if self.tool_trigger else ()
+        return self.triggers + per_tool
+
+
+def word(text: str) -> GrammarTrigger:
+    """A trigger that wakes a lazy grammar where `text` appears in the output."""
+    return GrammarTrigger(TriggerType.WORD, text)
+
+
+def pattern(regex: str) -> GrammarTrigger:
+    """A trigger that wakes a lazy grammar where `regex` matches (from its first group, if it has one)."""
+    return GrammarTrigger(TriggerType.PATTERN, regex)
+
+
+def render(spec: FormatSpec, tmpl: ChatTemplate, inputs: GenerationInputs) -> Rendered:
+    """The prompt and the generation prompt of `inputs`, with the format's message and context overrides."""
+    messages = spec.messages(inputs.messages) if spec.messages is not None else None
+    extra = spec.context(inputs) if spec.context is not None else None
+    prompt = render_prompt(tmpl, inputs, messages=messages, extra=extra)
+    gp = spec.generation_prompt if spec.generation_prompt is not None else \
+        generation_prompt(tmpl, inputs, messages=messages, extra=extra)
+    rendered = Rendered(prompt, gp)
+    return spec.finish(rendered, inputs) if spec.finish is not None else rendered
+
+
+def assemble(spec: FormatSpec, tmpl: ChatTemplate, inputs: GenerationInputs) -> ChatParams:
+    """Prompt, parser, grammar and triggers of one request in one format (each C++ `common_chat_params_init_*`)."""
+    rendered = render(spec, tmpl, inputs)
+    prompt, gp = rendered.prompt, rendered.generation_prompt
+    if inputs.has_continuation:
+        gp = spec.prefill(rendered, inputs.continue_msg or {}, inputs.continuation)
+        prompt += gp
+    p = ChatBuilder()
+    b = Build(p, inputs, rendered.generation_prompt, spec.response_format.given(inputs.json_schema),
+              spec.reasoning and inputs.reasoning_format != "none")
+    arena = p.build(spec.build(b))
+    triggers = spec.grammar_triggers(inputs)
+    lazy = spec.lazy(b)
+    tool_calls = b.tool_calls and spec.calls
+    # Without a trigger a lazy grammar would never apply: the C++ then emits none.
+    include_grammar = b.response_format or (tool_calls and (not lazy or bool(triggers)))
+    grammar = ""
+    if include_grammar:
+        grammar = arena_to_gbnf(arena, lazy=lazy)
+        if spec.triggers_only_when_lazy and not lazy:
+            triggers = ()
+    else:
+        lazy, triggers = False, ()
+    return ChatParams(
+        format=spec.format, prompt=prompt, generation_prompt=gp, parser=arena, grammar=grammar,
+        grammar_lazy=lazy, grammar_triggers=triggers, preserved_tokens=spec.preserved_tokens,
+        additional_stops=spec.additional_stops, supports_thinking=spec.supports_thinking,
+        thinking_start_tag=spec.thinking_start_tag, thinking_end_tags=spec.thinking_end_tags,
+        message_delimiters=spec.message_delimiters, handler=spec.name)

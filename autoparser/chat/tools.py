@@ -1,0 +1,80 @@
+"""The tools of a request as the chat formats read them: each function, and the parameters of its schema.
+
+Two upstream walks over an OpenAI `tools` list: `foreach_function` (parsers/parsers.cpp) takes entries with
+`"type": "function"` and a `function` object; the builder helpers of chat-peg-parser.cpp take any entry with a
+`function` object. Parameters come from the compiled schema model (gbnf/schema.py, `foreach_parameter`): the
+properties of an object schema, in schema order, each with the JSON types a value may take.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from autoparser.errors import GrammarError
+from autoparser.gbnf.schema import SchemaNode, compile_schema
+from autoparser.types import tool_parameters
+
+__all__ = ["Function", "Parameter", "functions", "parameters"]
+
+
+@dataclass(frozen=True)
+class Function:
+    """One function tool: its name, its parameters schema (`common_chat_tool_parameters`) and its definition."""
+
+    name: str
+    schema: Any
+    definition: Mapping[str, Any]
+
+
+@dataclass(frozen=True)
+class Parameter:
+    """One property of a tool's parameters: its schema, whether required, its JSON pointer in the parameters
+    document and its compiled node (which answers `value_types()` and `may_be_string()`)."""
+
+    name: str
+    schema: Any
+    required: bool
+    pointer: str
+    node: SchemaNode
+
+    @property
+    def types(self) -> frozenset[str]:
+        """The JSON types a value may take (`common_chat_schema::value_types`)."""
+        return self.node.value_types()
+
+    @property
+    def may_be_string(self) -> bool:
+        """Whether some branch admits a string; an unconstrained schema does not count."""
+        return self.node.may_be_string()
+
+
+def functions(tools: Iterable[Any] | None, *, typed: bool = True) -> list[Function]:
+    """The function tools of `tools`, in order. `typed`: only `"type": "function"` entries (`foreach_function`);
+    otherwise any entry with a `function` object (the chat-peg-parser.cpp helpers). A function without a name
+    is an error."""
+    out: list[Function] = []
+    for tool in tools or ():
+        if not isinstance(tool, Mapping) or "function" not in tool or (typed and tool.get("type") != "function"):
+            continue
+        fn = tool["function"]
+        name = fn.get("name") if isinstance(fn, Mapping) else None
+        if not isinstance(name, str):
+            raise GrammarError(f"tool definition without a function name: {tool!r}")
+        out.append(Function(name, tool_parameters(fn), fn))
+    return out
+
+
+def parameters(function: Function) -> list[Parameter]:
+    """The properties of the function's parameters, in schema order (`foreach_parameter`); none unless the
+    parameters are an object schema. The schema is compiled, so an unsupported one raises SchemaError."""
+    doc = compile_schema(function.schema)
+    if doc.root.kind != "object":
+        return []
+    raw = function.schema.get("properties", {}) if isinstance(function.schema, Mapping) else {}
+    out = []
+    for name, node, required in doc.root.properties:
+        pointer = "/properties/" + name.replace("~", "~0").replace("/", "~1")
+        out.append(Parameter(name, raw.get(name) if isinstance(raw, Mapping) else None, required, pointer, node))
+    return out
