@@ -154,6 +154,8 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--no-thinking", action="store_true", help="render with enable_thinking=false")
     r.add_argument("--parallel-tool-calls", action="store_true")
     r.add_argument("--partial", action="store_true", help="the output may continue (streaming)")
+    r.add_argument("--strict", action="store_true",
+                   help="parse as llama.cpp does: no repairs, exit 1 on an output it rejects")
     r.set_defaults(func=cmd_parse)
 
     c = sub.add_parser("corpus", help="template corpus jobs")

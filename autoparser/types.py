@@ -18,6 +18,7 @@ from autoparser.errors import AutoparserError
 __all__ = [
     "ChatFormat",
     "ChatMessage",
+    "Diagnostic",
     "MessageDelta",
     "ToolCall",
     "ToolDef",
@@ -79,19 +80,49 @@ class ToolCall:
 
 
 @dataclass(frozen=True)
+class Diagnostic:
+    """One repair of a malformed model output: what kind, where in the output, and one readable line.
+
+    `raw` is the output text the repair concerns (a dropped marker, text kept as content), so that what the
+    parser did not place in a field is still accounted for.
+    """
+
+    kind: str
+    position: int
+    message: str
+    raw: str = ""
+
+    def __str__(self) -> str:
+        return self.message
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"kind": self.kind, "position": self.position, "message": self.message, "raw": self.raw}
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> Diagnostic:
+        return cls(str(d.get("kind", "")), int(d.get("position", 0)), str(d.get("message", "")),
+                   str(d.get("raw", "") or ""))
+
+
+@dataclass(frozen=True)
 class ChatMessage:
     role: str = "assistant"
     content: str = ""
     reasoning_content: str = ""
     tool_calls: tuple[ToolCall, ...] = ()
+    diagnostics: tuple[Diagnostic, ...] = ()
+    """What was repaired to get this message out of a malformed output (empty for a well-formed one)."""
 
     def to_dict(self) -> dict[str, Any]:
-        return {
+        out: dict[str, Any] = {
             "role": self.role,
             "content": self.content,
             "reasoning_content": self.reasoning_content,
             "tool_calls": [tc.to_dict() for tc in self.tool_calls],
         }
+        if self.diagnostics:
+            out["diagnostics"] = [d.to_dict() for d in self.diagnostics]
+        return out
 
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> ChatMessage:
@@ -102,6 +133,7 @@ class ChatMessage:
             content=str(d.get("content", "") or ""),
             reasoning_content=str(d.get("reasoning_content", "") or ""),
             tool_calls=tuple(ToolCall.from_dict(c) for c in calls),
+            diagnostics=tuple(Diagnostic.from_dict(x) for x in d.get("diagnostics") or ()),
         )
 
     def empty(self) -> bool:

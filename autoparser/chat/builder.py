@@ -22,6 +22,7 @@ __all__ = [
     "CONTENT",
     "REASONING",
     "REASONING_BLOCK",
+    "REPAIR",
     "TOOL",
     "TOOL_ARG",
     "TOOL_ARGS",
@@ -53,6 +54,10 @@ TOOL_ARG_CLOSE = "tool-arg-close"
 TOOL_ARG_NAME = "tool-arg-name"
 TOOL_ARG_VALUE = "tool-arg-value"
 TOOL_ARG_STRING_VALUE = "tool-arg-string-value"  # schema says "string": the value is text, never JSON
+
+# Tag prefix of the relaxations of a lenient parser (`repair:<kind>`): the default parse reads them as
+# diagnostics (chat/recover.py).
+REPAIR = "repair:"
 
 # Beyond this many parsers a permutation would need 2^n rules; fall back to the given order.
 COMMON_CHAT_MAX_PERMUTE = 6
@@ -91,6 +96,11 @@ class ChatBuilder(Builder):
     TOOL_ARG_NAME = TOOL_ARG_NAME
     TOOL_ARG_VALUE = TOOL_ARG_VALUE
     TOOL_ARG_STRING_VALUE = TOOL_ARG_STRING_VALUE
+
+    def __init__(self) -> None:
+        super().__init__()
+        # Texts at which this (lenient) parser may read a well-formed output differently from the strict one
+        self.repair_triggers: list[str] = []
 
     # --- tags (plain) ------------------------------------------------------------------------------------
 
@@ -230,6 +240,25 @@ class ChatBuilder(Builder):
             result = result + part
         return result
 
+    # --- relaxations of a lenient parser ---------------------------------------------------------------------
+
+    def repair(self, kind: str, p: P | str) -> P:
+        """`repair:kind:(p)`: a relaxation the strict format does not allow; the default parse reports it."""
+        return self.tag(REPAIR + kind, p)
+
+    def opener_or_missing(self, opener: str) -> P:
+        """`opener | repair:missing_call_opener:(ε)`: a call opener the model may leave out."""
+        return self.choice([self.literal(opener), self.repair("missing_call_opener", self.eps())])
+
+    def content_before_calls(self, markers: Sequence[str], bare: Sequence[str], call: P) -> P:
+        """Content up to the first marker, or up to the first of the `bare` texts where `call` follows (a call
+        written without its opener); at a bare text no call follows, the content goes on past it."""
+        self.repair_triggers.extend(bare)
+        delimiters = list(dict.fromkeys([*markers, *bare]))
+        at_bare = self.choice([self.literal(t) for t in bare])
+        more = self.sequence([self.peek(at_bare), self.negate(call), self.content(at_bare + self.until_one_of(delimiters))])
+        return self.content(self.until_one_of(delimiters)) + self.zero_or_more(more)
+
     # --- pieces the chat formats share ----------------------------------------------------------------------
 
     def think(self, start: str, end: str) -> P:
@@ -324,7 +353,7 @@ class ChatBuilder(Builder):
                             force_tool_calls: bool, name_key: str = "", args_key: str = "",
                             array_wrapped: bool = False, function_is_key: bool = False, call_id_key: str = "",
                             gen_call_id_key: str = "", parameters_order: Sequence[str] = (),
-                            accept_openai_wrapper: bool = False) -> P:
+                            accept_openai_wrapper: bool = False, optional_opener: bool = False) -> P:
         """Tool calls written as JSON objects inside `section_start ... section_end`.
 
         Three layouts: the function name as the key (`{"fn": {...}}`), nested keys in dot notation
@@ -353,7 +382,9 @@ class ChatBuilder(Builder):
             calls = calls + self.zero_or_more(self.space() + self.literal(",") + self.space() + choices)
         if array_wrapped:
             calls = self.literal("[") + self.space() + calls + self.space() + self.literal("]")
-        section = self.trigger_rule("tool-call", self.literal(section_start) + self.space() + calls + self.space()
+        opener = self.opener_or_missing(section_start) if optional_opener and section_start.strip() \
+            else self.literal(section_start)
+        section = self.trigger_rule("tool-call", opener + self.space() + calls + self.space()
                                     + self.literal(section_end))
         return section if force_tool_calls else self.optional(section)
 

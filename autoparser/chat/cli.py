@@ -1,4 +1,8 @@
-"""`autoparser parse TEMPLATE [--tools tools.json] < output.txt`: print the parsed message as JSON."""
+"""`autoparser parse TEMPLATE [--tools tools.json] [--strict] < output.txt`: print the parsed message as JSON.
+
+A malformed output is recovered (the repairs on stderr, exit 0); with `--strict` it is rejected as llama.cpp
+rejects it (exit 1, with the position and an excerpt).
+"""
 
 from __future__ import annotations
 
@@ -47,9 +51,12 @@ def run_parse(args: argparse.Namespace) -> int:
         return _error(str(e).splitlines()[0], 2)
     output = sys.stdin.buffer.read().decode("utf-8", "surrogateescape")
     try:
-        msg = params.parse(output, is_partial=args.partial)
+        msg = params.parse(output, is_partial=args.partial, strict=args.strict)
     except ParseError as e:
         print(f"autoparser: {e}", file=sys.stderr)
         return 1
     print(json.dumps(msg.to_dict(), ensure_ascii=False, indent=2))
+    # What was repaired to read a malformed output, one line each; the output was read, so the exit code is 0.
+    for d in msg.diagnostics:
+        print(f"autoparser: repaired: {d.message}", file=sys.stderr)
     return 0

@@ -47,7 +47,7 @@ def derived_format(analysis: TemplateAnalysis) -> FormatSpec:
     end_tag = _trim(reasoning.end)
     return FormatSpec(
         "autoparser", partial(_build, analysis), partial(_prefill, analysis), triggers=triggers,
-        triggers_only_when_lazy=True, calls=fmt.mode is not ToolFormat.NONE, reasoning=thinking,
+        triggers_only_when_lazy=True, calls=fmt.mode is not ToolFormat.NONE, reasoning=thinking, relaxes=True,
         preserved_tokens=analysis.preserved_tokens, additional_stops=analysis.additional_stops,
         supports_thinking=thinking, thinking_start_tag=_trim(reasoning.start) if thinking else "",
         thinking_end_tags=(end_tag,) if thinking and end_tag else (), message_delimiters=delimiters)
@@ -153,17 +153,37 @@ def _json_native(d: _Derived) -> P:
         "name_key": name_field, "args_key": args_field, "array_wrapped": fmt.tools_array_wrapped,
         "function_is_key": fmt.fun_name_is_key, "call_id_key": fmt.id_field, "gen_call_id_key": fmt.gen_id_field,
         "parameters_order": list(fmt.parameter_order), "accept_openai_wrapper": fmt.openai_wrapper_trigger}
-    if not fmt.section_start and fmt.per_call_start:
-        single = p.standard_json_tools(fmt.per_call_start, fmt.per_call_end, b.inputs.tools, b.parallel,
-                                       b.required, **common)
+    if b.lenient:
+        common["optional_opener"] = True
+    per_call = not fmt.section_start and bool(fmt.per_call_start)
+    start, end = (fmt.per_call_start, fmt.per_call_end) if per_call else (fmt.section_start, fmt.section_end)
+    if per_call:
+        single = p.standard_json_tools(start, end, b.inputs.tools, b.parallel, b.required, **common)
         tools = p.trigger_rule("tool-calls", p.one_or_more(single + p.space()))
     else:
-        tools = p.standard_json_tools(fmt.section_start, fmt.section_end, b.inputs.tools, b.parallel, b.required,
-                                      **common)
+        tools = p.standard_json_tools(start, end, b.inputs.tools, b.parallel, b.required, **common)
     if _always_wrapped(d.a):
         return d.reasoning + _optional_wrapped(d) + tools + p.end()
     tool_start = fmt.section_start or fmt.per_call_start or "{"
+    bare = _bare_json_openers(d) if b.lenient and start.strip() else []
+    if bare:
+        # a call the model wrote without its opener: content stops where one follows
+        call = p.standard_json_tools(start, end, b.inputs.tools, b.parallel, True, **common)
+        return d.reasoning + p.optional(p.content_before_calls([tool_start], bare, call)) + tools + p.end()
     return d.reasoning + p.optional(p.content(p.until(tool_start))) + tools + p.end()
+
+
+def _bare_json_openers(d: _Derived) -> list[str]:
+    """How a JSON call begins without its opener: its first key (`{"name"`), or the function name when the
+    name is the key (`{"get_weather"`)."""
+    fmt = d.a.tools.format
+    if fmt.fun_name_is_key:
+        keys = [f.name for f in functions(d.b.inputs.tools)]
+    else:
+        first = fmt.parameter_order[0] if fmt.parameter_order else fmt.name_field
+        keys = [first.split(".")[0]] if first else []
+    lead = "[" if fmt.tools_array_wrapped else ""
+    return [f'{lead}{{"{k}"' for k in keys]
 
 
 def _func(d: _Derived, name: str, call_id_section: P, have_call_id: bool, args: P, atomic_peek: P | None) -> P:
@@ -223,7 +243,7 @@ def _tag_with_json(d: _Derived) -> P:
         peek = p.peek(p.literal(args_m.start)) if args_m.start else None
         choice = choice | p.rule(f"tool-{f.name}", _func(d, f.name, call_id_section, have_call_id, args, peek))
     if fmt.per_call_start:
-        wrapped = fmt.per_call_start + choice + fmt.per_call_end
+        wrapped = _open(d, fmt.per_call_start, choice) + fmt.per_call_end
         if b.parallel:
             calls = p.trigger_rule("tool-call", wrapped + p.zero_or_more(p.space() + wrapped))
         else:
@@ -232,19 +252,50 @@ def _tag_with_json(d: _Derived) -> P:
             calls = p.trigger_rule("tool-calls", p.literal(fmt.section_start) + p.space() + calls + p.space()
                                    + (p.literal(fmt.section_end) if fmt.section_end else p.end()))
     elif b.parallel:
-        calls = p.trigger_rule("tool-call", fmt.section_start + choice + p.zero_or_more(", " + choice)
+        calls = p.trigger_rule("tool-call", _open(d, fmt.section_start, choice) + p.zero_or_more(", " + choice)
                                + fmt.section_end)
     else:
-        calls = p.trigger_rule("tool-call", fmt.section_start + choice + fmt.section_end)
+        calls = p.trigger_rule("tool-call", _open(d, fmt.section_start, choice) + fmt.section_end)
     return _after_content(d, calls)
+
+
+def _open(d: _Derived, opener: str, then: P) -> P:
+    """`opener then`; in the lenient parser, an opener the model may leave out. (`then` is made first, and the
+    strict parser's literal after it, as the C++ evaluates `opener + then`.)"""
+    if d.b.lenient and opener.strip(_WS):
+        return d.p.opener_or_missing(opener) + then
+    return opener + then
+
+
+def _bare_tag_openers(d: _Derived) -> list[str]:
+    """How a tagged call begins without its opener: the function name's prefix and the name (`<function=f`), or
+    the name and what follows it (`f[CALL_ID]`) when the name stands alone."""
+    tools = d.a.tools
+    fn, cid = tools.function, tools.call_id
+    names = [f.name for f in functions(d.b.inputs.tools)]
+    if fn.name_prefix.strip(_WS):
+        return [fn.name_prefix.lstrip(_WS) + name for name in names]
+    # what the template writes after the name, up to the first argument's marker: `\n<arg_key>`, `[CALL_ID]`
+    a = tools.arguments
+    follow = fn.name_suffix + (cid.prefix if cid.pos is CallIdPosition.BETWEEN_FUNC_AND_ARGS else "")
+    for part in (fn.args_separator, a.start, a.name_prefix):
+        if follow.strip(_WS):
+            break
+        follow += part
+    return [name + follow for name in names] if follow.strip(_WS) else []
 
 
 def _after_content(d: _Derived, calls: P) -> P:
     """Reasoning, then content up to the first call marker, then the calls (optional unless required)."""
     p, fmt = d.p, d.a.tools.format
+    marker = fmt.section_start or fmt.per_call_start
+    bare = _bare_tag_openers(d) if d.b.lenient and marker.strip(_WS) else []
+    if bare:
+        # a call the model wrote without its opener: content stops where one follows
+        content = p.content_before_calls([marker], bare, calls)
+        return d.reasoning + p.optional(content) + (calls if d.b.required else p.optional(calls)) + p.end()
     if not d.b.required:
         calls = p.optional(calls)
-    marker = fmt.section_start or fmt.per_call_start
     before = p.until(marker) if marker else p.eps()
     return d.reasoning + p.optional(p.content(before)) + calls + p.end()
 
@@ -284,7 +335,7 @@ def _tag_with_tagged(d: _Derived) -> P:
         peek = p.peek(p.literal(a.name_prefix)) if a.name_prefix and any_required else None
         choice = choice | p.rule(f"tool-{f.name}", _func(d, f.name, call_id_section, have_call_id, seq, peek))
     if fmt.per_call_start:
-        wrapped = fmt.per_call_start + p.space() + choice + p.space() + fmt.per_call_end
+        wrapped = _open(d, fmt.per_call_start, p.space()) + choice + p.space() + fmt.per_call_end
         if b.parallel:
             calls = p.trigger_rule("tool-call", wrapped + p.zero_or_more(p.space() + wrapped) + p.space())
         else:
@@ -293,8 +344,9 @@ def _tag_with_tagged(d: _Derived) -> P:
             calls = p.trigger_rule("tool-calls", p.literal(fmt.section_start) + p.space() + calls + p.space()
                                    + (p.literal(fmt.section_end) + p.space() if fmt.section_end else p.end()))
     elif b.parallel:
-        calls = p.trigger_rule("tool-call", fmt.section_start + p.space() + choice + p.zero_or_more(", " + choice)
-                               + p.space() + fmt.section_end)
+        calls = p.trigger_rule("tool-call", _open(d, fmt.section_start, p.space()) + choice
+                               + p.zero_or_more(", " + choice) + p.space() + fmt.section_end)
     else:
-        calls = p.trigger_rule("tool-call", fmt.section_start + p.space() + choice + p.space() + fmt.section_end)
+        calls = p.trigger_rule("tool-call", _open(d, fmt.section_start, p.space()) + choice + p.space()
+                               + fmt.section_end)
     return _after_content(d, calls)

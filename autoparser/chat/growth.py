@@ -69,13 +69,13 @@ class FieldGrowth:
         if not extra:
             return msg
         if self.field == "content":
-            return ChatMessage(msg.role, msg.content + extra, msg.reasoning_content, msg.tool_calls)
+            return ChatMessage(msg.role, msg.content + extra, msg.reasoning_content, msg.tool_calls, msg.diagnostics)
         if self.field == "reasoning_content":
-            return ChatMessage(msg.role, msg.content, msg.reasoning_content + extra, msg.tool_calls)
+            return ChatMessage(msg.role, msg.content, msg.reasoning_content + extra, msg.tool_calls, msg.diagnostics)
         calls = list(msg.tool_calls)
         call = calls[self.call_index]
         calls[self.call_index] = ToolCall(call.name, call.arguments + extra, call.id)
-        return ChatMessage(msg.role, msg.content, msg.reasoning_content, tuple(calls))
+        return ChatMessage(msg.role, msg.content, msg.reasoning_content, tuple(calls), msg.diagnostics)
 
 
 def feeds_no_field(result: ParseResult, spine: tuple[AstId, ...], fmt: ChatFormat | str) -> bool:

@@ -16,7 +16,8 @@ from datetime import datetime
 from enum import IntEnum
 from typing import Any
 
-from autoparser.chat.mapper import peg_parse
+from autoparser.chat.mapper import output_parser, peg_parse
+from autoparser.chat.recover import Recovery, recover
 from autoparser.chat.request import (
     ChatRequest,
     Continuation,
@@ -29,6 +30,7 @@ from autoparser.chat.stream import StreamParser
 from autoparser.errors import AutoparserError
 from autoparser.peg.arena import Arena
 from autoparser.peg.serialize import save
+from autoparser.peg.utf8 import to_text
 from autoparser.template.caps import TemplateCaps
 from autoparser.template.render import ChatTemplate
 from autoparser.types import ChatFormat, ChatMessage
@@ -78,21 +80,36 @@ class ChatParams:
     messages: tuple[Mapping[str, Any], ...] = field(default=(), repr=False)  # as rendered (for reconstruction)
     tools: tuple[Mapping[str, Any], ...] = field(default=(), repr=False)
     handler: str = "autoparser"
+    recovery: Recovery | None = field(default=None, repr=False, compare=False)
 
     @property
     def parser_json(self) -> str:
         """The parser serialised like the C++ `common_chat_params::parser`."""
         return save(self.parser) if self.parser is not None else ""
 
-    def parse(self, text: str | bytes, *, is_partial: bool = False) -> ChatMessage:
-        """Parse model output (generation prompt prepended internally). Mismatch -> ParseError."""
-        return peg_parse(self.parser, text, is_partial=is_partial, generation_prompt=self.generation_prompt,
-                         format=self.format)
+    def parse(self, text: str | bytes, *, is_partial: bool = False, strict: bool = False) -> ChatMessage:
+        """Parse model output (the generation prompt is prepended internally).
 
-    def stream(self, *, gen_tool_call_id: Callable[[], str] | None = None) -> StreamParser:
-        """An incremental parser for this request's output, fed chunk by chunk (see chat/stream.py)."""
+        By default a malformed output is recovered (chat/recover.py): the message says in `diagnostics` what
+        was repaired, and a complete output never raises. `strict=True` is llama.cpp's parse: the same message
+        for a well-formed output, ParseError for one it rejects.
+        """
+        if strict:
+            return peg_parse(self.parser, text, is_partial=is_partial, generation_prompt=self.generation_prompt,
+                             format=self.format)
+        return recover(output_parser(self.parser), self.recovery_or_strict(), to_text(text),
+                       self.generation_prompt, self.format, is_partial=is_partial)
+
+    def stream(self, *, gen_tool_call_id: Callable[[], str] | None = None, strict: bool = False) -> StreamParser:
+        """An incremental parser for this request's output, fed chunk by chunk (see chat/stream.py); its final
+        message is `parse(output)`'s (with `strict`, the strict parse's)."""
         return StreamParser(self.parser, generation_prompt=self.generation_prompt, format=self.format,
-                            gen_tool_call_id=gen_tool_call_id)
+                            gen_tool_call_id=gen_tool_call_id, recovery=None if strict else self.recovery_or_strict())
+
+    def recovery_or_strict(self) -> Recovery:
+        """What the default parse recovers with: the lenient parser and its triggers (the strict parser alone
+        for a format without relaxations)."""
+        return self.recovery or Recovery(output_parser(self.parser))
 
     def to_dict(self) -> dict[str, Any]:
         """The fields the C++ test data records under `cpp` (for comparison and snapshots)."""

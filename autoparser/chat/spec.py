@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import enum
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from autoparser.chat.builder import ChatBuilder
@@ -26,6 +26,7 @@ from autoparser.chat.params import (
     generation_prompt,
     render_prompt,
 )
+from autoparser.chat.recover import Recovery
 from autoparser.chat.request import Continuation, ToolChoice, render_content
 from autoparser.chat.tools import functions
 from autoparser.gbnf.from_peg import arena_to_gbnf
@@ -104,6 +105,8 @@ class Build:
     """As the template rendered it (before a continued message is added)."""
     response_format: bool
     extract_reasoning: bool
+    lenient: bool = False
+    """Build the lenient parser: the format's relaxations (`p.repair`) on top of the strict one."""
 
     @property
     def tools(self) -> bool:
@@ -166,6 +169,8 @@ class FormatSpec:
     """A fixed generation prompt, where the template's own would be wrong."""
     finish: Callable[[Rendered, GenerationInputs], Rendered] | None = None
     """A fix-up of the rendered prompt the C++ applies for this format."""
+    relaxes: bool = False
+    """The build function knows lenient mode (`Build.lenient`): a lenient parser is built beside the strict one."""
 
     def lazy(self, b: Build) -> bool:
         match self.laziness:
@@ -227,9 +232,14 @@ def assemble(spec: FormatSpec, tmpl: ChatTemplate, inputs: GenerationInputs) -> 
             triggers = ()
     else:
         lazy, triggers = False, ()
+    recovery = Recovery(arena, reasoning_start=spec.thinking_start_tag.strip(" \t\n\v\f\r"))
+    if spec.relaxes:
+        lp = ChatBuilder()
+        lenient = lp.build(spec.build(replace(b, p=lp, lenient=True)))
+        recovery = replace(recovery, lenient=lenient, triggers=tuple(dict.fromkeys(lp.repair_triggers)))
     return ChatParams(
         format=spec.format, prompt=prompt, generation_prompt=gp, parser=arena, grammar=grammar,
         grammar_lazy=lazy, grammar_triggers=triggers, preserved_tokens=spec.preserved_tokens,
         additional_stops=spec.additional_stops, supports_thinking=spec.supports_thinking,
         thinking_start_tag=spec.thinking_start_tag, thinking_end_tags=spec.thinking_end_tags,
-        message_delimiters=spec.message_delimiters, handler=spec.name)
+        message_delimiters=spec.message_delimiters, handler=spec.name, recovery=recovery)

@@ -11,9 +11,18 @@ from __future__ import annotations
 import dataclasses
 from codecs import utf_8_decode
 from collections.abc import Callable, Iterable
+from dataclasses import replace
 
 from autoparser.chat.growth import FieldGrowth, feeds_no_field, map_growing
 from autoparser.chat.mapper import map_result, message_of, output_parser, parse_effective
+from autoparser.chat.recover import (
+    Recovery,
+    drop_repeated_start,
+    recover,
+    repair_diagnostics,
+    split_unparsed,
+    with_unparsed,
+)
 from autoparser.errors import ParseError
 from autoparser.peg import Arena, ParseResult
 from autoparser.peg.resume import Resumption, ends_inside_marker, resumption
@@ -144,8 +153,16 @@ class StreamParser:
 
     def __init__(self, parser: Arena | None = None, *, generation_prompt: str = "",
                  format: ChatFormat | str = ChatFormat.PEG_NATIVE,
-                 gen_tool_call_id: Callable[[], str] | None = None) -> None:
-        self._parser = output_parser(parser)
+                 gen_tool_call_id: Callable[[], str] | None = None, recovery: Recovery | None = None) -> None:
+        self._strict = output_parser(parser)
+        # With a recovery (the default), the stream reads the output as the default parse does: with the lenient
+        # parser, and from where that rejects the output on, the rest as content (chat/recover.py).
+        self._recovery = recovery
+        self._parser = recovery.lenient if recovery is not None else self._strict
+        self._reasoning_start = recovery.reasoning_start if recovery is not None else ""
+        self._tail: int | None = None  # where, in the output, the text the parser rejects begins
+        self._head = ChatMessage()  # the message of the output before it
+        self._mapped: ParseResult | None = None  # the parse the last mapped message came from (its repairs)
         self._offset = len(generation_prompt)
         self._fmt = ChatFormat.of(format)
         self._gen_id = gen_tool_call_id
@@ -193,8 +210,12 @@ class StreamParser:
 
     @property
     def message(self) -> ChatMessage:
-        """The message so far (what the deltas sent so far add up to)."""
+        """The message so far (what the deltas sent so far add up to), with the repairs made so far."""
         self._fold()
+        if self._recovery is not None and not self._finished and self._tail is None and self._mapped is not None:
+            repairs = repair_diagnostics(self._mapped, self._offset)
+            if repairs:
+                return replace(self._message, diagnostics=(*repairs, *self._message.diagnostics))
         return self._message
 
     def _fold(self) -> None:
@@ -220,6 +241,8 @@ class StreamParser:
             self.last_deltas = []
             return self.last_deltas
         self._parts.append(piece)
+        if self._tail is not None:
+            return self._publish(with_unparsed(self._head, self.text[self._tail:], self._tail), normalized=True)
         marker = marker_parse = None
         if self._marker is not None or self._marker_parse is not None:
             marker, marker_parse = self._marker, self._marker_parse
@@ -249,8 +272,9 @@ class StreamParser:
                     return self._publish(growth.grown(base, growth.added(extension)))
                 self._fold()
                 # Mapped once more; the growth is found again (reasoning may just have begun to show).
-                message, self._growth = map_growing(resume.result(self._text()), resume.spine, self._fmt)
-                return self._publish(message)
+                result = resume.result(self._text())
+                message, self._growth = self._normalized(result, *map_growing(result, resume.spine, self._fmt))
+                return self._publish(message, normalized=True)
             if self._growth is not None:
                 deltas = self._before_cut_escape(resume, extension)
                 if deltas is not None:
@@ -263,6 +287,11 @@ class StreamParser:
         self._fold()
         result = parse_effective(self._parser, self._text(), self._offset)
         self.full_parses += 1
+        if result.fail and self._recovery is not None:
+            # From here on the output is the part the parser reads and, after it, content.
+            self._head, self._tail = split_unparsed(self._recovery, self._text(), self._offset, self._fmt)
+            self._resume = self._marker = self._marker_parse = self._growth = None
+            return self._publish(with_unparsed(self._head, self.text[self._tail:], self._tail), normalized=True)
         # A parse ending inside a marker is resumed only if the next piece calls for it (see `_marker_parse`).
         inside_marker = not result.fail and ends_inside_marker(result)
         fresh = resumption(self._parser, result) if not (result.fail or inside_marker) else None
@@ -270,6 +299,7 @@ class StreamParser:
             message, growth = map_growing(result, fresh.spine, self._fmt)
         else:
             message, growth = message_of(result, self._offset, is_partial=True, fmt=self._fmt), None
+        message, growth = self._normalized(result, message, growth)
         if inside_marker:
             self._marker_parse = result
         if fresh is not None or resume is None or self._unchecked_len + len(piece) > _MAX_UNCHECKED:
@@ -277,7 +307,7 @@ class StreamParser:
             self._unchecked, self._unchecked_len = [], 0
         else:
             self._hold(piece)
-        return self._publish(message)
+        return self._publish(message, normalized=True)
 
     def _before_cut_escape(self, resume: Resumption, extension: str) -> list[MessageDelta] | None:
         """`extension` (the unchecked pieces and the new one) ends inside a JSON escape (`\\`, `\\u00`) of the
@@ -309,7 +339,8 @@ class StreamParser:
         if self._marker_static:
             self.last_deltas = []
             return self.last_deltas
-        return self._publish(map_result(marker.result(self._text()), self._fmt))
+        result = marker.result(self._text())
+        return self._publish(self._normalized(result, map_result(result, self._fmt), None)[0], normalized=True)
 
     def _hold(self, piece: str) -> None:
         """`piece` was parsed from the start (or as part of a marker), not by extending `_resume`."""
@@ -331,12 +362,34 @@ class StreamParser:
         self._parts.append(piece)
         self._finished = True
         self._fold()
-        result = parse_effective(self._parser, self._text(), self._offset)
         self.full_parses += 1
+        if self._recovery is not None:
+            self._publish(recover(self._strict, self._recovery, self.text, self._text()[:self._offset], self._fmt),
+                          normalized=True)
+            return self._message
+        result = parse_effective(self._parser, self._text(), self._offset)
         self._publish(message_of(result, self._offset, is_partial=False, fmt=self._fmt))
         return self._message
 
-    def _publish(self, new: ChatMessage) -> list[MessageDelta]:
+    def _normalized(self, result: ParseResult, message: ChatMessage,
+                    growth: FieldGrowth | None) -> tuple[ChatMessage, FieldGrowth | None]:
+        """The message of a parse as the default parse gives it (a repeated reasoning start dropped, held back
+        while the reasoning could still become one), and whether the growth of its open field stays an append."""
+        if self._recovery is None:
+            return message, growth
+        self._mapped = result
+        marker = self._reasoning_start
+        if marker and message.reasoning_content:
+            body = message.reasoning_content.lstrip(" \t\n\v\f\r")
+            if growth is not None and growth.field == "reasoning_content" and marker.startswith(body) \
+                    and len(body) < len(marker):
+                growth = None  # what shows depends on whether the marker completes
+            message = drop_repeated_start(message, marker, self.text, True)
+        return message, growth
+
+    def _publish(self, new: ChatMessage, *, normalized: bool = False) -> list[MessageDelta]:
+        if not normalized and self._recovery is not None:
+            new = drop_repeated_start(new, self._reasoning_start, self.text, True)
         if new.empty():
             self._published = False
             self.last_deltas = []

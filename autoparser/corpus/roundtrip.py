@@ -356,8 +356,11 @@ def build_output(source: str, scenario: str) -> BuiltOutput:
 
 
 def _message_dict(m: ChatMessage) -> dict[str, Any]:
-    return {"role": m.role, "content": m.content, "reasoning_content": m.reasoning_content,
-            "tool_calls": [{"name": c.name, "arguments": c.arguments, "id": c.id} for c in m.tool_calls]}
+    out: dict[str, Any] = {"role": m.role, "content": m.content, "reasoning_content": m.reasoning_content,
+                           "tool_calls": [{"name": c.name, "arguments": c.arguments, "id": c.id} for c in m.tool_calls]}
+    if m.diagnostics:  # the template's own rendering only parses with repairs: worth seeing
+        out["diagnostics"] = [f"{d.kind}: {d.message}" for d in m.diagnostics]
+    return out
 
 
 @lru_cache(maxsize=32)

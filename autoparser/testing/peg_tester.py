@@ -8,6 +8,7 @@ C++ harness:
    `ChatParams.stream()` fed byte by byte, which must send the same deltas;
 2. the whole parse (unless the case is partial) and the folded stream, both equal to the expected message
    with the C++ comparison rules (content and reasoning stripped, argument JSON re-serialised, ids equal);
+   the whole parse's repairs equal to `expect_diagnostics` (none by default; `.strict()` parses as llama.cpp);
 3. a response format must come with an eager grammar;
 4. the grammar, if any, compiled by llama.cpp's own engine and fed the constrained part of the output, with
    lazy triggers located as the C++ harness locates them;
@@ -107,6 +108,8 @@ class PegTestCase:
     is_partial_: bool = False
     expect_reconstruction_: bool = False
     check_grammar: bool = True
+    strict_: bool = False
+    diagnostics_: tuple[str, ...] = ()
 
     # --- setters (C++ names) ----------------------------------------------------------------------------------
 
@@ -155,6 +158,17 @@ class PegTestCase:
         self.expect_reconstruction_ = value
         return self
 
+    def strict(self, value: bool = True) -> PegTestCase:
+        """Parse as llama.cpp does (`parse(strict=True)`): no repairs, a malformed output fails."""
+        self.strict_ = value
+        return self
+
+    def expect_diagnostics(self, kinds: Sequence[str]) -> PegTestCase:
+        """The repairs the default parse must report, by kind and in order (`expect` then also checks them);
+        without this, any repair fails `expect`: an output that parses only thanks to recovery shows."""
+        self.diagnostics_ = tuple(kinds)
+        return self
+
     # --- expectations -------------------------------------------------------------------------------------------
 
     def expect_content(self, content: str) -> ChatMessage:
@@ -177,8 +191,12 @@ class PegTestCase:
         stream_msg = self._check_stream(params, problems)
         whole = stream_msg
         if not self.is_partial_:
-            whole = params.parse(self.input, is_partial=False)
+            whole = params.parse(self.input, is_partial=False, strict=self.strict_)
             problems += [f"whole parse: {d}" for d in message_differences(expected, whole)]
+            kinds = tuple(d.kind for d in whole.diagnostics)
+            if kinds != self.diagnostics_:
+                got = "; ".join(d.message for d in whole.diagnostics) or "none"
+                problems.append(f"repairs: expected {list(self.diagnostics_) or 'none'}, got {list(kinds)}: {got}")
         if stream_msg is not None:
             problems += [f"streamed (deltas folded): {d}" for d in message_differences(expected, stream_msg)]
         if request.get("json_schema"):
@@ -203,7 +221,7 @@ class PegTestCase:
         for i in range(1, len(text) + 1):
             partial = i < len(text) or self.is_partial_
             try:
-                cur = params.parse(text[:i], is_partial=partial)
+                cur = params.parse(text[:i], is_partial=partial, strict=self.strict_)
                 acc = apply_deltas(acc, compute_deltas(prev, cur))
             except Exception as e:
                 problems.append(f"streaming: prefix {text[:i]!r} raised {type(e).__name__}: {e}")
@@ -216,7 +234,7 @@ class PegTestCase:
         # The incremental StreamParser must send the same deltas as those whole re-parses, byte by byte (cuts
         # inside UTF-8 sequences included).
         n = len(text.encode("utf-8", "surrogateescape"))
-        mismatch = stream_mismatch(params, text, range(1, n, 1 if n <= 2000 else 7), self.is_partial_)
+        mismatch = stream_mismatch(params, text, range(1, n, 1 if n <= 2000 else 7), self.is_partial_, self.strict_)
         if mismatch:
             problems.append(f"ChatParams.stream(): {mismatch}")
         return acc

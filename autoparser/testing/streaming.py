@@ -39,7 +39,8 @@ def chunked(output: str, cuts: Iterable[int]) -> list[bytes]:
     return [data[a:b] for a, b in itertools.pairwise(bounds)] or [b""]
 
 
-def reference_steps(params: ChatParams, chunks: Sequence[bytes], final_partial: bool) -> list[Step]:
+def reference_steps(params: ChatParams, chunks: Sequence[bytes], final_partial: bool,
+                    strict: bool = False) -> list[Step]:
     """Whole re-parse after every chunk (same decoder, generated ids and empty-result rule as StreamParser)."""
     decoder = codecs.getincrementaldecoder("utf-8")("surrogateescape")
     gen = _ids()
@@ -55,7 +56,7 @@ def reference_steps(params: ChatParams, chunks: Sequence[bytes], final_partial: 
             continue
         text += piece
         try:
-            cur = params.parse(text, is_partial=not last or final_partial)
+            cur = params.parse(text, is_partial=not last or final_partial, strict=strict)
             if cur.empty():
                 steps.append(("deltas", []))
                 continue
@@ -71,10 +72,11 @@ def reference_steps(params: ChatParams, chunks: Sequence[bytes], final_partial: 
     return steps
 
 
-def streamed_steps(params: ChatParams, chunks: Sequence[bytes], final_partial: bool) -> tuple[list[Step], int]:
+def streamed_steps(params: ChatParams, chunks: Sequence[bytes], final_partial: bool,
+                   strict: bool = False) -> tuple[list[Step], int]:
     """The same chunks through `params.stream()`; also returns how often it parsed from the start."""
     gen = _ids()
-    stream = params.stream(gen_tool_call_id=lambda: next(gen))
+    stream = params.stream(gen_tool_call_id=lambda: next(gen), strict=strict)
     steps: list[Step] = []
     for i, chunk in enumerate(chunks):
         last = i == len(chunks) - 1
@@ -91,11 +93,13 @@ def streamed_steps(params: ChatParams, chunks: Sequence[bytes], final_partial: b
     return steps, stream.full_parses
 
 
-def stream_mismatch(params: ChatParams, output: str, cuts: Iterable[int], final_partial: bool = False) -> str | None:
-    """None when streaming `output` cut at `cuts` (byte offsets) gives the reference's steps, else where not."""
+def stream_mismatch(params: ChatParams, output: str, cuts: Iterable[int], final_partial: bool = False,
+                    strict: bool = False) -> str | None:
+    """None when streaming `output` cut at `cuts` (byte offsets) gives the reference's steps, else where not
+    (`strict`: both with the strict parse)."""
     chunks = chunked(output, cuts)
-    want = reference_steps(params, chunks, final_partial)
-    got, _ = streamed_steps(params, chunks, final_partial)
+    want = reference_steps(params, chunks, final_partial, strict)
+    got, _ = streamed_steps(params, chunks, final_partial, strict)
     for i, (w, g) in enumerate(zip(want, got)):
         if g != w:
             done = sum(len(c) for c in chunks[:i + 1])

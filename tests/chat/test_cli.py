@@ -35,14 +35,27 @@ def test_parse_prints_the_message(tmp_path: Path) -> None:
     assert [(c["name"], json.loads(c["arguments"])) for c in msg["tool_calls"]] == [("get_weather", {"city": "Paris"})]
 
 
-def test_unparseable_output_gives_the_caret_excerpt_and_exit_1(tmp_path: Path) -> None:
+def test_unparseable_output_gives_the_caret_excerpt_and_exit_1_in_strict_mode(tmp_path: Path) -> None:
     tools = tmp_path / "tools.json"
     tools.write_text(json.dumps(TOOLS))
     bad = 'Sure.\n<tool_call>\n{"name": "get_time", "arguments": {}}\n</tool_call>'
-    r = run("parse", _qwen3(), "--tools", str(tools), "--reasoning-format", "none", stdin=bad)
+    r = run("parse", _qwen3(), "--tools", str(tools), "--reasoning-format", "none", "--strict", stdin=bad)
     assert r.returncode == 1
     assert "does not match the expected peg-native format" in r.stderr
     assert "^" in r.stderr and "Traceback" not in r.stderr
+
+
+def test_a_malformed_output_is_recovered_with_its_repairs_on_stderr_and_exit_0(tmp_path: Path) -> None:
+    tools = tmp_path / "tools.json"
+    tools.write_text(json.dumps(TOOLS))
+    # the model forgot the closer of its call
+    cut = '<think>\nhmm\n</think>\n\n<tool_call>\n{"name": "get_weather", "arguments": {"city": "Paris"}}'
+    r = run("parse", _qwen3(), "--tools", str(tools), stdin=cut)
+    assert r.returncode == 0, r.stderr
+    msg = json.loads(r.stdout)
+    assert [(c["name"], json.loads(c["arguments"])) for c in msg["tool_calls"]] == [("get_weather", {"city": "Paris"})]
+    assert [d["kind"] for d in msg["diagnostics"]] == ["missing_closer"]
+    assert "repaired: missing '</tool_call>'" in r.stderr and "Traceback" not in r.stderr
 
 
 def test_analyze_shows_the_generated_parser_and_grammar(tmp_path: Path) -> None:

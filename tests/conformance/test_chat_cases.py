@@ -27,7 +27,7 @@ def test_chat_case(case: dict[str, Any]) -> None:
     tester = peg_tester(case["template"], source=template_source(case["template"]), now=case["now"])
     t = tester.test(case["input"])
     t.request.update(CHAT.request(case))
-    t.is_partial(case["is_partial"]).expect_reconstruction(case["expect_reconstruction"])
+    t.is_partial(case["is_partial"]).expect_reconstruction(case["expect_reconstruction"]).strict()
     failure = None
     try:
         t.expect(case["expect"])

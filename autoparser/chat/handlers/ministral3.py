@@ -60,14 +60,20 @@ def _build(b: Build) -> P:
         for f in functions(b.inputs.tools):
             tool_choice |= p.rule(f"tool-{f.name}", p.tool_open(p.tool_name(p.literal(f.name)) + "[ARGS]")
                                   + p.tool_args(p.schema(p.json(), f"tool-{f.name}-schema", f.schema)))
-        tool_calls = p.trigger_rule("tool-call", p.repeat("[TOOL_CALLS]" + tool_choice, *b.call_counts))
-        return gp + (reasoning << p.content(p.until("[TOOL_CALLS]")) << tool_calls)
+        if not b.lenient:
+            tool_calls = p.trigger_rule("tool-call", p.repeat("[TOOL_CALLS]" + tool_choice, *b.call_counts))
+            return gp + (reasoning << p.content(p.until("[TOOL_CALLS]")) << tool_calls)
+        # the model may leave `[TOOL_CALLS]` out: a call is then its name followed by `[ARGS]`
+        call = p.opener_or_missing("[TOOL_CALLS]") + tool_choice
+        tool_calls = p.trigger_rule("tool-call", p.repeat(call, *b.call_counts))
+        openers = [f"{f.name}[ARGS]" for f in functions(b.inputs.tools)]
+        return gp + (reasoning << p.content_before_calls(["[TOOL_CALLS]"], openers, call) << tool_calls)
 
     return gp + (reasoning << p.content(p.rest()))
 
 
 SPEC = FormatSpec(
-    "ministral3", _build, Prefill("", "[THINK]", "[/THINK]"), laziness=Laziness.TOOLS_AUTO,
+    "ministral3", _build, Prefill("", "[THINK]", "[/THINK]"), laziness=Laziness.TOOLS_AUTO, relaxes=True,
     triggers=(word("[TOOL_CALLS]"),), messages=_adjusted_messages,
     preserved_tokens=("[THINK]", "[/THINK]", "[TOOL_CALLS]", "[ARGS]"), supports_thinking=True,
     thinking_start_tag="[THINK]", thinking_end_tags=("[/THINK]",))

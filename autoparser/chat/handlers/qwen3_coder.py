@@ -70,12 +70,21 @@ def _build(b: Build, *, coder: bool) -> P:
         min_calls = 1 if b.required else 0
         tool_call_body = tool_choice + "</tool_call>" + p.space()
         tool_call = p.rule("tool-call", "<tool_call>\n" + tool_call_body)
-        tool_call_first = p.rule("tool-call-first", p.optional(p.literal("<tool_call>\n")) + tool_call_body) \
-            if coder else tool_call
+        # Qwen3-Coder may drop the first `<tool_call>` line; in the lenient parser, any member of the family
+        if b.lenient:
+            tool_call_first = p.rule("tool-call-first", p.opener_or_missing("<tool_call>\n") + tool_call_body)
+        elif coder:
+            tool_call_first = p.rule("tool-call-first", p.optional(p.literal("<tool_call>\n")) + tool_call_body)
+        else:
+            tool_call_first = tool_call
         calls = tool_call_first + p.zero_or_more(tool_call) if b.parallel else tool_call_first
         tool_calls = p.trigger_rule("tool-call-root", p.repeat(calls, min_calls, 1))
-        starts = ["<tool_call>"] + ([f"<function={f.name}>" for f in functions(b.inputs.tools)] if coder else [])
-        return gen_prefix + (reasoning << p.content(p.until_one_of(starts)) << tool_calls)
+        openers = [f"<function={f.name}>" for f in functions(b.inputs.tools)]
+        if b.lenient:
+            content = p.content_before_calls(["<tool_call>"], openers, calls)
+        else:
+            content = p.content(p.until_one_of(["<tool_call>"] + (openers if coder else [])))
+        return gen_prefix + (reasoning << content << tool_calls)
 
     return gen_prefix + (reasoning << p.content(p.rest()))
 
@@ -99,7 +108,7 @@ def _mixed_value(p: ChatBuilder, types: frozenset[str], close: P, raw: P) -> P:
 
 THINKING = FormatSpec(
     "qwen3_coder", partial(_build, coder=False), Prefill(GEN_PREFIX, "<think>\n", "\n</think>\n\n"),
-    laziness=Laziness.TOOLS_AUTO, triggers=(word("<tool_call>"),), triggers_only_when_lazy=True,
+    laziness=Laziness.TOOLS_AUTO, relaxes=True, triggers=(word("<tool_call>"),), triggers_only_when_lazy=True,
     preserved_tokens=("<tool_call>", "</tool_call>", "<think>", "</think>"), supports_thinking=True,
     # the newline variant first, so a forced close writes it
     thinking_start_tag="<think>", thinking_end_tags=("\n</think>", "</think>", "<tool_call>"),

@@ -53,4 +53,8 @@ def test_required_tool_choice_is_eager_and_demands_a_call() -> None:
     assert msg.reasoning_content == "Need weather"
     assert [(c.name, c.arguments) for c in msg.tool_calls] == [("get_weather", '{"city": "Paris"}')]
     with pytest.raises(ParseError):
-        params.parse("<|channel|>final<|message|>It is sunny.")
+        params.parse("<|channel|>final<|message|>It is sunny.", strict=True)
+    # the default parse keeps the text the format cannot place, and says so
+    recovered = params.parse("<|channel|>final<|message|>It is sunny.")
+    assert "It is sunny." in recovered.content and not recovered.tool_calls
+    assert [d.kind for d in recovered.diagnostics] == ["unparsed_text"]

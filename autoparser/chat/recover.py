@@ -1,0 +1,379 @@
+"""Recovering what the model meant from a malformed output, with an honest account of what was repaired.
+
+llama.cpp answers any output its parser rejects with "Failed to parse input". The default parse here gives the
+same message wherever the strict parse is well-formed, and otherwise repairs, each repair recorded as a
+`Diagnostic` in the message. In order:
+
+1. The strict parser (the C++'s) accepts the output and it holds none of the texts the lenient parser reads
+   differently (`Recovery.triggers`): its message stands (the lenient parser would give the same).
+2. The lenient parser (the format's own relaxations, each a `repair:<kind>` tag in the grammar: a call opener
+   the model left out, a repeated reasoning marker, ...) accepts it: its message, the tags read as diagnostics.
+3. The output ends inside a structure (a call whose closers are missing, arguments cut off): the closers the
+   parse waits for are supplied (only closers: never a name, a key or text), else the arguments are closed as
+   JSON; a diagnostic names what was missing.
+4. Text the parser cannot place: the output up to the longest prefix the lenient parser can still continue
+   (cut back to before a call it cannot complete) is read as in 3, and the rest is kept as content.
+
+Whatever happens, no text is lost (each character is in a field, a recognised marker, or a diagnostic's
+`raw`), no exception escapes for a complete output, and tool-call arguments are valid JSON. A stream
+(chat/stream.py) reaches the same message: every step is a function of a prefix of the output that only
+extends what earlier prefixes gave.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+from collections.abc import Iterable
+from dataclasses import dataclass, replace
+
+from autoparser.chat.builder import REPAIR, TOOL, TOOL_ARG_CLOSE, TOOL_ARG_STRING_VALUE, TOOL_CLOSE
+from autoparser.chat.mapper import map_result
+from autoparser.errors import ParseError
+from autoparser.peg import Arena, Ast, ParseResult, ResultType
+from autoparser.peg import nodes as N
+from autoparser.peg.engine import OBS_LITERAL, OBS_STRING, OBS_UNTIL, OBS_UNTIL_CUT
+from autoparser.types import ChatFormat, ChatMessage, Diagnostic, ToolCall
+
+__all__ = ["Recovery", "close_json", "drop_repeated_start", "finish", "recover", "repair_diagnostics",
+           "split_unparsed", "with_unparsed"]
+
+_WS = " \t\n\v\f\r"
+
+# What each relaxation says, `{raw}` being the text it concerns.
+_MESSAGES = {
+    "missing_call_opener": "tool call without its opener at {pos}: read as a call",
+    "repeated_reasoning_start": "reasoning start {raw!r} repeated at {pos} (the prompt opened it): dropped",
+    "undeclared_reasoning": "reasoning block {raw!r} at {pos} that the template does not show: read as reasoning",
+    "stray_reasoning_end": "reasoning end {raw!r} at {pos} with no reasoning open: dropped",
+    "reasoning_ended_by_call": "tool call at {pos} while reasoning was open: reasoning ends there",
+    "unknown_tool": "call to {raw!r} at {pos}, a tool the request does not declare: kept",
+    "arguments_key": "arguments under {raw!r} at {pos}: read as the arguments",
+    "arguments_as_string": "arguments given as a JSON string at {pos}: decoded",
+    "call_wrapper": "call wrapped in {raw!r} at {pos}: unwrapped",
+    "argument_order": "arguments out of the template's order at {pos}: accepted",
+    "argument_whitespace": "argument value at {pos} without the template's surrounding newlines: accepted",
+}
+
+
+@dataclass(frozen=True)
+class Recovery:
+    """What the default parse of one request needs beside the strict parser."""
+
+    lenient: Arena
+    """The lenient parser: the strict one plus the format's relaxations (the strict one if it has none)."""
+    triggers: tuple[str, ...] = ()
+    """Texts at which the lenient parser may read a well-formed output differently from the strict one."""
+    reasoning_start: str = ""
+    """The reasoning start marker, dropped at the start of reasoning when the model repeats it."""
+
+
+def _parse(arena: Arena, text: str) -> ParseResult:
+    try:
+        return arena.parse(text, lenient=True)
+    except ParseError as e:  # the nesting guard: read as a failure there
+        return ParseResult(type=ResultType.FAIL, start=0, end=e.position, nodes=(), invalid_utf8=(), ast=Ast(),
+                           text=text)
+
+
+# --- closers --------------------------------------------------------------------------------------------------
+
+@functools.lru_cache(maxsize=256)
+def _closers(arena: Arena) -> frozenset[str]:
+    """The texts that only close something in this format: literals under tool-close and argument-close tags,
+    the delimiters of string argument values. Supplying them never invents a name, a key or content."""
+    out: set[str] = set()
+    parsers = arena.parsers
+
+    def literals(pid: int, depth: int = 0) -> Iterable[str]:
+        node = parsers[pid]
+        if depth > 12:
+            return
+        if isinstance(node, N.Literal):
+            yield node.literal
+        elif isinstance(node, N.Until):
+            yield from node.delimiters
+        for child in N.child_ids(node):
+            yield from literals(child, depth + 1)
+
+    for node in parsers:
+        if isinstance(node, N.Tag) and node.tag in (TOOL_CLOSE, TOOL_ARG_CLOSE, TOOL_ARG_STRING_VALUE):
+            out.update(s for s in literals(node.child) if s.strip(_WS))
+        elif isinstance(node, N.Rule) and node.trigger:
+            # a call section's own closer: the last literal of its body
+            body = parsers[node.child]
+            if isinstance(body, N.Sequence) and body.children:
+                last = parsers[body.children[-1]]
+                if isinstance(last, N.Literal) and last.literal.strip(_WS):
+                    out.add(last.literal)
+    return frozenset(out)
+
+
+def _waiting_for(arena: Arena, result: ParseResult) -> list[str]:
+    """What the parse waited for at the end of the input, as texts to append: the rest of a literal or a
+    delimiter cut off by the end, the delimiter of a scan that ran into it, the quote of a JSON string."""
+    text, out = result.text, []
+    for kind, pid, pos in result.observed:
+        if pid < 0:
+            continue
+        node = arena.parsers[pid]
+        if kind == OBS_LITERAL and isinstance(node, N.Literal):
+            out.append(node.literal[len(text) - pos:])
+        elif kind in (OBS_UNTIL, OBS_UNTIL_CUT) and isinstance(node, N.Until):
+            for d in node.delimiters:
+                cut = len(text) - pos if kind == OBS_UNTIL_CUT else 0
+                out.append(d[cut:] if 0 <= cut <= len(d) and d.startswith(text[pos:]) else d)
+        elif kind == OBS_STRING:
+            out.append('"')
+    seen: set[str] = set()
+    return [s for s in out if s and not (s in seen or seen.add(s))]  # type: ignore[func-returns-value]
+
+
+def _complete_at_end(arena: Arena, text: str, fmt: ChatFormat) -> tuple[ParseResult, str]:
+    """`text` (a NEED_MORE parse) with the closers the parse waits for appended, as long as each is a closer of
+    the format and keeps the parse alive; the parse reached, and what was appended."""
+    closers = _closers(arena)
+    result, added = _parse(arena, text), ""
+    for _ in range(8):
+        if not result.need_more_input:
+            break
+        before = map_result(result, fmt)
+        for want in _waiting_for(arena, result):
+            if not any(c.endswith(want) or c == want for c in closers) and want != '"':
+                continue
+            tried = _parse(arena, text + added + want)
+            if tried.fail or not _only_closes(before, map_result(tried, fmt)):
+                continue
+            result, added = tried, added + want
+            break
+        else:
+            break
+    return result, added
+
+
+def _only_closes(before: ChatMessage, after: ChatMessage) -> bool:
+    """`after` adds nothing to `before` but closing: the same fields and calls, arguments grown by closing
+    punctuation only."""
+    if (after.content, after.reasoning_content) != (before.content, before.reasoning_content):
+        return False
+    if len(after.tool_calls) != len(before.tool_calls):
+        return False
+    for a, b in zip(after.tool_calls, before.tool_calls):
+        if a.name != b.name or not a.arguments.startswith(b.arguments):
+            return False
+        if a.arguments[len(b.arguments):].strip(_WS + '"}],'):
+            return False
+    return True
+
+
+def close_json(text: str) -> str:
+    """`text`, a JSON value cut off by the end of the output, closed: the open string, then the open arrays
+    and objects; a member cut before its value is dropped. Valid JSON text stays as it is."""
+    if not text.strip(_WS):
+        return "{}"
+    try:
+        json.loads(text)
+        return text
+    except ValueError:
+        pass
+    stack: list[str] = []
+    in_string = escaped = False
+    last_safe = 0  # a position after which the text may be cut and closed (after a complete member or item)
+    for i, ch in enumerate(text):
+        if in_string:
+            if escaped:
+                escaped = False
+            elif ch == "\\":
+                escaped = True
+            elif ch == '"':
+                in_string = False
+            continue
+        if ch == '"':
+            in_string = True
+        elif ch in "{[":
+            stack.append("}" if ch == "{" else "]")
+            last_safe = i + 1
+        elif ch in "}]" and stack:
+            stack.pop()
+            last_safe = i + 1
+        elif ch == ",":
+            last_safe = i
+    candidates = []
+    head = text[:-1] if escaped else text
+    candidates.append(head + ('"' if in_string else "") + "".join(reversed(stack)))
+    cut = text[:last_safe].rstrip(_WS + ",")
+    depth: list[str] = []
+    in_string = escaped = False
+    for ch in cut:
+        if in_string:
+            if escaped:
+                escaped = False
+            elif ch == "\\":
+                escaped = True
+            elif ch == '"':
+                in_string = False
+        elif ch == '"':
+            in_string = True
+        elif ch in "{[":
+            depth.append("}" if ch == "{" else "]")
+        elif ch in "}]" and depth:
+            depth.pop()
+    candidates.append(cut + "".join(reversed(depth)))
+    for c in candidates:
+        try:
+            json.loads(c)
+            return c
+        except ValueError:
+            continue
+    return "{}"
+
+
+# --- the default parse ----------------------------------------------------------------------------------------
+
+def repair_diagnostics(result: ParseResult, offset: int) -> list[Diagnostic]:
+    """The repairs the lenient grammar made: one per `repair:<kind>` node of the parse."""
+    out = []
+    for node in result.ast.walk(result.nodes):
+        if node.tag.startswith(REPAIR):
+            kind = node.tag[len(REPAIR):]
+            pos = max(0, node.start - offset)
+            out.append(Diagnostic(kind, pos, _MESSAGES.get(kind, kind + " at {pos}").format(raw=node.text, pos=pos),
+                                  node.text))
+    return out
+
+
+def drop_repeated_start(msg: ChatMessage, marker: str, output: str, is_partial: bool) -> ChatMessage:
+    """Reasoning that begins with its own start marker: the model wrote the marker the prompt had opened. The
+    marker goes (a diagnostic keeps it); while the reasoning could still become the marker, nothing shows."""
+    if not marker or not msg.reasoning_content:
+        return msg
+    body = msg.reasoning_content.lstrip(_WS)
+    if body.startswith(marker):
+        pos = output.find(marker)
+        diag = Diagnostic("repeated_reasoning_start", max(pos, 0),
+                          _MESSAGES["repeated_reasoning_start"].format(raw=marker, pos=max(pos, 0)), marker)
+        return replace(msg, reasoning_content=body[len(marker):], diagnostics=(*msg.diagnostics, diag))
+    if is_partial and marker.startswith(body):
+        return replace(msg, reasoning_content="")
+    return msg
+
+
+def _closed_calls(msg: ChatMessage, position: int) -> ChatMessage:
+    """Every call's arguments valid JSON (a complete output may end inside them)."""
+    calls, diags = [], list(msg.diagnostics)
+    for call in msg.tool_calls:
+        args = close_json(call.arguments)
+        if args != call.arguments:
+            diags.append(Diagnostic("truncated_arguments", position,
+                                    f"arguments of {call.name!r} cut off at {position}: closed as {args!r}",
+                                    call.arguments))
+        calls.append(ToolCall(call.name, args, call.id))
+    return replace(msg, tool_calls=tuple(calls), diagnostics=tuple(diags))
+
+
+def _head(lenient: Arena, effective: str, offset: int, fmt: ChatFormat, output_len: int,
+          is_partial: bool) -> tuple[ChatMessage, ParseResult]:
+    """The message of a viable text (its parse does not fail): complete at the end if the output is complete."""
+    if is_partial:
+        result = _parse(lenient, effective)
+        return map_result(result, fmt), result
+    result, added = _complete_at_end(lenient, effective, fmt)
+    msg = map_result(result, fmt)
+    diags = list(msg.diagnostics)
+    if added:
+        pos = len(effective) - offset
+        diags.append(Diagnostic("missing_closer", pos, f"missing {added!r} at {pos}: closed at end of output", ""))
+    msg = replace(msg, diagnostics=tuple(diags))
+    return _closed_calls(msg, output_len), result
+
+
+def _viable_prefix(lenient: Arena, effective: str, offset: int) -> int:
+    """The length of the longest prefix of `effective` (at least `offset`) the lenient parser can continue."""
+    lo, hi = offset, len(effective)  # effective[:lo] is viable (or lo == offset), effective[:hi] is not
+    if _parse(lenient, effective[:lo]).fail:
+        return offset
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        if _parse(lenient, effective[:mid]).fail:
+            hi = mid
+        else:
+            lo = mid
+    return lo
+
+
+def _before_open_call(arena: Arena, result: ParseResult, cut: int) -> int:
+    """Where the call the parse of a text is still inside began, its opener included (the call's text goes on
+    as content); `cut` when the parse is inside no call."""
+    triggers = {name for name, rid in arena.rules.items()
+                if isinstance(arena.parsers[rid], N.Rule) and arena.parsers[rid].trigger}  # type: ignore[union-attr]
+    open_call = None
+    last_closed_end = 0
+    for node in result.ast.walk(result.nodes):
+        if node.tag == TOOL:
+            if node.is_partial:
+                open_call = node
+                break
+            last_closed_end = node.end
+    if open_call is None:
+        return cut
+    # The opener before the call's body (`<tool_call>\n` before `{`) is the start of the call section rule.
+    start = open_call.start
+    for node in result.ast.walk(result.nodes):
+        if node.rule in triggers and node.is_partial and last_closed_end <= node.start < start \
+                and node.end >= open_call.start:
+            start = node.start
+    return start
+
+
+def recover(strict: Arena, rec: Recovery, output: str, generation_prompt: str, fmt: ChatFormat, *,
+            is_partial: bool = False) -> ChatMessage:
+    """The default parse of `output` (see the module docstring)."""
+    effective = generation_prompt + output
+    offset = len(generation_prompt)
+    strict_result = None
+    if not is_partial:
+        strict_result = _parse(strict, effective)
+        if strict_result.success and not any(t in output for t in rec.triggers):
+            return finish(map_result(strict_result, fmt), strict_result, rec, output, offset, is_partial)
+    lenient = _parse(rec.lenient, effective)
+    if lenient.success or (is_partial and not lenient.fail):
+        return finish(map_result(lenient, fmt), lenient, rec, output, offset, is_partial)
+    if not lenient.fail:  # a complete output ending inside a structure
+        msg, ended = _head(rec.lenient, effective, offset, fmt, len(output), is_partial)
+        return finish(msg, ended, rec, output, offset, is_partial)
+    if strict_result is not None and strict_result.success:
+        # the relaxations found nothing to repair: the strict reading stands
+        return finish(map_result(strict_result, fmt), strict_result, rec, output, offset, is_partial)
+    readable, cut = split_unparsed(rec, effective, offset, fmt)
+    return with_unparsed(readable, output[cut:], cut)
+
+
+def split_unparsed(rec: Recovery, effective: str, offset: int, fmt: ChatFormat) -> tuple[ChatMessage, int]:
+    """For a text the lenient parser rejects: the message of the part it can read (the longest prefix it can
+    continue, cut back to before a call it cannot complete, read as complete), and where in the output the
+    rest begins."""
+    viable = _viable_prefix(rec.lenient, effective, offset)
+    cut = _before_open_call(rec.lenient, _parse(rec.lenient, effective[:viable]), viable) if viable > offset \
+        else offset
+    cut = max(cut, offset)
+    output = effective[offset:cut]
+    msg, ended = _head(rec.lenient, effective[:cut], offset, fmt, len(output), False)
+    return finish(msg, ended, rec, output, offset, False), cut - offset
+
+
+def with_unparsed(head: ChatMessage, tail: str, position: int) -> ChatMessage:
+    """`head` with the output text from `position` on (`tail`) kept as content, and a diagnostic saying so."""
+    if not tail:
+        return head
+    diag = Diagnostic("unparsed_text", position, f"text at {position} does not fit the format: kept as content",
+                      tail)
+    return replace(head, content=head.content + tail, diagnostics=(*head.diagnostics, diag))
+
+
+def finish(msg: ChatMessage, result: ParseResult, rec: Recovery, output: str, offset: int,
+            is_partial: bool) -> ChatMessage:
+    """The repairs the grammar made, as diagnostics, and the repeated reasoning start dropped."""
+    diags = repair_diagnostics(result, offset)
+    if diags:
+        msg = replace(msg, diagnostics=(*diags, *msg.diagnostics))
+    return drop_repeated_start(msg, rec.reasoning_start, output, is_partial)
