@@ -249,7 +249,7 @@ def _tag_with_json(d: _Derived) -> P:
         else:
             calls = p.trigger_rule("tool-call", wrapped)
         if fmt.section_start:
-            calls = p.trigger_rule("tool-calls", p.literal(fmt.section_start) + p.space() + calls + p.space()
+            calls = p.trigger_rule("tool-calls", _section_opener(d) + p.space() + calls + p.space()
                                    + (p.literal(fmt.section_end) if fmt.section_end else p.end()))
     elif b.parallel:
         calls = p.trigger_rule("tool-call", _open(d, fmt.section_start, choice) + p.zero_or_more(", " + choice)
@@ -267,11 +267,20 @@ def _open(d: _Derived, opener: str, then: P) -> P:
     return opener + then
 
 
+def _section_opener(d: _Derived) -> P:
+    """The opener of a section of per-call markers; in the lenient parser, one the model may leave out (the
+    first call's own marker then opens the calls)."""
+    opener = d.a.tools.format.section_start
+    return d.p.opener_or_missing(opener) if d.b.lenient and opener.strip(_WS) else d.p.literal(opener)
+
+
 def _bare_tag_openers(d: _Derived) -> list[str]:
     """How a tagged call begins without its opener: the function name's prefix and the name (`<function=f`), or
     the name and what follows it (`f[CALL_ID]`) when the name stands alone."""
     tools = d.a.tools
-    fn, cid = tools.function, tools.call_id
+    fmt, fn, cid = tools.format, tools.function, tools.call_id
+    if fmt.section_start.strip(_WS) and fmt.per_call_start.strip(_WS):
+        return [fmt.per_call_start]  # the section opener missing: the first call's marker starts the calls
     names = [f.name for f in functions(d.b.inputs.tools)]
     if fn.name_prefix.strip(_WS):
         return [fn.name_prefix.lstrip(_WS) + name for name in names]
@@ -341,7 +350,7 @@ def _tag_with_tagged(d: _Derived) -> P:
         else:
             calls = p.trigger_rule("tool-call", wrapped + p.space())
         if fmt.section_start:
-            calls = p.trigger_rule("tool-calls", p.literal(fmt.section_start) + p.space() + calls + p.space()
+            calls = p.trigger_rule("tool-calls", _section_opener(d) + p.space() + calls + p.space()
                                    + (p.literal(fmt.section_end) + p.space() if fmt.section_end else p.end()))
     elif b.parallel:
         calls = p.trigger_rule("tool-call", _open(d, fmt.section_start, p.space()) + choice

@@ -24,19 +24,34 @@ from __future__ import annotations
 
 import functools
 import json
+import re
+from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass, replace
 
-from autoparser.chat.builder import REPAIR, TOOL, TOOL_ARG_CLOSE, TOOL_ARG_STRING_VALUE, TOOL_CLOSE
+from autoparser.chat.builder import (
+    CONTENT,
+    REASONING,
+    REPAIR,
+    TOOL,
+    TOOL_ARG_CLOSE,
+    TOOL_ARG_NAME,
+    TOOL_ARG_STRING_VALUE,
+    TOOL_ARG_VALUE,
+    TOOL_ARGS,
+    TOOL_CLOSE,
+    TOOL_ID,
+    TOOL_NAME,
+)
 from autoparser.chat.mapper import map_result
 from autoparser.errors import ParseError
-from autoparser.peg import Arena, Ast, ParseResult, ResultType
+from autoparser.peg import Arena, Ast, AstNode, ParseResult, ResultType
 from autoparser.peg import nodes as N
 from autoparser.peg.engine import OBS_LITERAL, OBS_STRING, OBS_UNTIL, OBS_UNTIL_CUT
 from autoparser.types import ChatFormat, ChatMessage, Diagnostic, ToolCall
 
-__all__ = ["Recovery", "close_json", "drop_repeated_start", "finish", "recover", "repair_diagnostics",
-           "split_unparsed", "with_unparsed"]
+__all__ = ["SPECIAL_TOKEN", "Recovery", "close_json", "closers", "drop_repeated_start", "finish", "markup_spans", "recover",
+           "repair_diagnostics", "rest_after", "split_unparsed", "unaccounted", "with_unparsed"]
 
 _WS = " \t\n\v\f\r"
 
@@ -79,7 +94,7 @@ def _parse(arena: Arena, text: str) -> ParseResult:
 # --- closers --------------------------------------------------------------------------------------------------
 
 @functools.lru_cache(maxsize=256)
-def _closers(arena: Arena) -> frozenset[str]:
+def closers(arena: Arena) -> frozenset[str]:
     """The texts that only close something in this format: literals under tool-close and argument-close tags,
     the delimiters of string argument values. Supplying them never invents a name, a key or content."""
     out: set[str] = set()
@@ -132,14 +147,14 @@ def _waiting_for(arena: Arena, result: ParseResult) -> list[str]:
 def _complete_at_end(arena: Arena, text: str, fmt: ChatFormat) -> tuple[ParseResult, str]:
     """`text` (a NEED_MORE parse) with the closers the parse waits for appended, as long as each is a closer of
     the format and keeps the parse alive; the parse reached, and what was appended."""
-    closers = _closers(arena)
+    allowed = closers(arena)
     result, added = _parse(arena, text), ""
     for _ in range(8):
         if not result.need_more_input:
             break
         before = map_result(result, fmt)
         for want in _waiting_for(arena, result):
-            if not any(c.endswith(want) or c == want for c in closers) and want != '"':
+            if not any(c.endswith(want) for c in allowed) and want != '"':
                 continue
             tried = _parse(arena, text + added + want)
             if tried.fail or not _only_closes(before, map_result(tried, fmt)):
@@ -325,6 +340,34 @@ def _before_open_call(arena: Arena, result: ParseResult, cut: int) -> int:
     return start
 
 
+# Special tokens (`<|call|>`, `<|tool_response>`, `</s>`): after a complete parse, markup the format ends with,
+# not text of the model's to keep.
+_SPECIAL_TOKEN = r"<[|｜][^<>\n]{0,40}>|<[^<>\s]{1,40}[|｜]>|</s>|<eos>|<end_of_turn>"
+SPECIAL_TOKEN = re.compile(_SPECIAL_TOKEN)
+
+
+_TRAILING_SPECIAL = re.compile(rf"(?:\s|{_SPECIAL_TOKEN})*\Z")
+_CUT_SPECIAL = re.compile(r"<[^<>\s]{0,40}\Z")  # `<|tool_resp` while the output may still complete it
+
+
+def _without_trailing_special(text: str, is_partial: bool) -> str:
+    """`text` without the special tokens it ends with (the end-of-turn markup of the format), nor, while more
+    may come, a special token still being written."""
+    if is_partial:
+        text = _CUT_SPECIAL.sub("", text)
+    return text[:_TRAILING_SPECIAL.search(text).start()]  # type: ignore[union-attr]
+
+
+def rest_after(msg: ChatMessage, result: ParseResult, output: str, offset: int,
+               is_partial: bool = False) -> ChatMessage:
+    """A parse that succeeded before the end of the text: the rest of the output is content (the strict
+    parse ignores it), but for the special tokens it ends with."""
+    if not result.success:
+        return msg
+    position = result.end - offset
+    return with_unparsed(msg, output[position:], position, is_partial)
+
+
 def recover(strict: Arena, rec: Recovery, output: str, generation_prompt: str, fmt: ChatFormat, *,
             is_partial: bool = False) -> ChatMessage:
     """The default parse of `output` (see the module docstring)."""
@@ -334,18 +377,21 @@ def recover(strict: Arena, rec: Recovery, output: str, generation_prompt: str, f
     if not is_partial:
         strict_result = _parse(strict, effective)
         if strict_result.success and not any(t in output for t in rec.triggers):
-            return finish(map_result(strict_result, fmt), strict_result, rec, output, offset, is_partial)
+            msg = finish(map_result(strict_result, fmt), strict_result, rec, output, offset, is_partial)
+            return rest_after(msg, strict_result, output, offset)
     lenient = _parse(rec.lenient, effective)
     if lenient.success or (is_partial and not lenient.fail):
-        return finish(map_result(lenient, fmt), lenient, rec, output, offset, is_partial)
+        msg = finish(map_result(lenient, fmt), lenient, rec, output, offset, is_partial)
+        return rest_after(msg, lenient, output, offset, is_partial)
     if not lenient.fail:  # a complete output ending inside a structure
         msg, ended = _head(rec.lenient, effective, offset, fmt, len(output), is_partial)
         return finish(msg, ended, rec, output, offset, is_partial)
     if strict_result is not None and strict_result.success:
         # the relaxations found nothing to repair: the strict reading stands
-        return finish(map_result(strict_result, fmt), strict_result, rec, output, offset, is_partial)
+        msg = finish(map_result(strict_result, fmt), strict_result, rec, output, offset, is_partial)
+        return rest_after(msg, strict_result, output, offset)
     readable, cut = split_unparsed(rec, effective, offset, fmt)
-    return with_unparsed(readable, output[cut:], cut)
+    return with_unparsed(readable, output[cut:], cut, is_partial)
 
 
 def split_unparsed(rec: Recovery, effective: str, offset: int, fmt: ChatFormat) -> tuple[ChatMessage, int]:
@@ -356,13 +402,16 @@ def split_unparsed(rec: Recovery, effective: str, offset: int, fmt: ChatFormat) 
     cut = _before_open_call(rec.lenient, _parse(rec.lenient, effective[:viable]), viable) if viable > offset \
         else offset
     cut = max(cut, offset)
-    output = effective[offset:cut]
-    msg, ended = _head(rec.lenient, effective[:cut], offset, fmt, len(output), False)
-    return finish(msg, ended, rec, output, offset, False), cut - offset
+    msg, ended = _head(rec.lenient, effective[:cut], offset, fmt, cut - offset, False)
+    if ended.success and ended.end < cut:
+        cut = ended.end  # the head's parse ends before the cut: what follows it is unparsed too
+    return finish(msg, ended, rec, effective[offset:cut], offset, False), cut - offset
 
 
-def with_unparsed(head: ChatMessage, tail: str, position: int) -> ChatMessage:
-    """`head` with the output text from `position` on (`tail`) kept as content, and a diagnostic saying so."""
+def with_unparsed(head: ChatMessage, tail: str, position: int, is_partial: bool = False) -> ChatMessage:
+    """`head` with the output text from `position` on (`tail`) kept as content, and a diagnostic saying so;
+    special tokens at its end are markup, not text."""
+    tail = _without_trailing_special(tail, is_partial)
     if not tail:
         return head
     diag = Diagnostic("unparsed_text", position, f"text at {position} does not fit the format: kept as content",
@@ -377,3 +426,66 @@ def finish(msg: ChatMessage, result: ParseResult, rec: Recovery, output: str, of
     if diags:
         msg = replace(msg, diagnostics=(*diags, *msg.diagnostics))
     return drop_repeated_start(msg, rec.reasoning_start, output, is_partial)
+
+
+# --- no text lost ---------------------------------------------------------------------------------------------
+
+# The tags whose text goes into a message field; what else a parse consumes is markup.
+_FIELDS = (CONTENT, REASONING, TOOL_NAME, TOOL_ID, TOOL_ARGS, TOOL_ARG_NAME, TOOL_ARG_VALUE, TOOL_ARG_STRING_VALUE)
+
+
+def markup_spans(arena: Arena, generation_prompt: str, output: str) -> list[tuple[int, int]]:
+    """The spans of `output` the parser reads as markup: consumed by its parse (of the longest prefix it can
+    read) but inside no node whose text goes into a message field."""
+    effective = generation_prompt + output
+    offset = len(generation_prompt)
+    result = _parse(arena, effective)
+    if result.fail:
+        result = _parse(arena, effective[:_viable_prefix(arena, effective, offset)])
+    ast = result.ast
+
+    def innermost(node: AstNode) -> bool:  # tagged arguments' tool-args node holds their markup too
+        return not any(d.tag in _FIELDS for d in ast.walk(node.children))
+
+    fields = sorted((n.start, n.end) for n in ast.walk(result.nodes) if n.tag in _FIELDS and innermost(n))
+    spans, pos = [], max(result.start, offset)
+    for start, end in fields:
+        if start > pos:
+            spans.append((pos, start))
+        pos = max(pos, end)
+    if result.end > pos:
+        spans.append((pos, result.end))
+    return [(a - offset, b - offset) for a, b in spans if b > offset]
+
+
+_ESCAPE = re.compile(r"\\(?:u[0-9a-fA-F]{4}|.)")
+
+
+def _words(text: str) -> list[str]:
+    """The words of a text, JSON escapes read as separators (`\\n` is no `n`)."""
+    return re.findall(r"\w+", _ESCAPE.sub(" ", text))
+
+
+def unaccounted(output: str, message: ChatMessage, markup: Iterable[tuple[int, int]]) -> Counter[str]:
+    """The words of `output` (runs of letters, digits, underscores) found neither in a field of `message`
+    (content, reasoning, a call's name, arguments or id), nor in markup (`markup_spans`) or a special token, nor
+    in a diagnostic's raw text: empty when no text was lost. Counted with their multiplicity."""
+    chars = list(output)
+    for start, end in markup:
+        chars[max(start, 0):end] = " " * (min(end, len(chars)) - max(start, 0))
+    rest = SPECIAL_TOKEN.sub(" ", "".join(chars))
+    texts = [message.content, message.reasoning_content, *(d.raw for d in message.diagnostics)]
+    for call in message.tool_calls:
+        texts += [call.name, call.arguments, call.id]
+    # Each word is looked for inside the fields' text and used up there: a marker between two words of a field
+    # (`assistant<|content|>The`) joins them in the field, and that is no loss.
+    have = "\x00".join(_ESCAPE.sub(" ", t) for t in texts)
+    lost: Counter[str] = Counter()
+    for word in _words(rest):
+        whole = re.search(rf"(?<!\w){re.escape(word)}(?!\w)", have)
+        at = whole.start() if whole else have.find(word)
+        if at < 0:
+            lost[word] += 1
+        else:
+            have = have[:at] + "\x00" * len(word) + have[at + len(word):]
+    return lost

@@ -20,6 +20,7 @@ from autoparser.chat.recover import (
     drop_repeated_start,
     recover,
     repair_diagnostics,
+    rest_after,
     split_unparsed,
     with_unparsed,
 )
@@ -242,7 +243,7 @@ class StreamParser:
             return self.last_deltas
         self._parts.append(piece)
         if self._tail is not None:
-            return self._publish(with_unparsed(self._head, self.text[self._tail:], self._tail), normalized=True)
+            return self._publish(with_unparsed(self._head, self.text[self._tail:], self._tail, True), normalized=True)
         marker = marker_parse = None
         if self._marker is not None or self._marker_parse is not None:
             marker, marker_parse = self._marker, self._marker_parse
@@ -291,7 +292,14 @@ class StreamParser:
             # From here on the output is the part the parser reads and, after it, content.
             self._head, self._tail = split_unparsed(self._recovery, self._text(), self._offset, self._fmt)
             self._resume = self._marker = self._marker_parse = self._growth = None
-            return self._publish(with_unparsed(self._head, self.text[self._tail:], self._tail), normalized=True)
+            return self._publish(with_unparsed(self._head, self.text[self._tail:], self._tail, True), normalized=True)
+        if self._recovery is not None and result.success and result.end < len(self._text()):
+            # The format ended before the text: the rest is content (parsed from the start while it grows).
+            message = rest_after(self._normalized(result, map_result(result, self._fmt), None)[0], result,
+                                 self.text, self._offset, True)
+            self._resume = self._marker = self._marker_parse = self._growth = None
+            self._unchecked, self._unchecked_len = [], 0
+            return self._publish(message, normalized=True)
         # A parse ending inside a marker is resumed only if the next piece calls for it (see `_marker_parse`).
         inside_marker = not result.fail and ends_inside_marker(result)
         fresh = resumption(self._parser, result) if not (result.fail or inside_marker) else None

@@ -1,0 +1,69 @@
+"""Model outputs broken the way real models break them, from well-formed ones, with what must still come out.
+
+From a well-formed output of a request (a round trip's render of an intended message) and the message it
+means, each mutation makes one of the mistakes users of every engine report: the last closer missing at the
+end, text after the last call, the first call's opener left out, the reasoning start written again after a
+prompt that opened it. The markers come from what the request's format says (its closers, its call triggers,
+its reasoning start), never from a model name. `recovered` checks a parse against what the mutation keeps.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass, replace
+
+from autoparser.chat.compare import message_differences
+from autoparser.chat.params import ChatParams, TriggerType
+from autoparser.chat.recover import closers
+from autoparser.types import ChatMessage
+
+__all__ = ["KINDS", "Mutation", "mutations", "recovered"]
+
+KINDS = ("cut_last_closer", "text_after_calls", "missing_call_opener", "repeated_reasoning_start")
+_WS = " \t\n\v\f\r"
+TRAILING_TEXT = "\n\nDone."
+
+
+@dataclass(frozen=True)
+class Mutation:
+    kind: str
+    output: str
+    expected: ChatMessage
+    checks: tuple[str, ...]
+    """The fields the parse of `output` must still give as `expected` ("tool_calls", "reasoning_content",
+    "content")."""
+
+
+def mutations(params: ChatParams, output: str, expected: ChatMessage) -> Iterator[Mutation]:
+    """The mutations that apply to this output of this request (each at most once)."""
+    calls = bool(expected.tool_calls)
+    if calls:
+        stripped = output.rstrip(_WS)
+        ends = sorted((c.strip(_WS) for c in closers(params.recovery_or_strict().lenient) if c.strip(_WS)),
+                      key=len, reverse=True)
+        closer = next((c for c in ends if stripped.endswith(c)), "")
+        if closer:
+            yield Mutation("cut_last_closer", stripped[:-len(closer)], expected, ("tool_calls",))
+        yield Mutation("text_after_calls", output + TRAILING_TEXT, expected, ("tool_calls",))
+        # a call or section opener, not a function's own opener (`<function=NAME>`: without it the name is gone)
+        names = [c.name for c in expected.tool_calls]
+        openers = [t.value.strip(_WS) for t in params.grammar_triggers
+                   if t.type == TriggerType.WORD and not any(n in t.value for n in names)]
+        opener = next((o for o in openers if o and output.count(o) == 1), "")
+        if opener:
+            yield Mutation("missing_call_opener", output.replace(opener, "", 1), expected, ("tool_calls",))
+    start = params.thinking_start_tag.strip(_WS)
+    if start and params.prompt.rstrip(_WS).endswith(start) and not output.lstrip(_WS).startswith(start) \
+            and expected.reasoning_content.strip(_WS):
+        yield Mutation("repeated_reasoning_start", start + output, expected,
+                       ("reasoning_content", "content", "tool_calls"))
+
+
+def recovered(mutation: Mutation, got: ChatMessage) -> list[str]:
+    """What the parse of a mutated output lost of what it must keep ([] when it recovered)."""
+    want = replace(ChatMessage(), **{f: getattr(mutation.expected, f) for f in mutation.checks})
+    have = replace(ChatMessage(), **{f: getattr(got, f) for f in mutation.checks})
+    problems = message_differences(want, have, compare_ids=False)
+    if mutation.kind == "text_after_calls" and TRAILING_TEXT.strip(_WS) not in got.content:
+        problems.append(f"content: the text after the calls is lost: {got.content!r}")
+    return problems
