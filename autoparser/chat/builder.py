@@ -11,9 +11,10 @@ Node creation order follows the C++ builder call by call, since GBNF rule names 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
-from autoparser.chat.tools import Parameter, functions
+from autoparser.chat.tools import Function, Parameter, functions, parameters
 from autoparser.peg import Arena, Builder, P
 from autoparser.types import ToolDef, tools_to_openai
 
@@ -26,6 +27,7 @@ __all__ = [
     "TOOL",
     "TOOL_ARG",
     "TOOL_ARGS",
+    "TOOL_ARGS_STRING",
     "TOOL_ARG_CLOSE",
     "TOOL_ARG_NAME",
     "TOOL_ARG_OPEN",
@@ -36,6 +38,7 @@ __all__ = [
     "TOOL_NAME",
     "TOOL_OPEN",
     "ChatBuilder",
+    "TaggedMarkers",
     "build_chat_peg_parser",
 ]
 
@@ -54,6 +57,7 @@ TOOL_ARG_CLOSE = "tool-arg-close"
 TOOL_ARG_NAME = "tool-arg-name"
 TOOL_ARG_VALUE = "tool-arg-value"
 TOOL_ARG_STRING_VALUE = "tool-arg-string-value"  # schema says "string": the value is text, never JSON
+TOOL_ARGS_STRING = "tool-args-string"  # a call's arguments written as a JSON string: the string's body
 
 # Tag prefix of the relaxations of a lenient parser (`repair:<kind>`): the default parse reads them as
 # diagnostics (chat/recover.py).
@@ -78,6 +82,44 @@ def _properties(params: Any) -> Mapping[str, Any]:
     return props if isinstance(props, Mapping) else {}
 
 
+def _lead(s: str) -> str:
+    return s[:len(s) - len(s.lstrip(_C_SPACE))]
+
+
+def _trail(s: str) -> str:
+    return s[len(s.rstrip(_C_SPACE)):]
+
+
+# A name models give a tool or an argument the request does not declare.
+_NAME_CHARS = "[A-Za-z0-9_.:-]"
+
+
+@dataclass(frozen=True)
+class TaggedMarkers:
+    """The markers of one tagged call as the template writes them, whitespace included:
+    `NAME_PREFIX name NAME_SUFFIX (ARG_PREFIX key ARG_SUFFIX value VALUE_SUFFIX)* CALL_CLOSE AFTER_CALL`, e.g.
+    `<function=` `>\n` `<parameter=` `>\n` `\n</parameter>\n` `</function>\n` `</tool_call>`."""
+
+    name_prefix: str
+    name_suffix: str
+    arg_prefix: str
+    arg_suffix: str
+    value_suffix: str
+    call_close: str
+    after_call: str = ""
+
+    @property
+    def readable(self) -> bool:
+        """Whether a loose reading can tell the parts apart: an argument opener, a value closer, a call end."""
+        return all(s.strip(_C_SPACE) for s in (self.arg_prefix, self.value_suffix)) \
+            and bool((self.call_close or self.after_call).strip(_C_SPACE))
+
+    @property
+    def names_marked(self) -> bool:
+        """Whether a marker says where a name begins, so that a call to an undeclared tool can be told apart."""
+        return bool(self.name_prefix.strip(_C_SPACE))
+
+
 class ChatBuilder(Builder):
     """`Builder` plus the chat tags and the tool-call helpers of llama.cpp's `common_chat_peg_builder`."""
 
@@ -96,9 +138,13 @@ class ChatBuilder(Builder):
     TOOL_ARG_NAME = TOOL_ARG_NAME
     TOOL_ARG_VALUE = TOOL_ARG_VALUE
     TOOL_ARG_STRING_VALUE = TOOL_ARG_STRING_VALUE
+    TOOL_ARGS_STRING = TOOL_ARGS_STRING
 
-    def __init__(self) -> None:
+    def __init__(self, *, lenient: bool = False) -> None:
         super().__init__()
+        # Whether this builds the lenient parser of a format (chat/recover.py): the relaxations on top of the
+        # strict parser, which parses only and never becomes a grammar.
+        self.lenient = lenient
         # Texts at which this (lenient) parser may read a well-formed output differently from the strict one
         self.repair_triggers: list[str] = []
 
@@ -259,6 +305,109 @@ class ChatBuilder(Builder):
         more = self.sequence([self.peek(at_bare), self.negate(call), self.content(at_bare + self.until_one_of(delimiters))])
         return self.content(self.until_one_of(delimiters)) + self.zero_or_more(more)
 
+    def loose_tagged_call(self, m: TaggedMarkers, f: Function | None,
+                          json_first: Callable[[Parameter], bool] = lambda param: param.types != {"string"}) -> P:
+        """One tagged call as the template writes it, and as models write it beyond the template. A format's
+        lenient parser reads its calls with this alone, so that what a stream shows of a well-formed call is
+        what the whole parse gives; values read as the format reads them (`json_first`: JSON where it parses,
+        else a string; the other parameters' values are strings). `f` None: a call to a tool the request does
+        not declare, read as `repair:unknown_tool`, its values JSON where they parse, else strings.
+
+        Beyond the template:
+        a name prefix ending in `=` written with a space (`<function bash>`); arguments in any order and number
+        (a missing required one is the recovery's to report); values without the template's whitespace around
+        them (`<parameter=path>/tmp/x</parameter>`; extra whitespace stays in the value, as in the strict
+        parse); a value's closer left out where the call's closer follows; a call's closer left out where the
+        next marker follows; a value that does not fit its schema kept as a string."""
+        t = str.strip
+        call_end, after = t(m.call_close, _C_SPACE), t(m.after_call, _C_SPACE)
+        value_end = t(m.value_suffix, _C_SPACE)
+        ends_call = [e for e in (call_end, after) if e]
+        ends = list(dict.fromkeys([_lead(m.value_suffix) + value_end, value_end,
+                                   *("\n" + e for e in ends_call), *ends_call]))
+        at_call_end = self.peek(self.space() + self.choice([self.literal(e) for e in ends_call]))
+        close = self.tool_arg_close(self.choice([
+            self.literal(_lead(m.value_suffix) + value_end), self.literal(value_end),
+            self.repair("missing_argument_closer", at_call_end)]))
+        string = self.tool_arg_string_value(self.until_one_of(ends)) + close
+
+        def opener(name: P) -> P:
+            head = self.literal(t(m.arg_prefix, _C_SPACE)) + name + self.literal(t(m.arg_suffix, _C_SPACE))
+            ws = _trail(m.arg_suffix)
+            if ws:
+                head = head + self.choice([self.literal(ws), self.repair("argument_whitespace", self.eps())])
+            return self.tool_arg_open(self.space() + head)
+
+        def json_then_string(json_value: P, fallback: P) -> P:
+            return self.choice([self.atomic(self.tool_arg_json_value(json_value) + close), fallback])
+
+        args: list[P] = []
+        if f is None:
+            args.append(opener(self.tool_arg_name(self.chars(_NAME_CHARS, 1, 64)))
+                        + json_then_string(self.json(), string))
+        else:
+            for param in parameters(f):
+                value = string
+                if json_first(param):
+                    json_value = self.schema(self.json(), f"tool-{f.name}-arg-{param.name}-schema", f.schema,
+                                             pointer=param.pointer)
+                    value = json_then_string(json_value, string)
+                args.append(self.tool_arg(opener(self.tool_arg_name(self.literal(param.name))) + value))
+        prefix = t(m.name_prefix, _C_SPACE)
+        name_open = self.literal(_lead(m.name_prefix) + prefix) if prefix else self.eps()
+        if prefix.endswith("="):
+            name_open = self.choice([name_open, self.repair("call_opener_spelling", self.literal(prefix[:-1] + " "))])
+        name = self.tool_name(self.literal(f.name)) if f is not None \
+            else self.repair("unknown_tool", self.tool_name(self.chars(_NAME_CHARS, 1, 64)))
+        name_close = self.literal(t(m.name_suffix, _C_SPACE)) + self.optional(self.literal(_trail(m.name_suffix))) \
+            if t(m.name_suffix, _C_SPACE) else self.space()
+        # without a closer of its own, a call ends where the next marker shows (not at a half-seen one)
+        call_close = self.literal(call_end) if call_end else self.peek(self.space() + self.literal(after))
+        if call_end and after:
+            call_close = self.choice([call_close, self.repair("missing_call_closer", self.peek(self.literal(after)))])
+        body = self.zero_or_more(self.tool_arg(self.choice(args)) if f is None else self.choice(args)) \
+            if args else self.eps()
+        return self.tool(self.tool_open(name_open + name + name_close) + self.tool_args(body) + self.space()
+                         + self.tool_close(call_close)) + self.space()
+
+    def loose_json_call(self, name_key: str, args_key: str, names: Sequence[str]) -> P:
+        """One JSON call as models write it beyond the template: its members in any order, others skipped; the
+        arguments under a usual key other than the template's (`parameters` for `arguments`) or given as a
+        JSON string; the call wrapped in `{"type": "function", "function": {...}}`; a tool the request does
+        not declare (`repair:unknown_tool`). A call has a name: an object without one is no call."""
+        ws = self.space()
+
+        def key(k: P) -> P:
+            return k + ws + self.literal(":") + ws
+
+        def other(*excluded: str) -> P:  # a member the call does not need
+            skip = self.negate(self.choice([self.literal(f'"{k}"') for k in excluded])) if excluded else self.eps()
+            return skip + key(self.json_string()) + self.json()
+
+        def comma() -> P:
+            return ws + self.literal(",") + ws
+
+        declared = self.choice([self.tool_name(self.literal(n)) + self.peek(self.literal('"')) for n in names])
+        name_value = self.literal('"') + self.choice([
+            declared, self.repair("unknown_tool", self.tool_name(self.string_content('"')))]) + self.literal('"')
+        name = key(self.literal(f'"{name_key}"')) + self.atomic(name_value)
+        others = [k for k in ("arguments", "parameters", "args", "input") if k != args_key]
+        args_key_p = self.choice([self.literal(f'"{args_key}"'),
+                                  *(self.repair("arguments_key", self.literal(f'"{k}"')) for k in others)])
+        args_value = self.choice([
+            self.tool_args(self.json_object()),
+            self.repair("arguments_as_string", self.literal('"') + self.tag(TOOL_ARGS_STRING, self.string_content('"'))
+                        + self.literal('"'))])
+        args = key(args_key_p) + args_value
+        # members before the name, the name, members after it
+        flat = self.zero_or_more(self.choice([args, other(name_key)]) + comma()) + name \
+            + self.zero_or_more(comma() + self.choice([args, other()]))
+        wrapper = self.zero_or_more(other("function") + comma()) \
+            + self.repair("call_wrapper", key(self.literal('"function"'))) + self.literal("{") + ws + flat + ws \
+            + self.literal("}") + self.zero_or_more(comma() + other())
+        return self.tool(self.tool_open(self.literal("{")) + ws + self.choice([flat, wrapper]) + ws
+                         + self.tool_close(self.literal("}")))
+
     # --- pieces the chat formats share ----------------------------------------------------------------------
 
     def think(self, start: str, end: str) -> P:
@@ -340,7 +489,10 @@ class ChatBuilder(Builder):
                          + self.literal("```"))
 
     def _args_schema(self, name: str, params: Any) -> P:
-        return self.tool_args(self.schema(self.json(), f"tool-{name}-schema", params))
+        # Arguments are an object; the C++ reads any JSON value there and maps anything else to `{}`, which
+        # would lose the arguments a model wrote as a string (the lenient parser reads those loosely).
+        value = self.json_object() if self.lenient else self.json()
+        return self.tool_args(self.schema(value, f"tool-{name}-schema", params))
 
     def _gen_id_value(self) -> P:
         """A generated call id: a quoted string or a bare number (`"tool_call_id": 0`)."""
@@ -353,11 +505,13 @@ class ChatBuilder(Builder):
                             force_tool_calls: bool, name_key: str = "", args_key: str = "",
                             array_wrapped: bool = False, function_is_key: bool = False, call_id_key: str = "",
                             gen_call_id_key: str = "", parameters_order: Sequence[str] = (),
-                            accept_openai_wrapper: bool = False, optional_opener: bool = False) -> P:
+                            accept_openai_wrapper: bool = False) -> P:
         """Tool calls written as JSON objects inside `section_start ... section_end`.
 
         Three layouts: the function name as the key (`{"fn": {...}}`), nested keys in dot notation
         (`function.name` / `function.arguments`), or flat keys whose order follows `parameters_order`.
+        In a lenient parser the section opener may be left out, and flat-key calls may be written loosely
+        (`loose_json_call`).
         """
         tools_json = tools_to_openai(tools)
         if not tools_json:
@@ -377,12 +531,16 @@ class ChatBuilder(Builder):
             choices = self._json_tools_flat_keys(tools_json, eff_name_key, eff_args_key, call_id_key,
                                                  gen_call_id_key, parameters_order, accept_openai_wrapper)
 
+        if self.lenient and not (function_is_key or _split_key(eff_name_key)[0] or _split_key(eff_args_key)[0]):
+            # the template's calls first, then as models write them beyond it
+            choices |= self.loose_json_call(eff_name_key, eff_args_key, [f.name for f in functions(tools_json,
+                                                                                                  typed=False)])
         calls = choices
         if parallel_tool_calls:
             calls = calls + self.zero_or_more(self.space() + self.literal(",") + self.space() + choices)
         if array_wrapped:
             calls = self.literal("[") + self.space() + calls + self.space() + self.literal("]")
-        opener = self.opener_or_missing(section_start) if optional_opener and section_start.strip() \
+        opener = self.opener_or_missing(section_start) if self.lenient and section_start.strip() \
             else self.literal(section_start)
         section = self.trigger_rule("tool-call", opener + self.space() + calls + self.space()
                                     + self.literal(section_end))

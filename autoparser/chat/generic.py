@@ -20,7 +20,7 @@ from autoparser.analysis.model import (
     TemplateAnalysis,
     ToolFormat,
 )
-from autoparser.chat.builder import ChatBuilder
+from autoparser.chat.builder import ChatBuilder, TaggedMarkers
 from autoparser.chat.request import Continuation
 from autoparser.chat.spec import Build, FormatSpec, Prefill, Rendered, word
 from autoparser.chat.tools import Function, functions, parameters
@@ -102,11 +102,58 @@ def _build(analysis: TemplateAnalysis, b: Build) -> P:
 
 def _reasoning(b: Build, a: TemplateAnalysis) -> P:
     p, r = b.p, a.reasoning
+    if b.lenient and r.mode is ReasoningMode.NONE and b.inputs.reasoning_format != "none":
+        return _undeclared_reasoning(b, a)
     if not b.extract_reasoning or r.mode not in (ReasoningMode.TAG_BASED, ReasoningMode.TOOLS_ONLY) or not r.end:
         return p.eps()
-    if r.start:
+    if b.lenient:
+        body = _reasoning_body(b, a, r.end)
+        if r.start:  # or an end marker with no reasoning open
+            return p.optional(p.choice([p.optspace(r.start) + body, _stray_end(p, r.end)]))
+        return p.optional(body)
+    if r.start:  # (node creation order as in the C++: grammar rule names embed node ids)
         return p.optional(p.optspace(r.start) + p.reasoning(p.until(_trim(r.end))) + p.optspace(r.end))
     return p.optional(p.reasoning(p.until(_trim(r.end))) + p.optspace(r.end))
+
+
+# How models that reason without a template's say so open and close their reasoning.
+REASONING_SPELLINGS = (("<think>", "</think>"), ("<thinking>", "</thinking>"), ("<reasoning>", "</reasoning>"),
+                       ("[THINK]", "[/THINK]"))
+
+
+def _undeclared_reasoning(b: Build, a: TemplateAnalysis) -> P:
+    """A reasoning block at the start of the output although the template shows none: read as reasoning (and
+    a lone end marker there dropped)."""
+    p = b.p
+    p.repair_triggers.extend(marker for spelling in REASONING_SPELLINGS for marker in spelling)
+    blocks = [p.repair("undeclared_reasoning", p.literal(start)) + _reasoning_body(b, a, end) + p.space()
+              for start, end in REASONING_SPELLINGS]
+    strays = [_stray_end(p, end) for _, end in REASONING_SPELLINGS]
+    return p.optional(p.space() + p.choice(blocks + strays))
+
+
+def _stray_end(p: ChatBuilder, end: str) -> P:
+    return p.repair("stray_reasoning_end", p.space() + p.literal(_trim(end))) + p.space()
+
+
+def _reasoning_body(b: Build, a: TemplateAnalysis, end_marker: str) -> P:
+    """Reasoning after its start, in the lenient parser: up to its end marker, a second end marker dropped;
+    at a call marker, a draft call if the end marker follows later (held back from a stream until it does),
+    else the start of the calls (reasoning ends there)."""
+    p, end = b.p, _trim(end_marker)
+    fmt = a.tools.format
+    markers = [m for m in (_trim(fmt.section_start), _trim(fmt.per_call_start)) if m] \
+        if b.tool_calls and fmt.mode is not ToolFormat.NONE else []
+    p.repair_triggers.append(end)
+    closed = p.optspace(end_marker)
+    stray = p.optional(_stray_end(p, end))  # (outside the draft's atomic: it waits on trailing whitespace)
+    if not markers:
+        return p.reasoning(p.until(end)) + closed + stray
+    at_call = p.peek(p.choice([p.literal(m) for m in markers]))
+    return p.reasoning(p.until_one_of([end, *markers])) + p.choice([
+        closed,
+        at_call + p.atomic(p.reasoning(p.until(end)) + closed),
+        p.repair("reasoning_ended_by_call", at_call)]) + stray
 
 
 def _always_wrapped(a: TemplateAnalysis) -> bool:
@@ -153,8 +200,6 @@ def _json_native(d: _Derived) -> P:
         "name_key": name_field, "args_key": args_field, "array_wrapped": fmt.tools_array_wrapped,
         "function_is_key": fmt.fun_name_is_key, "call_id_key": fmt.id_field, "gen_call_id_key": fmt.gen_id_field,
         "parameters_order": list(fmt.parameter_order), "accept_openai_wrapper": fmt.openai_wrapper_trigger}
-    if b.lenient:
-        common["optional_opener"] = True
     per_call = not fmt.section_start and bool(fmt.per_call_start)
     start, end = (fmt.per_call_start, fmt.per_call_end) if per_call else (fmt.section_start, fmt.section_end)
     if per_call:
@@ -329,12 +374,22 @@ def _tagged_args(d: _Derived, f: Function, until_suffix: P) -> tuple[P, bool]:
     return p.args_in_order(required, optional), bool(required)
 
 
+def _tagged_markers(d: _Derived) -> TaggedMarkers:
+    tools = d.a.tools
+    fn, a, fmt = tools.function, tools.arguments, tools.format
+    return TaggedMarkers(fn.name_prefix, fn.name_suffix + fn.args_separator, a.name_prefix, a.name_suffix + a.value_prefix,
+                         a.value_suffix, fn.close, fmt.per_call_end or fmt.section_end)
+
+
 def _tag_with_tagged(d: _Derived) -> P:
     p, tools, b = d.p, d.a.tools, d.b
     fmt, a = tools.format, tools.arguments
     until_suffix = p.rule("until-suffix", p.until(a.value_suffix))
     choice = p.choice()
-    for f in functions(b.inputs.tools):
+    markers = _tagged_markers(d)
+    loose = b.lenient and markers.readable and not (a.start or a.end) \
+        and tools.call_id.pos is not CallIdPosition.BETWEEN_FUNC_AND_ARGS
+    for f in functions(b.inputs.tools) if not loose else ():
         seq, any_required = _tagged_args(d, f, until_suffix)
         if a.start:
             seq = p.literal(a.start) + seq
@@ -343,6 +398,9 @@ def _tag_with_tagged(d: _Derived) -> P:
         call_id_section, have_call_id = _call_id_section(d, inside=True)
         peek = p.peek(p.literal(a.name_prefix)) if a.name_prefix and any_required else None
         choice = choice | p.rule(f"tool-{f.name}", _func(d, f.name, call_id_section, have_call_id, seq, peek))
+    if loose:  # calls as the template writes them and beyond (None: an undeclared tool)
+        for called in [*functions(b.inputs.tools), *([None] if markers.names_marked else [])]:
+            choice = choice | p.loose_tagged_call(markers, called, lambda param: not param.may_be_string)
     if fmt.per_call_start:
         wrapped = _open(d, fmt.per_call_start, p.space()) + choice + p.space() + fmt.per_call_end
         if b.parallel:

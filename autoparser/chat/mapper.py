@@ -11,8 +11,9 @@ MiniMax-M3); they rebuild the arguments from rule-named / tagged sub-nodes.
 
 from __future__ import annotations
 
+import json
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from json.encoder import encode_basestring
 
 from autoparser.chat.builder import (
@@ -26,6 +27,7 @@ from autoparser.chat.builder import (
     TOOL_ARG_STRING_VALUE,
     TOOL_ARG_VALUE,
     TOOL_ARGS,
+    TOOL_ARGS_STRING,
     TOOL_CLOSE,
     TOOL_ID,
     TOOL_NAME,
@@ -52,6 +54,7 @@ __all__ = [
     "normalize_quotes_to_json",
     "peg_parse",
     "rstrip_c",
+    "without_open_calls",
 ]
 
 # Tags of the MiniMax-M3 recursive XML argument values.
@@ -164,6 +167,18 @@ def normalize_quotes_to_json(s: str) -> str:
             out.append(c)
         i += 1
     return "".join(out)
+
+
+def _decoded_prefix(body: str) -> str:
+    """The text a JSON string body stands for, as far as it is complete (an escape cut off by the end of a
+    streamed output waits for the rest)."""
+    for cut in range(min(len(body), 6) + 1):
+        try:
+            decoded = json.loads('"' + body[:len(body) - cut] + '"')
+        except ValueError:
+            continue
+        return decoded if isinstance(decoded, str) else ""
+    return ""
 
 
 def _json_brace_depth(s: str) -> int:
@@ -313,6 +328,11 @@ class ChatPegMapper:
                 text = rstrip_c(node.text)
                 if text.startswith("{"):
                     self._set_target(text)
+        elif tag == TOOL_ARGS_STRING:
+            if self._current is not None:
+                text = _decoded_prefix(node.text).strip(_C_SPACE)
+                if text.startswith("{"):
+                    self._set_target(text)
         elif tag == TOOL_ARG_OPEN:
             self._closing_quote_pending = False
         elif tag == TOOL_ARG_NAME:
@@ -371,7 +391,7 @@ class ChatPegMapper:
 
 
 # The tags ChatPegMapper.map acts on; any other tag (TOOL, TOOL_ARG, ...) only groups nodes.
-ACTING_TAGS = frozenset({REASONING, CONTENT, TOOL_OPEN, TOOL_ID, TOOL_NAME, TOOL_ARGS, TOOL_ARG_OPEN,
+ACTING_TAGS = frozenset({REASONING, CONTENT, TOOL_OPEN, TOOL_ID, TOOL_NAME, TOOL_ARGS, TOOL_ARGS_STRING, TOOL_ARG_OPEN,
                          TOOL_ARG_NAME, TOOL_ARG_VALUE, TOOL_ARG_STRING_VALUE, TOOL_ARG_CLOSE, TOOL_CLOSE})
 
 
@@ -549,6 +569,23 @@ def map_result(result: ParseResult, fmt: ChatFormat | str = ChatFormat.PEG_NATIV
     else:
         mapper = ChatPegMapper()
     return mapper.from_ast(result.ast, result)
+
+
+def without_open_calls(result: ParseResult) -> ParseResult:
+    """`result` without the calls it is still inside (a partial `tool` node and all below it). The default
+    parse shows a call whole or not at all: one found malformed later goes to content, and what a stream sent
+    cannot be taken back."""
+    ast = result.ast
+    open_ids = {n.id for n in ast.walk(result.nodes) if n.tag == TOOL and n.is_partial}
+    if not open_ids:
+        return result
+    nodes = list(ast.nodes)
+    for n in ast.walk(result.nodes):
+        if n.children and not open_ids.isdisjoint(n.children):
+            nodes[n.id] = n._replace(children=tuple(c for c in n.children if c not in open_ids))
+    shown = Ast()
+    shown.nodes = nodes
+    return replace(result, ast=shown, nodes=tuple(c for c in result.nodes if c not in open_ids))
 
 
 def output_parser(arena: Arena | None) -> Arena:

@@ -26,7 +26,7 @@ import functools
 import json
 import re
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, replace
 
 from autoparser.chat.builder import (
@@ -43,19 +43,22 @@ from autoparser.chat.builder import (
     TOOL_ID,
     TOOL_NAME,
 )
-from autoparser.chat.mapper import map_result
-from autoparser.errors import ParseError
+from autoparser.chat.mapper import map_result, without_open_calls
+from autoparser.chat.tools import Function, parameters
+from autoparser.errors import AutoparserError, ParseError
 from autoparser.peg import Arena, Ast, AstNode, ParseResult, ResultType
 from autoparser.peg import nodes as N
 from autoparser.peg.engine import OBS_LITERAL, OBS_STRING, OBS_UNTIL, OBS_UNTIL_CUT
 from autoparser.types import ChatFormat, ChatMessage, Diagnostic, ToolCall
 
-__all__ = ["SPECIAL_TOKEN", "Recovery", "close_json", "closers", "drop_repeated_start", "finish", "markup_spans", "recover",
-           "repair_diagnostics", "rest_after", "split_unparsed", "unaccounted", "with_unparsed"]
+__all__ = ["SPECIAL_TOKEN", "Recovery", "after_unparsed", "checked_calls", "close_json", "closers",
+           "drop_repeated_start", "finish", "markup_spans", "recover", "repair_diagnostics", "rest_after",
+           "split_unparsed", "unaccounted", "with_unparsed"]
 
 _WS = " \t\n\v\f\r"
 
-# What each relaxation says, `{raw}` being the text it concerns.
+# What each repair says, `{raw}` being the text it concerns: the relaxations of lenient grammars (`repair:<kind>`
+# tags), then what the recovery itself does.
 _MESSAGES = {
     "missing_call_opener": "tool call without its opener at {pos}: read as a call",
     "repeated_reasoning_start": "reasoning start {raw!r} repeated at {pos} (the prompt opened it): dropped",
@@ -66,8 +69,12 @@ _MESSAGES = {
     "arguments_key": "arguments under {raw!r} at {pos}: read as the arguments",
     "arguments_as_string": "arguments given as a JSON string at {pos}: decoded",
     "call_wrapper": "call wrapped in {raw!r} at {pos}: unwrapped",
-    "argument_order": "arguments out of the template's order at {pos}: accepted",
     "argument_whitespace": "argument value at {pos} without the template's surrounding newlines: accepted",
+    "missing_argument_closer": "argument value at {pos} not closed: it ends where the call does",
+    "missing_call_closer": "tool call at {pos} not closed: it ends where the next marker begins",
+    "unparsed_text": "text at {pos} does not fit the format: kept as content",
+    "trailing_text": "text at {pos} after the end of the format: kept as content",
+    "call_opener_spelling": "call opener {raw!r} at {pos} spelled unlike the template: accepted",
 }
 
 
@@ -81,11 +88,18 @@ class Recovery:
     """Texts at which the lenient parser may read a well-formed output differently from the strict one."""
     reasoning_start: str = ""
     """The reasoning start marker, dropped at the start of reasoning when the model repeats it."""
+    tools: tuple[Function, ...] = ()
+    """The request's tools, which a recovered call's arguments are checked against."""
+    call_markers: tuple[str, ...] = ()
+    """The texts calls begin with (the format's trigger words): after a call it cannot read, the reading
+    resumes at the next one."""
 
 
-def _parse(arena: Arena, text: str) -> ParseResult:
+def _parse(arena: Arena, text: str, *, complete: bool = False) -> ParseResult:
+    """`text` parsed as a prefix of an output (where a parse running out of text needs more), or as a
+    `complete` one (where it fails: a reasoning that never ends is no draft)."""
     try:
-        return arena.parse(text, lenient=True)
+        return arena.parse(text, lenient=not complete)
     except ParseError as e:  # the nesting guard: read as a failure there
         return ParseResult(type=ResultType.FAIL, start=0, end=e.position, nodes=(), invalid_utf8=(), ast=Ast(),
                            text=text)
@@ -249,7 +263,7 @@ def repair_diagnostics(result: ParseResult, offset: int) -> list[Diagnostic]:
     """The repairs the lenient grammar made: one per `repair:<kind>` node of the parse."""
     out = []
     for node in result.ast.walk(result.nodes):
-        if node.tag.startswith(REPAIR):
+        if node.tag.startswith(REPAIR) and not node.is_partial:
             kind = node.tag[len(REPAIR):]
             pos = max(0, node.start - offset)
             out.append(Diagnostic(kind, pos, _MESSAGES.get(kind, kind + " at {pos}").format(raw=node.text, pos=pos),
@@ -316,6 +330,13 @@ def _viable_prefix(lenient: Arena, effective: str, offset: int) -> int:
     return lo
 
 
+def _before_cut_marker(result: ParseResult, cut: int) -> int:
+    """Where a marker the text ends in the start of begins (`[TH` of `[THINK]`): a marker cut off is no
+    marker, its text goes on as content; `cut` when the text ends in none."""
+    starts = [pos for kind, _pid, pos in result.observed if kind == OBS_LITERAL and pos < len(result.text)]
+    return min(starts, default=cut)
+
+
 def _before_open_call(arena: Arena, result: ParseResult, cut: int) -> int:
     """Where the call the parse of a text is still inside began, its opener included (the call's text goes on
     as content); `cut` when the parse is inside no call."""
@@ -365,33 +386,94 @@ def rest_after(msg: ChatMessage, result: ParseResult, output: str, offset: int,
     if not result.success:
         return msg
     position = result.end - offset
-    return with_unparsed(msg, output[position:], position, is_partial)
+    return with_unparsed(msg, output[position:], position, is_partial, kind="trailing_text")
+
+
+def _reading(arena: Arena, effective: str, offset: int) -> ParseResult:
+    """The parse of a complete output: as llama.cpp parses it (as a prefix: a parse running out of text is
+    accepted as far as it got), unless read as complete it is whole and holds calls the prefix reading cannot
+    show (a call after reasoning that never ends is the start of the calls, not a draft still being written)."""
+    result = _parse(arena, effective)
+    if result.success or result.fail:
+        return result
+    complete = _parse(arena, effective, complete=True)
+    if complete.success and _read_whole(complete, effective[offset:], offset) \
+            and len(_call_positions(complete, offset)) > len(_call_positions(result, offset)) \
+            and not any(n.tag == CONTENT and n.start < offset for n in complete.ast.walk(complete.nodes)):
+        return complete  # (and no content read from the generation prompt)
+    return result
+
+
+def _read_whole(result: ParseResult, output: str, offset: int) -> bool:
+    """Whether a successful parse read the whole output but for the special tokens it ends with (a format
+    without an end anchor succeeds on a prefix; what follows may be a call the relaxations can read), and
+    mapped all it read: the C++ reads a call's arguments as any JSON value but maps only an object."""
+    if _without_trailing_special(output[result.end - offset:], False):
+        return False
+    ast = result.ast
+    for node in ast.walk(result.nodes):
+        if node.tag == TOOL_ARGS and not node.text.lstrip(_WS).startswith("{") and node.text.strip(_WS) \
+                and not any(d.tag in _FIELDS for d in ast.walk(node.children)):
+            return False
+    return True
 
 
 def recover(strict: Arena, rec: Recovery, output: str, generation_prompt: str, fmt: ChatFormat, *,
-            is_partial: bool = False) -> ChatMessage:
+            is_partial: bool = False, skips: int = 0) -> ChatMessage:
     """The default parse of `output` (see the module docstring)."""
     effective = generation_prompt + output
     offset = len(generation_prompt)
-    strict_result = None
+    strict_result, strict_whole = None, False
     if not is_partial:
         strict_result = _parse(strict, effective)
-        if strict_result.success and not any(t in output for t in rec.triggers):
-            msg = finish(map_result(strict_result, fmt), strict_result, rec, output, offset, is_partial)
+        strict_whole = strict_result.success and _read_whole(strict_result, output, offset)
+        if strict_whole and not any(t in output for t in rec.triggers):
+            msg = finish(map_result(strict_result, fmt), strict_result, rec, output, offset, is_partial,
+                         recovered=False)
             return rest_after(msg, strict_result, output, offset)
-    lenient = _parse(rec.lenient, effective)
+    lenient = _parse(rec.lenient, effective) if is_partial else _reading(rec.lenient, effective, offset)
+    if strict_result is not None and strict_result.success and lenient.success \
+            and lenient.end < strict_result.end:
+        lenient = strict_result  # the relaxations read less of the output than the strict parse
     if lenient.success or (is_partial and not lenient.fail):
-        msg = finish(map_result(lenient, fmt), lenient, rec, output, offset, is_partial)
+        shown = without_open_calls(lenient) if is_partial else lenient
+        msg = finish(map_result(shown, fmt), shown, rec, output, offset, is_partial, recovered=not strict_whole)
         return rest_after(msg, lenient, output, offset, is_partial)
     if not lenient.fail:  # a complete output ending inside a structure
         msg, ended = _head(rec.lenient, effective, offset, fmt, len(output), is_partial)
         return finish(msg, ended, rec, output, offset, is_partial)
     if strict_result is not None and strict_result.success:
         # the relaxations found nothing to repair: the strict reading stands
-        msg = finish(map_result(strict_result, fmt), strict_result, rec, output, offset, is_partial)
+        msg = finish(map_result(strict_result, fmt), strict_result, rec, output, offset, is_partial,
+                     recovered=False)
         return rest_after(msg, strict_result, output, offset)
     readable, cut = split_unparsed(rec, effective, offset, fmt)
-    return with_unparsed(readable, output[cut:], cut, is_partial)
+    return after_unparsed(strict, rec, output, generation_prompt, fmt, readable, cut, is_partial)
+
+
+# How many unreadable calls one output may skip (each skip parses the rest again).
+_MAX_SKIPS = 8
+
+
+def after_unparsed(strict: Arena, rec: Recovery, output: str, generation_prompt: str, fmt: ChatFormat,
+                   readable: ChatMessage, cut: int, is_partial: bool, skips: int = 0) -> ChatMessage:
+    """The message of an output the parse cannot read from `cut` on, `readable` being that of the part before:
+    the text from `cut` up to the next call marker is content (a diagnostic says so) and the reading resumes
+    there, as if that text were not there; without a later marker, all the rest is content."""
+    resume = min((at for m in rec.call_markers if (at := output.find(m, cut + 1)) > cut), default=-1)
+    if resume < 0 or skips >= _MAX_SKIPS:
+        return with_unparsed(readable, output[cut:], cut, is_partial, rec.call_markers)
+    skipped = output[cut:resume]
+    rest = recover(strict, rec, output[:cut] + output[resume:], generation_prompt, fmt, is_partial=is_partial,
+                   skips=skips + 1)
+    if not (rest.content.startswith(readable.content)
+            and rest.tool_calls[:len(readable.tool_calls)] == readable.tool_calls):
+        return with_unparsed(readable, output[cut:], cut, is_partial, rec.call_markers)
+    shift = len(skipped)
+    diags = [replace(d, position=d.position + shift) if d.position >= cut else d for d in rest.diagnostics]
+    diags.append(Diagnostic("unparsed_text", cut, _MESSAGES["unparsed_text"].format(raw=skipped, pos=cut), skipped))
+    return replace(rest, content=readable.content + skipped + rest.content[len(readable.content):],
+                   diagnostics=tuple(sorted(diags, key=lambda d: d.position)))
 
 
 def split_unparsed(rec: Recovery, effective: str, offset: int, fmt: ChatFormat) -> tuple[ChatMessage, int]:
@@ -399,8 +481,10 @@ def split_unparsed(rec: Recovery, effective: str, offset: int, fmt: ChatFormat) 
     continue, cut back to before a call it cannot complete, read as complete), and where in the output the
     rest begins."""
     viable = _viable_prefix(rec.lenient, effective, offset)
-    cut = _before_open_call(rec.lenient, _parse(rec.lenient, effective[:viable]), viable) if viable > offset \
-        else offset
+    cut = offset
+    if viable > offset:
+        prefix = _parse(rec.lenient, effective[:viable])
+        cut = min(_before_open_call(rec.lenient, prefix, viable), _before_cut_marker(prefix, viable))
     cut = max(cut, offset)
     msg, ended = _head(rec.lenient, effective[:cut], offset, fmt, cut - offset, False)
     if ended.success and ended.end < cut:
@@ -408,24 +492,81 @@ def split_unparsed(rec: Recovery, effective: str, offset: int, fmt: ChatFormat) 
     return finish(msg, ended, rec, effective[offset:cut], offset, False), cut - offset
 
 
-def with_unparsed(head: ChatMessage, tail: str, position: int, is_partial: bool = False) -> ChatMessage:
+def with_unparsed(head: ChatMessage, tail: str, position: int, is_partial: bool = False,
+                  markers: Iterable[str] = (), kind: str = "unparsed_text") -> ChatMessage:
     """`head` with the output text from `position` on (`tail`) kept as content, and a diagnostic saying so;
-    special tokens at its end are markup, not text."""
+    special tokens at its end are markup, not text. While more may come, a call marker the tail may end in the
+    start of waits (the reading may resume at it)."""
     tail = _without_trailing_special(tail, is_partial)
+    if is_partial:
+        tail = tail[:len(tail) - max((n for m in markers for n in range(1, len(m)) if tail.endswith(m[:n])),
+                                     default=0)]
     if not tail:
         return head
-    diag = Diagnostic("unparsed_text", position, f"text at {position} does not fit the format: kept as content",
-                      tail)
+    diag = Diagnostic(kind, position, _MESSAGES[kind].format(raw=tail, pos=position), tail)
     return replace(head, content=head.content + tail, diagnostics=(*head.diagnostics, diag))
 
 
 def finish(msg: ChatMessage, result: ParseResult, rec: Recovery, output: str, offset: int,
-            is_partial: bool) -> ChatMessage:
-    """The repairs the grammar made, as diagnostics, and the repeated reasoning start dropped."""
+           is_partial: bool, *, recovered: bool = True) -> ChatMessage:
+    """The repairs the grammar made, as diagnostics, and the repeated reasoning start dropped; a `recovered`
+    message's calls also checked against the request's tools (the strict reading is the C++'s, left as is)."""
     diags = repair_diagnostics(result, offset)
     if diags:
         msg = replace(msg, diagnostics=(*diags, *msg.diagnostics))
-    return drop_repeated_start(msg, rec.reasoning_start, output, is_partial)
+    if (recovered or diags) and not is_partial and msg.tool_calls:
+        msg = checked_calls(msg, rec.tools, _call_positions(result, offset))
+    msg = drop_repeated_start(msg, rec.reasoning_start, output, is_partial)
+    return replace(msg, diagnostics=tuple(sorted(msg.diagnostics, key=lambda d: d.position)))
+
+
+def _call_positions(result: ParseResult, offset: int) -> list[int]:
+    """Where each call of the message begins in the output (calls are published once their name is read)."""
+    ast = result.ast
+    return [max(0, n.start - offset) for n in ast.walk(result.nodes)
+            if n.tag == TOOL and any(d.tag == TOOL_NAME for d in ast.walk(n.children))]
+
+
+_PY_TYPES: dict[str, Callable[[object], bool]] = {
+    "string": lambda v: isinstance(v, str), "boolean": lambda v: isinstance(v, bool),
+    "integer": lambda v: isinstance(v, int) and not isinstance(v, bool),
+    "number": lambda v: isinstance(v, (int, float)) and not isinstance(v, bool),
+    "object": lambda v: isinstance(v, dict), "array": lambda v: isinstance(v, list), "null": lambda v: v is None,
+}
+
+
+def _fits(value: object, types: frozenset[str]) -> bool:
+    return any(_PY_TYPES[t](value) for t in types if t in _PY_TYPES)
+
+
+def checked_calls(msg: ChatMessage, tools: Iterable[Function], positions: list[int]) -> ChatMessage:
+    """A recovered message's calls against the request's tools: a required argument left out and a value of a
+    type its schema does not admit are reported, and kept as the model wrote them (a streamed call's arguments
+    cannot be taken back; a tagged value that reads as its type, `42` for an integer, is already typed)."""
+    declared = {f.name: f for f in tools}
+    diags = list(msg.diagnostics)
+    for i, call in enumerate(msg.tool_calls):
+        f = declared.get(call.name)
+        try:
+            args = json.loads(call.arguments)
+            params = parameters(f) if f is not None else []
+        except (ValueError, AutoparserError):
+            continue
+        if not isinstance(args, dict):
+            continue
+        pos = positions[i] if i < len(positions) else 0
+        for param in params:
+            if param.name not in args:
+                if param.required:
+                    diags.append(Diagnostic("missing_argument", pos, f"call to {call.name!r} at {pos} lacks its "
+                                            f"required argument {param.name!r}: kept without it", ""))
+                continue
+            types, value = param.types, args[param.name]
+            if types and not types >= _PY_TYPES.keys() and not _fits(value, types):
+                raw = json.dumps(value, ensure_ascii=False)
+                diags.append(Diagnostic("argument_type", pos, f"argument {param.name!r} of {call.name!r} at {pos} "
+                                        f"is not of type {'/'.join(sorted(types))}: kept as given", raw))
+    return replace(msg, diagnostics=tuple(diags))
 
 
 # --- no text lost ---------------------------------------------------------------------------------------------
@@ -439,7 +580,7 @@ def markup_spans(arena: Arena, generation_prompt: str, output: str) -> list[tupl
     read) but inside no node whose text goes into a message field."""
     effective = generation_prompt + output
     offset = len(generation_prompt)
-    result = _parse(arena, effective)
+    result = _reading(arena, effective, offset)
     if result.fail:
         result = _parse(arena, effective[:_viable_prefix(arena, effective, offset)])
     ast = result.ast

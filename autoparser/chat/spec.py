@@ -105,8 +105,11 @@ class Build:
     """As the template rendered it (before a continued message is added)."""
     response_format: bool
     extract_reasoning: bool
-    lenient: bool = False
-    """Build the lenient parser: the format's relaxations (`p.repair`) on top of the strict one."""
+
+    @property
+    def lenient(self) -> bool:
+        """Build the lenient parser: the format's relaxations (`p.repair`) on top of the strict one."""
+        return self.p.lenient
 
     @property
     def tools(self) -> bool:
@@ -232,10 +235,14 @@ def assemble(spec: FormatSpec, tmpl: ChatTemplate, inputs: GenerationInputs) -> 
             triggers = ()
     else:
         lazy, triggers = False, ()
-    recovery = Recovery(arena, reasoning_start=spec.thinking_start_tag.strip(" \t\n\v\f\r"))
+    markers = tuple(dict.fromkeys(t.value.strip() for t in spec.grammar_triggers(inputs)
+                                  if t.type is TriggerType.WORD and t.value.strip())) if tool_calls else ()
+    recovery = Recovery(arena, reasoning_start=spec.thinking_start_tag.strip(" \t\n\v\f\r"),
+                        tools=tuple(functions(inputs.tools, typed=False)) if tool_calls else (),
+                        call_markers=markers)
     if spec.relaxes:
-        lp = ChatBuilder()
-        lenient = lp.build(spec.build(replace(b, p=lp, lenient=True)))
+        lp = ChatBuilder(lenient=True)
+        lenient = lp.build(spec.build(replace(b, p=lp)))
         recovery = replace(recovery, lenient=lenient, triggers=tuple(dict.fromkeys(lp.repair_triggers)))
     return ChatParams(
         format=spec.format, prompt=prompt, generation_prompt=gp, parser=arena, grammar=grammar,

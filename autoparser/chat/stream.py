@@ -13,19 +13,21 @@ from codecs import utf_8_decode
 from collections.abc import Callable, Iterable
 from dataclasses import replace
 
+from autoparser.chat.builder import TOOL
 from autoparser.chat.growth import FieldGrowth, feeds_no_field, map_growing
-from autoparser.chat.mapper import map_result, message_of, output_parser, parse_effective
+from autoparser.chat.mapper import map_result, message_of, output_parser, parse_effective, without_open_calls
 from autoparser.chat.recover import (
     Recovery,
+    after_unparsed,
     drop_repeated_start,
     recover,
     repair_diagnostics,
     rest_after,
     split_unparsed,
-    with_unparsed,
 )
 from autoparser.errors import ParseError
 from autoparser.peg import Arena, ParseResult
+from autoparser.peg.ast import AstId
 from autoparser.peg.resume import Resumption, ends_inside_marker, resumption
 from autoparser.types import ChatFormat, ChatMessage, MessageDelta, ToolCall
 
@@ -243,7 +245,7 @@ class StreamParser:
             return self.last_deltas
         self._parts.append(piece)
         if self._tail is not None:
-            return self._publish(with_unparsed(self._head, self.text[self._tail:], self._tail, True), normalized=True)
+            return self._publish(self._unparsed(), normalized=True)
         marker = marker_parse = None
         if self._marker is not None or self._marker_parse is not None:
             marker, marker_parse = self._marker, self._marker_parse
@@ -274,7 +276,7 @@ class StreamParser:
                 self._fold()
                 # Mapped once more; the growth is found again (reasoning may just have begun to show).
                 result = resume.result(self._text())
-                message, self._growth = self._normalized(result, *map_growing(result, resume.spine, self._fmt))
+                message, self._growth = self._normalized(result, *self._map(result, resume.spine))
                 return self._publish(message, normalized=True)
             if self._growth is not None:
                 deltas = self._before_cut_escape(resume, extension)
@@ -292,10 +294,10 @@ class StreamParser:
             # From here on the output is the part the parser reads and, after it, content.
             self._head, self._tail = split_unparsed(self._recovery, self._text(), self._offset, self._fmt)
             self._resume = self._marker = self._marker_parse = self._growth = None
-            return self._publish(with_unparsed(self._head, self.text[self._tail:], self._tail, True), normalized=True)
+            return self._publish(self._unparsed(), normalized=True)
         if self._recovery is not None and result.success and result.end < len(self._text()):
             # The format ended before the text: the rest is content (parsed from the start while it grows).
-            message = rest_after(self._normalized(result, map_result(result, self._fmt), None)[0], result,
+            message = rest_after(self._normalized(result, *self._map(result))[0], result,
                                  self.text, self._offset, True)
             self._resume = self._marker = self._marker_parse = self._growth = None
             self._unchecked, self._unchecked_len = [], 0
@@ -304,7 +306,9 @@ class StreamParser:
         inside_marker = not result.fail and ends_inside_marker(result)
         fresh = resumption(self._parser, result) if not (result.fail or inside_marker) else None
         if fresh is not None:
-            message, growth = map_growing(result, fresh.spine, self._fmt)
+            message, growth = self._map(result, fresh.spine)
+        elif self._recovery is not None:
+            message, growth = self._map(result)
         else:
             message, growth = message_of(result, self._offset, is_partial=True, fmt=self._fmt), None
         message, growth = self._normalized(result, message, growth)
@@ -316,6 +320,28 @@ class StreamParser:
         else:
             self._hold(piece)
         return self._publish(message, normalized=True)
+
+    def _map(self, result: ParseResult, spine: tuple[AstId, ...] | None = None) -> tuple[ChatMessage,
+                                                                                          FieldGrowth | None]:
+        """The message of a partial parse and how it grows while its open nodes `spine` do (`map_growing`). With
+        a recovery, a call still open is not shown (chat/recover.py: whole or not at all): while the open
+        nodes are inside it, the message stays as it is."""
+        if self._recovery is not None:
+            shown = without_open_calls(result)
+            if shown is not result:
+                inside = spine is not None and any(result.ast.nodes[i].tag == TOOL for i in spine)
+                return map_result(shown, self._fmt), (FieldGrowth("") if inside else None)
+        if spine is None:
+            return map_result(result, self._fmt), None
+        return map_growing(result, spine, self._fmt)
+
+    def _unparsed(self) -> ChatMessage:
+        """The message once the parser rejected the output at `_tail`: as the default parse reads it (the rest
+        content, or from a later call marker on read again: parsed from the start at every chunk, which only
+        malformed outputs pay)."""
+        assert self._recovery is not None and self._tail is not None
+        return after_unparsed(self._strict, self._recovery, self.text, self._text()[:self._offset], self._fmt,
+                              self._head, self._tail, True)
 
     def _before_cut_escape(self, resume: Resumption, extension: str) -> list[MessageDelta] | None:
         """`extension` (the unchecked pieces and the new one) ends inside a JSON escape (`\\`, `\\u00`) of the
@@ -348,7 +374,7 @@ class StreamParser:
             self.last_deltas = []
             return self.last_deltas
         result = marker.result(self._text())
-        return self._publish(self._normalized(result, map_result(result, self._fmt), None)[0], normalized=True)
+        return self._publish(self._normalized(result, *self._map(result))[0], normalized=True)
 
     def _hold(self, piece: str) -> None:
         """`piece` was parsed from the start (or as part of a marker), not by extending `_resume`."""

@@ -1,8 +1,10 @@
 """The 463 cases of llama.cpp's chat test suite (tests/data/chat_cases.jsonl, produced by the C++ reference),
 each run through peg_tester with the C++ harness's checks and comparison rules.
 
-Two figures: the parsed message (every peg_tester check), and the rendered prompt compared with the prompt the
-C++ rendered. Known gaps are listed in tests/data/ratchet/chat_cases.json and chat_prompts.json.
+Three figures: the parsed message in strict mode (every peg_tester check), the rendered prompt compared with
+the prompt the C++ rendered, and the message of the default parse, which recovers malformed outputs and so
+differs from the C++ only where it repairs what the C++ keeps as it is. Known gaps are listed in
+tests/data/ratchet/chat_cases.json, chat_prompts.json and chat_cases_default.json.
 """
 
 from __future__ import annotations
@@ -12,14 +14,17 @@ from typing import Any
 
 import pytest
 
+from autoparser.chat.compare import as_message, message_differences
 from autoparser.testing.chat_cases import ChatCases, template_source
 from autoparser.testing.peg_tester import PegTestFailure, peg_tester
 from autoparser.testing.ratchet import Ratchet
+from autoparser.testing.streaming import stream_mismatch
 
 DATA = Path(__file__).resolve().parent.parent / "data"
 CHAT = ChatCases(DATA)
 CASES, IDS, CASE_RATCHET = CHAT.cases, CHAT.ids, CHAT.ratchet
 PROMPT_RATCHET = Ratchet(DATA / "ratchet" / "chat_prompts.json")
+DEFAULT_RATCHET = Ratchet(DATA / "ratchet" / "chat_cases_default.json")
 
 
 @pytest.mark.parametrize("case", CASES, ids=IDS)
@@ -55,6 +60,24 @@ def test_chat_prompt(case: dict[str, Any]) -> None:
     PROMPT_RATCHET.check(IDS[CASES.index(case)], failure)
 
 
+@pytest.mark.parametrize("case", CASES, ids=IDS)
+def test_chat_case_default_mode(case: dict[str, Any]) -> None:
+    """The default parse (recovering) gives the C++'s message, streamed and whole, where the C++ reads the
+    output as it is; where it repairs what the C++ keeps (the ratchet names each case), it says so."""
+    index = CASES.index(case)
+    params = CHAT.params_or_xfail(index)
+    got = params.parse(case["input"], is_partial=case["is_partial"])
+    diffs = message_differences(as_message(case["expect"]), got)
+    failure = "; ".join(diffs) or None
+    if failure and not got.diagnostics:
+        failure += " (and no repair was reported)"
+    stream = stream_mismatch(params, case["input"], range(4, len(case["input"].encode()), 4), case["is_partial"])
+    if stream:
+        pytest.fail(f"{IDS[index]}: {stream}")
+    DEFAULT_RATCHET.check(IDS[index], failure)
+
+
 def test_ratchets_name_real_cases() -> None:
     CASE_RATCHET.check_known(IDS)
     PROMPT_RATCHET.check_known(IDS)
+    DEFAULT_RATCHET.check_known(IDS)

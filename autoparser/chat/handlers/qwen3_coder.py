@@ -14,13 +14,14 @@ from __future__ import annotations
 from dataclasses import replace
 from functools import partial
 
-from autoparser.chat.builder import ChatBuilder
+from autoparser.chat.builder import ChatBuilder, TaggedMarkers
 from autoparser.chat.spec import Build, FormatSpec, Laziness, Prefill, word
 from autoparser.chat.tools import functions, parameters
 from autoparser.peg.builder import P
 
 GEN_PREFIX = "<|im_start|>assistant\n"
 ARG_CLOSE = "\n</parameter>\n"
+MARKERS = TaggedMarkers("<function=", ">\n", "<parameter=", ">\n", ARG_CLOSE, "</function>\n", "</tool_call>")
 
 
 def detect(source: str) -> FormatSpec | None:
@@ -37,7 +38,14 @@ def _build(b: Build, *, coder: bool) -> P:
     gen_prefix = p.literal(GEN_PREFIX)
 
     reasoning = p.eps()
-    if b.extract_reasoning:
+    openers = [f"<function={f.name}>" for f in functions(b.inputs.tools)] if b.tool_calls else []
+    if b.extract_reasoning and b.lenient and openers:
+        # a call without its `<tool_call>` line also ends the reasoning
+        reasoning = p.optional("<think>" + p.space() + p.reasoning(p.until_one_of(["</think>", "<tool_call>",
+                                                                                    *openers]))
+                               + (p.literal("</think>") | p.peek(p.literal("<tool_call>"))
+                                  | p.repair("reasoning_ended_by_call", p.peek(p.choice(openers)))))
+    elif b.extract_reasoning:
         reasoning = p.optional("<think>" + p.space() + p.reasoning(p.until_one_of(["</think>", "<tool_call>"]))
                                + (p.literal("</think>") | p.peek(p.literal("<tool_call>"))))
 
@@ -49,7 +57,7 @@ def _build(b: Build, *, coder: bool) -> P:
         arg_string = p.rule("xml-arg-string", p.ac(p.tool_arg_string_value(p.until(ARG_CLOSE)) + arg_close,
                                                    ARG_CLOSE))
         tool_choice = p.choice()
-        for f in functions(b.inputs.tools):
+        for f in functions(b.inputs.tools) if not b.lenient else ():
             name, params = f.name, f.schema
             required_args: list[P] = []
             optional_args: list[P] = []
@@ -67,6 +75,9 @@ def _build(b: Build, *, coder: bool) -> P:
                           + p.tool_close(p.literal("</function>\n")))
             tool_choice |= p.rule(f"tool-{name}", func)
 
+        if b.lenient:  # calls as the template writes them and beyond (None: an undeclared tool)
+            for loose in [*functions(b.inputs.tools), None]:
+                tool_choice |= p.loose_tagged_call(MARKERS, loose)
         min_calls = 1 if b.required else 0
         tool_call_body = tool_choice + "</tool_call>" + p.space()
         tool_call = p.rule("tool-call", "<tool_call>\n" + tool_call_body)
@@ -79,7 +90,6 @@ def _build(b: Build, *, coder: bool) -> P:
             tool_call_first = tool_call
         calls = tool_call_first + p.zero_or_more(tool_call) if b.parallel else tool_call_first
         tool_calls = p.trigger_rule("tool-call-root", p.repeat(calls, min_calls, 1))
-        openers = [f"<function={f.name}>" for f in functions(b.inputs.tools)]
         if b.lenient:
             content = p.content_before_calls(["<tool_call>"], openers, calls)
         else:

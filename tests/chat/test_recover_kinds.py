@@ -1,0 +1,237 @@
+"""Each recovery kind on a realistic malformed output, in each tool format it applies to.
+
+Every case runs through `peg_tester`: the whole parse gives the intended message and exactly the listed
+repairs, every prefix re-parsed and the incremental stream give the same message through append-only deltas.
+Each also checks that no word of the output is lost (chat/recover.py `unaccounted`), and that the strict parse
+(llama.cpp's) still rejects or misreads the output, so that the case tests recovery and not the format.
+
+The templates, and the template behaviour each relies on:
+- JSON calls: Qwen2.5 renders each call as `<tool_call>\\n{"name": ..., "arguments": ...}\\n</tool_call>` and
+  shows no reasoning; Mellum2 renders the same calls and a `<think>...</think>` block (the analyzer derives
+  both, chat/generic.py).
+- tagged calls, analyzer-derived: Seed-OSS renders `<seed:tool_call>\\n<function=NAME>\\n<parameter=K>V</parameter>`,
+  GLM-4.7 `<tool_call>NAME<arg_key>K</arg_key><arg_value>V</arg_value></tool_call>`.
+- tagged calls, hand-written format: Qwen3.5 (chat/handlers/qwen3_coder.py) renders
+  `<function=NAME>\\n<parameter=K>\\nV\\n</parameter>\\n</function>` with `\\n` around every value.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from autoparser import generate
+from autoparser.chat.recover import markup_spans, unaccounted
+from autoparser.corpus import Corpus
+from autoparser.errors import ParseError
+from autoparser.testing.peg_tester import PegTestCase, peg_tester
+
+CORPUS = Corpus.load()
+
+WEATHER = {"type": "function", "function": {"name": "get_weather", "parameters": {
+    "type": "object", "properties": {"city": {"type": "string"}, "days": {"type": "integer"}},
+    "required": ["city"]}}}
+BASH = {"type": "function", "function": {"name": "bash", "parameters": {
+    "type": "object", "properties": {"command": {"type": "string"}}, "required": ["command"]}}}
+SET_MODE = {"type": "function", "function": {"name": "set_mode", "parameters": {
+    "type": "object", "properties": {"settings": {"type": "object"}}, "required": ["settings"]}}}
+TOOLS = [WEATHER, BASH, SET_MODE]
+
+QWEN25 = "Qwen__Qwen2.5-7B-Instruct"
+MELLUM = "JetBrains__Mellum2-12B-A2.5B-Instruct"
+SEED = "ByteDance-Seed__Seed-OSS-36B-Instruct"
+GLM = "zai-org__GLM-4.7-Flash"
+QWEN35 = "llama.cpp__Qwen3.5-4B"
+
+
+def case(template: str, output: str, **request: Any) -> PegTestCase:
+    tester = peg_tester(CORPUS.by_name(template).path)
+    test = tester.test(output).tools(request.pop("tools", TOOLS)).parallel_tool_calls(True).reasoning_format("auto")
+    for key, value in request.items():
+        test = test._set(key, value)
+    return test
+
+
+def check(test: PegTestCase, message: dict[str, Any], repairs: list[str]) -> None:
+    """The intended message with exactly `repairs`, whole and streamed; no text lost; the strict parse fails
+    or reads something else."""
+    got = test.expect_diagnostics(repairs).expect(message)
+    request = dict(test.request, messages=[{"role": "user", "content": "Hey there!"}], now=test.tester.now)
+    params = generate(test.tester.source, request)
+    assert params.recovery is not None
+    lost = unaccounted(test.input, got, markup_spans(params.recovery.lenient, params.generation_prompt,
+                                                     test.input))
+    assert not lost, f"text lost: {dict(lost)}"
+    try:
+        strict = params.parse(test.input, strict=True)
+    except ParseError:
+        return
+    assert strict.to_dict() != got.to_dict(), "the strict parse reads this output already"
+
+
+def call(name: str, arguments: str) -> dict[str, str]:
+    return {"name": name, "arguments": arguments}
+
+
+PARIS = call("get_weather", '{"city": "Paris"}')
+
+
+# --- calls ---------------------------------------------------------------------------------------------------
+
+def test_last_closers_missing_json() -> None:
+    check(case(QWEN25, '<tool_call>\n{"name": "get_weather", "arguments": {"city": "Paris"}}'),
+          {"tool_calls": [PARIS]}, ["missing_closer"])
+
+
+def test_last_argument_closer_missing_tagged_is_no_longer_an_empty_message() -> None:
+    # the issue's example: the last `</parameter>` missing before `</function>`
+    out = '<tool_call>\n<function=set_mode>\n<parameter=settings>\n{"mode": "cool"}\n</function>\n</tool_call>'
+    check(case(QWEN35, out), {"tool_calls": [call("set_mode", '{"settings": {"mode": "cool"}}')]},
+          ["missing_argument_closer"])
+
+
+def test_output_ending_inside_the_arguments_gives_valid_json() -> None:
+    check(case(QWEN25, '<tool_call>\n{"name": "get_weather", "arguments": {"city": "Pa'),
+          {"tool_calls": [PARIS | {"arguments": '{"city": "Pa"}'}]}, ["missing_closer"])
+
+
+def test_first_opener_missing_json() -> None:
+    check(case(QWEN25, 'Sure.\n{"name": "get_weather", "arguments": {"city": "Paris"}}\n</tool_call>'),
+          {"content": "Sure.\n", "tool_calls": [PARIS]}, ["missing_call_opener"])
+
+
+def test_first_opener_missing_tagged() -> None:
+    # Qwen3.5's generation prompt opens `<think>\n`: the call without its `<tool_call>` line also ends it
+    out = 'Checking.\n<function=get_weather>\n<parameter=city>\nParis\n</parameter>\n</function>\n</tool_call>'
+    check(case(QWEN35, out), {"reasoning_content": "Checking.\n",
+                              "tool_calls": [call("get_weather", '{"city": "Paris"}')]},
+          ["reasoning_ended_by_call", "missing_call_opener"])
+    out = 'Checking.\n<function=get_weather>\n<parameter=city>Paris</parameter>\n</function>\n</seed:tool_call>'
+    check(case(SEED, out, enable_thinking=False),
+          {"content": "Checking.\n", "tool_calls": [call("get_weather", '{"city": "Paris"}')]},
+          ["missing_call_opener"])
+
+
+def test_call_opener_spelled_without_equals() -> None:
+    # the issue's `<function bash>`: the template's name prefix `<function=` written with a space
+    out = '<tool_call>\n<function bash>\n<parameter=command>\nls\n</parameter>\n</function>\n</tool_call>'
+    check(case(QWEN35, out), {"tool_calls": [call("bash", '{"command": "ls"}')]}, ["call_opener_spelling"])
+
+
+def test_tagged_values_without_the_templates_newlines() -> None:
+    # Qwen3.5 writes `>\nVALUE\n</parameter>`; Seed-OSS writes `>VALUE</parameter>`
+    out = '<tool_call>\n<function=bash>\n<parameter=command>/tmp/x y</parameter>\n</function>\n</tool_call>'
+    check(case(QWEN35, out), {"tool_calls": [call("bash", '{"command": "/tmp/x y"}')]}, ["argument_whitespace"])
+    # whitespace beyond the template's stays in the value, as the strict parse keeps it
+    out = ('<seed:tool_call>\n<function=bash>\n<parameter=command>\n/tmp/x y\n</parameter>\n</function>\n'
+           '</seed:tool_call>')
+    msg = case(SEED, out, enable_thinking=False).expect({"tool_calls": [call("bash", '{"command": "\\n/tmp/x y\\n"}')]})
+    assert not msg.diagnostics
+
+
+def test_last_argument_closer_missing_tagged_analyzer_derived() -> None:
+    out = ('<seed:tool_call>\n<function=bash>\n<parameter=command>ls -la\n</function>\n</seed:tool_call>')
+    check(case(SEED, out, enable_thinking=False), {"tool_calls": [call("bash", '{"command": "ls -la"}')]},
+          ["missing_argument_closer"])
+
+
+def test_tagged_arguments_in_any_order() -> None:
+    tools = [{"type": "function", "function": {"name": "copy", "parameters": {
+        "type": "object", "properties": {"src": {"type": "string"}, "dst": {"type": "string"},
+                                         "force": {"type": "boolean"}}, "required": ["src", "dst"]}}}]
+    out = ('<tool_call>copy<arg_key>force</arg_key><arg_value>true</arg_value><arg_key>dst</arg_key>'
+           '<arg_value>b</arg_value><arg_key>src</arg_key><arg_value>a</arg_value></tool_call>')
+    test = case(GLM, out, tools=tools, enable_thinking=False)
+    test.check_grammar = False  # the grammar keeps the template's order: only an unconstrained model writes this
+    check(test, {"tool_calls": [call("copy", '{"force": true, "dst": "b", "src": "a"}')]}, [])
+
+
+def test_missing_required_argument_is_reported() -> None:
+    out = '<tool_call>\n<function=set_mode>\n</function>\n</tool_call>'
+    check(case(QWEN35, out), {"tool_calls": [call("set_mode", "{}")]}, ["missing_argument"])
+
+
+def test_value_of_another_type_is_kept_as_a_string_and_a_fitting_one_is_typed() -> None:
+    out = ('<tool_call>\n<function=get_weather>\n<parameter=city>\nParis\n</parameter>\n<parameter=days>\nthree'
+           '\n</parameter>\n</function>\n</tool_call>')
+    check(case(QWEN35, out), {"tool_calls": [call("get_weather", '{"city": "Paris", "days": "three"}')]},
+          ["argument_type"])
+    typed = case(QWEN35, out.replace("three", "3")).expect({"tool_calls": [call("get_weather",
+                                                                                  '{"city": "Paris", "days": 3}')]})
+    assert not typed.diagnostics
+
+
+def test_parameters_for_arguments() -> None:
+    check(case(QWEN25, '<tool_call>\n{"name": "get_weather", "parameters": {"city": "Paris"}}\n</tool_call>'),
+          {"tool_calls": [PARIS]}, ["arguments_key"])
+
+
+def test_arguments_given_as_a_json_string() -> None:
+    out = '<tool_call>\n{"name": "get_weather", "arguments": "{\\"city\\": \\"Paris\\"}"}\n</tool_call>'
+    check(case(QWEN25, out), {"tool_calls": [PARIS]}, ["arguments_as_string"])
+
+
+def test_openai_wrapper_around_the_call() -> None:
+    out = ('<tool_call>\n{"type": "function", "function": {"name": "get_weather", "arguments": {"city": "Paris"}}}'
+           '\n</tool_call>')
+    check(case(QWEN25, out), {"tool_calls": [PARIS]}, ["call_wrapper"])
+
+
+@pytest.mark.parametrize("template", [QWEN25, QWEN35])
+def test_call_to_an_undeclared_tool_is_kept(template: str) -> None:
+    out = ('<tool_call>\n{"name": "get_time", "arguments": {"tz": "UTC"}}\n</tool_call>' if template == QWEN25 else
+           '<tool_call>\n<function=get_time>\n<parameter=tz>\nUTC\n</parameter>\n</function>\n</tool_call>')
+    check(case(template, out), {"tool_calls": [call("get_time", '{"tz": "UTC"}')]}, ["unknown_tool"])
+
+
+def test_text_after_the_last_call_is_content() -> None:
+    out = '<tool_call>\n<function=bash>\n<parameter=command>\nls\n</parameter>\n</function>\n</tool_call>\nDone.'
+    check(case(QWEN35, out), {"content": "Done.", "tool_calls": [call("bash", '{"command": "ls"}')]},
+          ["trailing_text"])
+
+
+def test_one_malformed_call_among_good_ones() -> None:
+    bad = '<tool_call>\n{"name": "get_weather", "arguments": {"city": Lyon}}\n</tool_call>\n'
+    out = (f'<tool_call>\n{{"name": "get_weather", "arguments": {{"city": "Paris"}}}}\n</tool_call>\n{bad}'
+           '<tool_call>\n{"name": "get_weather", "arguments": {"city": "Nice"}}\n</tool_call>')
+    check(case(QWEN25, out), {"content": bad, "tool_calls": [PARIS, call("get_weather", '{"city": "Nice"}')]},
+          ["unparsed_text"])
+
+
+def test_nothing_readable_is_content_with_a_diagnostic() -> None:
+    out = '<tool_call>\n{"name": get_weather}\n</tool_call>'
+    check(case(QWEN25, out), {"content": out}, ["unparsed_text"])
+
+
+# --- reasoning -----------------------------------------------------------------------------------------------
+
+def test_repeated_reasoning_start() -> None:
+    # Qwen3.5's generation prompt opens `<think>\n`; the model writes it again
+    check(case(QWEN35, "<think>\nHmm.\n</think>\n\nHello.", reasoning_format="auto"),
+          {"reasoning_content": "Hmm.\n", "content": "Hello."}, ["repeated_reasoning_start"])
+
+
+def test_call_while_reasoning_is_open_ends_the_reasoning() -> None:
+    out = '<think>\nI need the weather.\n<tool_call>\n{"name": "get_weather", "arguments": {"city": "Paris"}}\n</tool_call>'
+    check(case(MELLUM, out, reasoning_format="auto"),
+          {"reasoning_content": "I need the weather.\n", "tool_calls": [PARIS]}, ["reasoning_ended_by_call"])
+
+
+def test_call_inside_reasoning_that_is_closed_later_stays_reasoning() -> None:
+    draft = '<tool_call>\n{"name": "get_weather", "arguments": {"city": "Paris"}}\n</tool_call> - no, not needed.'
+    out = f"<think>\nDraft: {draft}\n</think>\n\nIt is sunny."
+    msg = case(MELLUM, out, reasoning_format="auto").expect(
+        {"reasoning_content": f"Draft: {draft}", "content": "It is sunny."})
+    assert not msg.diagnostics
+
+
+def test_stray_reasoning_end() -> None:
+    check(case(MELLUM, "<think>\nok\n</think>\n</think>\n\nHello.", reasoning_format="auto"),
+          {"reasoning_content": "ok", "content": "Hello."}, ["stray_reasoning_end"])
+
+
+def test_reasoning_the_template_never_shows() -> None:
+    # Qwen2.5's template renders no reasoning in any variation; the model opens its answer with `<think>`
+    check(case(QWEN25, "<think>\nThe user greets me.\n</think>\n\nHello!", reasoning_format="auto"),
+          {"reasoning_content": "\nThe user greets me.\n", "content": "Hello!"}, ["undeclared_reasoning"])
