@@ -18,8 +18,8 @@ RANK = {name: i for i, name in enumerate(LAYERS)}
 
 # Inside chat/, the same rule between modules: the formats (spec, handlers, generic) build on the request and
 # result types (params) and the builder, and only the generator and the command line sit above them.
-CHAT = ["__init__", "request", "tools", "compare", "builder", "mapper", "growth", "recover", "stream", "params", "spec", "handlers",
-        "generic", "generator", "cli"]
+CHAT = ["__init__", "request", "tools", "compare", "tags", "relax", "builder", "mapper", "growth", "recover", "stream",
+        "params", "spec", "handlers", "generic", "generator", "cli"]
 CHAT_RANK = {name: i for i, name in enumerate(CHAT)}
 
 

@@ -23,3 +23,19 @@ def test_readme_library_example_runs(monkeypatch: pytest.MonkeyPatch, capsys: py
     assert final.reasoning_content == "Call the tool.\n"  # type: ignore[attr-defined]
     printed = capsys.readouterr().out
     assert "'tool_calls'" in printed and "'reasoning_content'" in printed  # the deltas it prints
+
+
+def test_readme_recovery_example_says_what_it_shows(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The malformed-output example runs after the first one, and its comments are what it gives."""
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    blocks = re.findall(r"```python\n(.*?)```", readme, re.DOTALL)
+    monkeypatch.chdir(ROOT)
+    scope: dict[str, object] = {}
+    exec(compile(blocks[0], "README.md", "exec"), scope)
+    block = blocks[1]
+    exec(compile(block, "README.md", "exec"), scope)
+    msg = scope["msg"]
+    shown = re.search(r"\[d\.message for d in msg\.diagnostics\]\n# (\[.*?\])\n(?!#)", block + "\n", re.DOTALL)
+    assert shown, block
+    assert repr([d.message for d in msg.diagnostics]) == shown.group(1).replace("\n#  ", " ")  # type: ignore[attr-defined]
+    assert [(c.name, c.arguments) for c in msg.tool_calls] == [("get_weather", '{"city": "Paris"}')]  # type: ignore[attr-defined]

@@ -20,7 +20,8 @@ from autoparser.analysis.model import (
     TemplateAnalysis,
     ToolFormat,
 )
-from autoparser.chat.builder import ChatBuilder, TaggedMarkers
+from autoparser.chat.builder import ChatBuilder
+from autoparser.chat.relax import TaggedMarkers
 from autoparser.chat.request import Continuation
 from autoparser.chat.spec import Build, FormatSpec, Prefill, Rendered, word
 from autoparser.chat.tools import Function, functions, parameters

@@ -8,8 +8,8 @@ mapper's public state only (`ChatPegMapper.filling`, `ACTING_TAGS`).
 
 from __future__ import annotations
 
-from autoparser.chat.builder import CONTENT, REASONING, TOOL_ARG_STRING_VALUE, TOOL_ARGS
 from autoparser.chat.mapper import ACTING_TAGS, ChatPegMapper, escape_inner, map_result, rstrip_c
+from autoparser.chat.tags import CONTENT, REASONING, TOOL_ARG_STRING_VALUE, TOOL_ARGS
 from autoparser.peg import Ast, AstNode, ParseResult
 from autoparser.peg.ast import AstId
 from autoparser.types import ChatFormat, ChatMessage, MessageDelta, ToolCall

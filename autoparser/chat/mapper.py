@@ -16,7 +16,8 @@ import re
 from dataclasses import dataclass, replace
 from json.encoder import encode_basestring
 
-from autoparser.chat.builder import (
+from autoparser.chat.builder import ChatBuilder
+from autoparser.chat.tags import (
     CONTENT,
     REASONING,
     TOOL,
@@ -32,7 +33,6 @@ from autoparser.chat.builder import (
     TOOL_ID,
     TOOL_NAME,
     TOOL_OPEN,
-    ChatBuilder,
 )
 from autoparser.errors import ParseError
 from autoparser.peg import Arena, Ast, AstNode, ParseResult

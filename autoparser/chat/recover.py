@@ -29,7 +29,8 @@ from collections import Counter
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, replace
 
-from autoparser.chat.builder import (
+from autoparser.chat.mapper import map_result, without_open_calls
+from autoparser.chat.tags import (
     CONTENT,
     REASONING,
     REPAIR,
@@ -43,7 +44,6 @@ from autoparser.chat.builder import (
     TOOL_ID,
     TOOL_NAME,
 )
-from autoparser.chat.mapper import map_result, without_open_calls
 from autoparser.chat.tools import Function, parameters
 from autoparser.errors import AutoparserError, ParseError
 from autoparser.peg import Arena, Ast, AstNode, ParseResult, ResultType

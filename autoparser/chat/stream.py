@@ -13,7 +13,6 @@ from codecs import utf_8_decode
 from collections.abc import Callable, Iterable
 from dataclasses import replace
 
-from autoparser.chat.builder import TOOL
 from autoparser.chat.growth import FieldGrowth, feeds_no_field, map_growing
 from autoparser.chat.mapper import map_result, message_of, output_parser, parse_effective, without_open_calls
 from autoparser.chat.recover import (
@@ -25,6 +24,7 @@ from autoparser.chat.recover import (
     rest_after,
     split_unparsed,
 )
+from autoparser.chat.tags import TOOL
 from autoparser.errors import ParseError
 from autoparser.peg import Arena, ParseResult
 from autoparser.peg.ast import AstId

@@ -12,12 +12,14 @@ from __future__ import annotations
 from collections.abc import Iterator
 from dataclasses import dataclass, replace
 
-from autoparser.chat.compare import message_differences
+from autoparser.chat.compare import as_message, message_differences
 from autoparser.chat.params import ChatParams, TriggerType
 from autoparser.chat.recover import closers
+from autoparser.corpus.roundtrip import SCENARIOS, build_output, generate_cached, generator_request
+from autoparser.errors import AutoparserError
 from autoparser.types import ChatMessage
 
-__all__ = ["KINDS", "Mutation", "mutations", "recovered"]
+__all__ = ["KINDS", "Mutation", "mutations", "recovered", "recovery_counts"]
 
 KINDS = ("cut_last_closer", "text_after_calls", "missing_call_opener", "repeated_reasoning_start")
 _WS = " \t\n\v\f\r"
@@ -67,3 +69,28 @@ def recovered(mutation: Mutation, got: ChatMessage) -> list[str]:
     if mutation.kind == "text_after_calls" and TRAILING_TEXT.strip(_WS) not in got.content:
         problems.append(f"content: the text after the calls is lost: {got.content!r}")
     return problems
+
+
+def recovery_counts(source: str) -> tuple[int, int]:
+    """How many of this template's mutated outputs the default parse reads as meant, of how many: the outputs
+    of the round-trip scenarios it reads right, broken each way that applies. Never raises."""
+    ok = total = 0
+    for scenario in SCENARIOS:
+        try:
+            built = build_output(source, scenario)
+            if built.not_expressible is not None:
+                continue
+            params = generate_cached(source, generator_request(built.request))
+            expected = as_message(built.expected)
+            if message_differences(expected, params.parse(built.output), compare_ids=False):
+                continue  # the unbroken output is misread already: nothing to recover towards
+            broken = list(mutations(params, built.output, expected))
+        except Exception:  # the round trip reports what fails here
+            continue
+        for m in broken:
+            total += 1
+            try:
+                ok += not recovered(m, params.parse(m.output))
+            except AutoparserError:
+                pass
+    return ok, total

@@ -41,6 +41,7 @@ from autoparser.corpus.artefacts import (
     template_artefacts,
 )
 from autoparser.corpus.manifest import atomic_write_bytes
+from autoparser.corpus.mutations import recovery_counts
 from autoparser.corpus.roundtrip import SCENARIOS
 
 __all__ = [
@@ -94,6 +95,7 @@ class TemplateRow:
     scenarios: tuple[ScenarioCell, ...] = ()
     grammar_size: int | None = None  # characters of the one-tool GBNF grammar; None when not generated
     grammar_rules: int | None = None
+    recovered: tuple[int, int] | None = None  # mutated outputs read as meant, of how many (corpus/mutations.py)
     snapshot: str = "unavailable"  # same | changed | none (no snapshot folder) | unavailable (not computed)
     changes: tuple[ArtefactChange, ...] = ()
     errors: tuple[str, ...] = ()
@@ -291,6 +293,8 @@ def collect_row(entry: CorpusEntry, snapshots_dir: Path | None) -> TemplateRow:
             ScenarioCell(str(r["scenario"]), str(r["status"]), str(r.get("detail") or "")[:_DETAIL_CHARS])
             for r in json.loads(arts[ROUNDTRIP_FILE]))
 
+        fields["recovered"] = recovery_counts(source)
+
     if snapshots_dir is not None:
         fields["snapshot"], fields["changes"] = compare_snapshot(arts, snapshots_dir / snapshot_key(entry))
     return TemplateRow(**fields, errors=tuple(errors))
@@ -354,6 +358,7 @@ class Summary:
     totals: Mapping[str, int]  # status -> count over all scenarios
     snapshot: Mapping[str, int]  # same | changed | none | unavailable -> count
     families: tuple[tuple[str, int], ...] = field(default=())
+    recovered: tuple[int, int] = (0, 0)  # mutated outputs read as meant, of how many, over all templates
 
 
 def _scenarios(rows: Sequence[TemplateRow]) -> tuple[str, ...]:
@@ -378,6 +383,8 @@ def summarize(rows: Sequence[TemplateRow]) -> Summary:
         by_scenario=by_scenario, totals=totals,
         snapshot={k: snap.get(k, 0) for k in ("same", "changed", "none", "unavailable")},
         families=tuple(sorted(fam.items(), key=lambda kv: (-kv[1], kv[0]))),
+        recovered=(sum(r.recovered[0] for r in rows if r.recovered),
+                   sum(r.recovered[1] for r in rows if r.recovered)),
     )
 
 
@@ -385,7 +392,8 @@ def summary_line(rows: Sequence[TemplateRow]) -> str:
     s = summarize(rows)
     t = s.totals
     return (f"{s.templates} templates ({s.with_errors} with errors); scenarios: {t['pass']} pass, {t['fail']} fail,"
-            f" {t['not_expressible']} not expressible, {t['error']} error; snapshot: {s.snapshot['changed']} changed,"
+            f" {t['not_expressible']} not expressible, {t['error']} error; mutated outputs recovered:"
+            f" {_recovered_text(s.recovered) or 'none'}; snapshot: {s.snapshot['changed']} changed,"
             f" {s.snapshot['none']} without snapshot")
 
 
@@ -448,12 +456,23 @@ def _columns(scenarios: Sequence[str]) -> list[_Col]:
         _Col("chat_format", "Format"), _Col("reasoning", "Reasoning"), _Col("content", "Content"),
         _Col("tools", "Tool calls"), _Col("markers", "Markers", numeric=True),
         *(_Col(f"scenario:{s}", s) for s in scenarios),
-        _Col("passed", "Pass", numeric=True), _Col("grammar_size", "Grammar size", numeric=True),
+        _Col("passed", "Pass", numeric=True), _Col("recovered", "Recovered", numeric=True),
+        _Col("grammar_size", "Grammar size", numeric=True),
         _Col("snapshot", "Since snapshot"), _Col("errors", "Errors", numeric=True),
     ]
 
 
 _SHORT_STATUS = {"pass": "pass", "fail": "FAIL", "not_expressible": "n/e", "error": "ERROR"}
+
+
+def _share(counts: tuple[int, int] | None) -> float | None:
+    return counts[0] / counts[1] if counts and counts[1] else None
+
+
+def _recovered_text(counts: tuple[int, int] | None) -> str:
+    """`12/14 (86%)`; empty when no mutated output applies."""
+    share = _share(counts)
+    return "" if share is None or counts is None else f"{counts[0]}/{counts[1]} ({share:.0%})"
 
 
 def _td(value: str, body: str, cls: str = "") -> str:
@@ -483,6 +502,8 @@ def _row_html(r: TemplateRow, scenarios: Sequence[str]) -> str:
             cells.append(_td(cell.status, f'<span title="{_e(title)}">{_e(short)}</span>', cell.status))
     total = len(r.scenarios)
     cells.append(_td(str(r.count("pass")), f"{r.count('pass')}/{total}" if total else "", "num"))
+    share = _share(r.recovered)
+    cells.append(_td("-1" if share is None else f"{share:.4f}", _recovered_text(r.recovered), "num"))
     gs = "" if r.grammar_size is None else str(r.grammar_size)
     cells.append(_td(gs or "-1", f"{gs}<br><small>{r.grammar_rules} rules</small>" if gs else "", "num"))
     if r.changes:
@@ -529,7 +550,9 @@ def render_html(rows: Sequence[TemplateRow], *, title: str = "autoparser corpus 
 <p><small>Families: {fams}</small></p>
 <p><small>Family = first known family keyword in the model name (repo id / model hint / template name), else in
 its org or package, else "other". Grammar size = characters of the GBNF grammar for a one-tool request.
-Since snapshot = artefacts compared with snapshots/&lt;key&gt;/. Scenario cells: pass, FAIL, ERROR, n/e = not
+Recovered = the outputs of the scenarios read right, broken the ways models break them (last closer cut, text
+after the calls, first call opener left out, reasoning start repeated), that the default parse still reads as
+meant. Since snapshot = artefacts compared with snapshots/&lt;key&gt;/. Scenario cells: pass, FAIL, ERROR, n/e = not
 expressible by this template (hover for details). Click a header to sort.</small></p>
 <table id="templates" data-rows="{len(rows)}"><thead><tr>{head}</tr></thead>
 <tbody>
@@ -570,13 +593,14 @@ def render_markdown(rows: Sequence[TemplateRow], *, title: str = "autoparser cor
         lines += [f"- {_md(r.name)}: {_md('; '.join(r.errors))}" for r in failing]
         lines.append("")
     lines += ["## Templates", "",
-              "| template | family | handler | format | reasoning | tools | pass | grammar | snapshot |",
-              "|---|---|---|---|---|---|---|---|---|"]
+              "| template | family | handler | format | reasoning | tools | pass | recovered | grammar | snapshot |",
+              "|---|---|---|---|---|---|---|---|---|---|"]
     for r in rows:
         passed = f"{r.count('pass')}/{len(r.scenarios)}" if r.scenarios else ""
         gs = "" if r.grammar_size is None else str(r.grammar_size)
         lines.append(f"| {_md(r.name)} | {_md(r.family)} | {_md(r.handler)} | {_md(r.chat_format)} |"
-                     f" {_md(r.reasoning)} | {_md(r.tools)} | {passed} | {gs} | {_md(r.snapshot)} |")
+                     f" {_md(r.reasoning)} | {_md(r.tools)} | {passed} | {_md(_recovered_text(r.recovered))} |"
+                     f" {gs} | {_md(r.snapshot)} |")
     return "\n".join(lines) + "\n"
 
 

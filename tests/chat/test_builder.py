@@ -11,15 +11,10 @@ from typing import Any
 
 import pytest
 
-from autoparser.chat.builder import (
-    COMMON_CHAT_MAX_PERMUTE,
-    TOOL_NAME,
-    TOOL_OPEN,
-    ChatBuilder,
-    build_chat_peg_parser,
-)
+from autoparser.chat.builder import COMMON_CHAT_MAX_PERMUTE, ChatBuilder, build_chat_peg_parser
 from autoparser.chat.mapper import map_result, peg_parse
 from autoparser.chat.stream import apply_deltas, compute_deltas
+from autoparser.chat.tags import TOOL_NAME, TOOL_OPEN
 from autoparser.peg import Arena
 from autoparser.peg import nodes as N
 from autoparser.types import ChatMessage, ToolCall, ToolDef, tool_parameters

@@ -42,12 +42,12 @@ ROWS = (
         reasoning="TAG_BASED", content="PLAIN", tools="TAG_WITH_JSON",
         markers=(("reasoning.start", "<think>"), ("reasoning.end", "</think>")),
         scenarios=(ScenarioCell("no_tools", "pass"), ScenarioCell("one_tool", "fail", EVIL)),
-        grammar_size=120, grammar_rules=4, snapshot="same",
+        grammar_size=120, grammar_rules=4, recovered=(3, 4), snapshot="same",
     ),
     TemplateRow(
         name="alpha" + EVIL, family="Llama", model=EVIL, handler="autoparser",
         scenarios=(ScenarioCell("no_tools", "pass"), ScenarioCell("one_tool", "not_expressible")),
-        grammar_size=9000, grammar_rules=40, snapshot="changed",
+        grammar_size=9000, grammar_rules=40, recovered=(2, 2), snapshot="changed",
         changes=(ArtefactChange("grammar-one-tool.gbnf", "changed", "-root ::= a\n+root ::= " + EVIL),
                  ArtefactChange("roundtrip.json", "new")),
     ),
@@ -114,7 +114,8 @@ def test_html_has_sort_hooks_and_is_self_contained() -> None:
     page = render_html(ROWS)
     t = _table(page)
     assert t.keys == ["name", "family", "handler", "chat_format", "reasoning", "content", "tools", "markers",
-                      "scenario:no_tools", "scenario:one_tool", "passed", "grammar_size", "snapshot", "errors"]
+                      "scenario:no_tools", "scenario:one_tool", "passed", "recovered", "grammar_size", "snapshot",
+                      "errors"]
     assert t.attrs["data-rows"] == "3"
     assert re.search(r"<th data-key=\"grammar_size\" title=\"Grammar size\" data-type=\"num\">", page)
     assert _column(t, "grammar_size") == ["120", "9000", "-1"]  # numeric sort values; -1 = no grammar
@@ -134,6 +135,9 @@ def test_summary_counts() -> None:
     page = render_html(ROWS)
     assert 'data-templates="3" data-errors="1" data-pass="2"' in page
     assert "3 templates (1 with errors); scenarios: 2 pass, 1 fail, 1 not expressible, 0 error" in page
+    assert s.recovered == (5, 6) and "mutated outputs recovered: 5/6 (83%)" in page
+    t = _table(page)
+    assert _column(t, "recovered") == ["0.7500", "1.0000", "-1"]  # numeric sort values; -1 = none applies
 
 
 def test_markdown_summary_and_escaping() -> None:
@@ -144,9 +148,10 @@ def test_markdown_summary_and_escaping() -> None:
     assert "| one_tool | 0 | 1 | 1 | 0 |" in lines
     table = [ln for ln in lines if ln.startswith("| ") and ln.count(" | ") >= 8]
     assert len(table) == 1 + 3  # header + one line per template
-    # no cell text can open a new cell or inject markup: every row splits into exactly 9 cells
+    # no cell text can open a new cell or inject markup: every row splits into exactly 10 cells
     for ln in table:
-        assert len(re.split(r"(?<!\\)\|", ln.strip())[1:-1]) == 9, ln
+        assert len(re.split(r"(?<!\\)\|", ln.strip())[1:-1]) == 10, ln
+    assert "| 3/4 (75%) |" in md
     assert "<script>" not in md
     assert "## Changed since the last snapshot" in md and "grammar-one-tool.gbnf (changed)" in md
     assert "## Errors" in md and "- gamma: analysis: TemplateError:" in md
@@ -237,6 +242,8 @@ def test_cli_end_to_end_on_real_templates(tmp_path: Path, capsys: pytest.Capture
     assert by_name["Qwen__QwQ-32B"]["reasoning"] == "TAG_BASED"
     assert by_name["axolotl__chatml"]["tools"] == "NONE"
     assert all(row["errors"] == "0" for row in by_name.values()), by_name
+    # none of the three round-trips an output to break (QwQ's prompt is no prefix of its renders): no share
+    assert [row["recovered"] for row in by_name.values()] == ["-1"] * 3
     md = (out / "report.md").read_text(encoding="utf-8")
     assert all(f"| {n} |" in md for n in REAL)
 
@@ -345,3 +352,14 @@ def test_page_in_headless_chromium_and_sorting(tmp_path: Path) -> None:
 
     by_family = _table(_dump_dom(browser, html_path, "#sort=family", profile))
     assert _column(by_family, "family") == ["Gemma", "Llama", "other", "Qwen"]
+
+
+def test_recovery_counts_on_real_templates() -> None:
+    from autoparser.corpus.mutations import recovery_counts
+
+    # Qwen2.5 renders `<tool_call>` JSON calls: every broken output of the scenarios it passes is recovered
+    ok, total = recovery_counts(CORPUS.by_name("Qwen__Qwen2.5-7B-Instruct").read_text())
+    assert total >= 10 and ok == total
+    # a template without tools or reasoning gives nothing to break; a broken template no count and no crash
+    assert recovery_counts(CORPUS.by_name("axolotl__chatml").read_text()) == (0, 0)
+    assert recovery_counts("{% if %}") == (0, 0)

@@ -14,7 +14,8 @@ from __future__ import annotations
 from dataclasses import replace
 from functools import partial
 
-from autoparser.chat.builder import ChatBuilder, TaggedMarkers
+from autoparser.chat.builder import ChatBuilder
+from autoparser.chat.relax import TaggedMarkers
 from autoparser.chat.spec import Build, FormatSpec, Laziness, Prefill, word
 from autoparser.chat.tools import functions, parameters
 from autoparser.peg.builder import P
