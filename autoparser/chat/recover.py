@@ -125,9 +125,23 @@ def closers(arena: Arena) -> frozenset[str]:
         for child in N.child_ids(node):
             yield from literals(child, depth + 1)
 
+    def holds_call(pid: int, depth: int = 0) -> bool:
+        node = parsers[pid]
+        if isinstance(node, N.Tag) and node.tag == TOOL:
+            return True
+        if depth > 3 or not isinstance(node, (N.Choice, N.Rule, N.Tag, N.Sequence)):
+            return False
+        return any(holds_call(c, depth + 1) for c in N.child_ids(node))
+
     for node in parsers:
         if isinstance(node, N.Tag) and node.tag in (TOOL_CLOSE, TOOL_ARG_CLOSE, TOOL_ARG_STRING_VALUE):
             out.update(s for s in literals(node.child) if s.strip(_WS))
+        elif isinstance(node, N.Sequence):
+            # the literal right after a call (`</tool_call>` after `<function=...>...</function>`)
+            for before, after in zip(node.children, node.children[1:]):
+                lit = parsers[after]
+                if isinstance(lit, N.Literal) and lit.literal.strip(_WS) and holds_call(before):
+                    out.add(lit.literal)
         elif isinstance(node, N.Rule) and node.trigger:
             # a call section's own closer: the last literal of its body
             body = parsers[node.child]
@@ -181,11 +195,11 @@ def _complete_at_end(arena: Arena, text: str, fmt: ChatFormat) -> tuple[ParseRes
 
 
 def _only_closes(before: ChatMessage, after: ChatMessage) -> bool:
-    """`after` adds nothing to `before` but closing: the same fields and calls, arguments grown by closing
-    punctuation only."""
+    """`after` adds nothing to `before` but closing: the same text fields, the same calls with arguments grown
+    by closing punctuation only, and maybe calls the closers completed (their text was in the output)."""
     if (after.content, after.reasoning_content) != (before.content, before.reasoning_content):
         return False
-    if len(after.tool_calls) != len(before.tool_calls):
+    if len(after.tool_calls) < len(before.tool_calls):
         return False
     for a, b in zip(after.tool_calls, before.tool_calls):
         if a.name != b.name or not a.arguments.startswith(b.arguments):
@@ -441,7 +455,8 @@ def recover(strict: Arena, rec: Recovery, output: str, generation_prompt: str, f
         return rest_after(msg, lenient, output, offset, is_partial)
     if not lenient.fail:  # a complete output ending inside a structure
         msg, ended = _head(rec.lenient, effective, offset, fmt, len(output), is_partial)
-        return finish(msg, ended, rec, output, offset, is_partial)
+        if ended.success or ended.end >= len(effective):  # (not stuck in a lookahead short of the end)
+            return finish(msg, ended, rec, output, offset, is_partial)
     if strict_result is not None and strict_result.success:
         # the relaxations found nothing to repair: the strict reading stands
         msg = finish(map_result(strict_result, fmt), strict_result, rec, output, offset, is_partial,
@@ -487,8 +502,8 @@ def split_unparsed(rec: Recovery, effective: str, offset: int, fmt: ChatFormat) 
         cut = min(_before_open_call(rec.lenient, prefix, viable), _before_cut_marker(prefix, viable))
     cut = max(cut, offset)
     msg, ended = _head(rec.lenient, effective[:cut], offset, fmt, cut - offset, False)
-    if ended.success and ended.end < cut:
-        cut = ended.end  # the head's parse ends before the cut: what follows it is unparsed too
+    if not ended.fail and ended.end < cut:
+        cut = ended.end  # the head's parse ends (or waits, in a lookahead) before the cut: the rest is unparsed
     return finish(msg, ended, rec, effective[offset:cut], offset, False), cut - offset
 
 
@@ -575,14 +590,17 @@ def checked_calls(msg: ChatMessage, tools: Iterable[Function], positions: list[i
 _FIELDS = (CONTENT, REASONING, TOOL_NAME, TOOL_ID, TOOL_ARGS, TOOL_ARG_NAME, TOOL_ARG_VALUE, TOOL_ARG_STRING_VALUE)
 
 
-def markup_spans(arena: Arena, generation_prompt: str, output: str) -> list[tuple[int, int]]:
+def markup_spans(arena: Arena, generation_prompt: str, output: str,
+                 fmt: ChatFormat = ChatFormat.PEG_NATIVE) -> list[tuple[int, int]]:
     """The spans of `output` the parser reads as markup: consumed by its parse (of the longest prefix it can
-    read) but inside no node whose text goes into a message field."""
+    read, with the closers it waits for at the end) but inside no node whose text goes into a message field."""
     effective = generation_prompt + output
     offset = len(generation_prompt)
     result = _reading(arena, effective, offset)
     if result.fail:
         result = _parse(arena, effective[:_viable_prefix(arena, effective, offset)])
+    elif not result.success:
+        result = _complete_at_end(arena, effective, fmt)[0]
     ast = result.ast
 
     def innermost(node: AstNode) -> bool:  # tagged arguments' tool-args node holds their markup too
@@ -594,8 +612,9 @@ def markup_spans(arena: Arena, generation_prompt: str, output: str) -> list[tupl
         if start > pos:
             spans.append((pos, start))
         pos = max(pos, end)
-    if result.end > pos:
-        spans.append((pos, result.end))
+    end = min(result.end, len(effective))  # (not the closers the completion added)
+    if end > pos:
+        spans.append((pos, end))
     return [(a - offset, b - offset) for a, b in spans if b > offset]
 
 
@@ -605,6 +624,9 @@ _ESCAPE = re.compile(r"\\(?:u[0-9a-fA-F]{4}|.)")
 def _words(text: str) -> list[str]:
     """The words of a text, JSON escapes read as separators (`\\n` is no `n`)."""
     return re.findall(r"\w+", _ESCAPE.sub(" ", text))
+
+
+_PYTHON_LITERALS = {"True": "true", "False": "false", "None": "null"}
 
 
 def unaccounted(output: str, message: ChatMessage, markup: Iterable[tuple[int, int]]) -> Counter[str]:
@@ -624,6 +646,9 @@ def unaccounted(output: str, message: ChatMessage, markup: Iterable[tuple[int, i
     lost: Counter[str] = Counter()
     for word in _words(rest):
         whole = re.search(rf"(?<!\w){re.escape(word)}(?!\w)", have)
+        if whole is None and word in _PYTHON_LITERALS:  # a python-style call's value, as its JSON literal
+            word = _PYTHON_LITERALS[word]
+            whole = re.search(rf"(?<!\w){word}(?!\w)", have)
         at = whole.start() if whole else have.find(word)
         if at < 0:
             lost[word] += 1

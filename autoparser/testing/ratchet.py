@@ -3,13 +3,14 @@ improvements show.
 
 A case that fails and is listed is reported as xfail with its reason (visible in the summary, never a silent
 skip). A listed case that now passes fails the test ("remove it from the ratchet"). A failing case that is
-not listed fails with its full report. Entries naming no existing case fail `check_known`.
+not listed fails with its full report (`check_many`: for several cases of one test). Entries naming no
+existing case fail `check_known`.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 
 import pytest
@@ -33,6 +34,19 @@ class Ratchet:
         if listed is None:
             pytest.fail(f"{case_id} (not in {self.path.name}):\n{failure}", pytrace=False)
         pytest.xfail(f"ratchet {self.path.name}: {listed}")
+
+    def check_many(self, results: Mapping[str, str | None]) -> None:
+        """`check` for several cases of one test at once (case id -> None or the failure): every case that
+        fails unlisted or passes listed is reported together; listed failures pass silently."""
+        problems = []
+        for case_id, failure in results.items():
+            listed = self.entries.get(case_id)
+            if failure is None and listed is not None:
+                problems.append(f"{case_id} now passes: remove it from {self.path.name} (was: {listed})")
+            elif failure is not None and listed is None:
+                problems.append(f"{case_id} (not in {self.path.name}): {failure}")
+        if problems:
+            pytest.fail("\n".join(problems), pytrace=False)
 
     def check_known(self, case_ids: Iterable[str]) -> None:
         stale = sorted(set(self.entries) - set(case_ids))

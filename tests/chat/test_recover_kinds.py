@@ -61,7 +61,7 @@ def check(test: PegTestCase, message: dict[str, Any], repairs: list[str]) -> Non
     params = generate(test.tester.source, request)
     assert params.recovery is not None
     lost = unaccounted(test.input, got, markup_spans(params.recovery.lenient, params.generation_prompt,
-                                                     test.input))
+                                                     test.input, params.format))
     assert not lost, f"text lost: {dict(lost)}"
     try:
         strict = params.parse(test.input, strict=True)

@@ -27,11 +27,11 @@ import pytest
 from autoparser.chat.compare import as_message, message_differences
 from autoparser.chat.recover import markup_spans, unaccounted
 from autoparser.corpus import Corpus
-from autoparser.corpus.mutations import mutations, recovered
+from autoparser.corpus.mutations import KINDS
 from autoparser.corpus.roundtrip import generate_cached, generator_request
 from autoparser.errors import ParseError
 from autoparser.testing.ratchet import Ratchet
-from autoparser.testing.streaming import stream_mismatch
+from autoparser.testing.recovery import check_mutations
 
 DATA = Path(__file__).resolve().parent.parent / "data"
 RATCHET = Ratchet(DATA / "ratchet" / "recovery.json")
@@ -78,45 +78,19 @@ def test_mutated_outputs_are_recovered(template: str) -> None:
             params = generate_cached(source, generator_request(row["request"]))
         except Exception:
             continue  # a request that cannot be built is the round-trip suite's to report
-        expected = as_message(row["expected_from_output"])
-        lenient = params.recovery_or_strict().lenient
-        for m in mutations(params, row["output"], expected):
-            case = f"{row_id(row)}::{m.kind}"
-            try:
-                got = params.parse(m.output)
-            except Exception as e:  # never: a complete output always parses
-                bugs.append(f"{case}: parse() raised {type(e).__name__}: {e}")
-                continue
-            problems = recovered(m, got)
-            results[case] = "; ".join(problems) or None
-            lost = unaccounted(m.output, got, markup_spans(lenient, params.generation_prompt, m.output))
-            if lost:
-                bugs.append(f"{case}: text lost: {dict(lost)} from {m.output!r} -> {got}")
-            try:
-                strict = params.parse(m.output, strict=True)
-                if strict.diagnostics:
-                    bugs.append(f"{case}: the strict parse reports repairs: {strict.diagnostics}")
-            except ParseError:
-                pass  # llama.cpp's verdict on a malformed output
-            mismatch = stream_mismatch(params, m.output, range(5, len(m.output.encode()), 5))
-            if mismatch:
-                bugs.append(f"{case}: {mismatch}")
+        for outcome in check_mutations(params, row["output"], as_message(row["expected_from_output"]),
+                                       row_id(row)):
+            results[outcome.case] = outcome.failure
+            bugs += outcome.bugs
     assert not bugs, "\n".join(bugs)
-    problems = []
-    for case, failure in results.items():
-        listed = RATCHET.entries.get(case)
-        if failure is None and listed is not None:
-            problems.append(f"{case} now recovers: remove it from {RATCHET.path.name} (was: {listed})")
-        elif failure is not None and listed is None:
-            problems.append(f"{case} (not in {RATCHET.path.name}): {failure}")
-    assert not problems, "\n".join(problems)
+    RATCHET.check_many(results)
 
 
 def test_the_recovery_ratchet_names_real_cases() -> None:
     cases = set()
     for rows in ROWS.values():
         for row in rows:
-            for kind in ("cut_last_closer", "text_after_calls", "missing_call_opener", "repeated_reasoning_start"):
+            for kind in KINDS:
                 cases.add(f"{row_id(row)}::{kind}")
     stale = sorted(set(RATCHET.entries) - cases)
     assert not stale, f"{RATCHET.path.name} names cases that do not exist: {stale}"
@@ -132,7 +106,8 @@ def test_well_formed_outputs_lose_no_text_and_parse_as_strictly(template: str) -
         except Exception:
             continue
         got = params.parse(row["output"])
-        spans = markup_spans(params.recovery_or_strict().lenient, params.generation_prompt, row["output"])
+        spans = markup_spans(params.recovery_or_strict().lenient, params.generation_prompt, row["output"],
+                             params.format)
         lost = unaccounted(row["output"], got, spans)
         if lost:
             bugs.append(f"{row_id(row)}: text lost: {dict(lost)} from {row['output']!r} -> {got}")

@@ -1,10 +1,11 @@
 """The 463 cases of llama.cpp's chat test suite (tests/data/chat_cases.jsonl, produced by the C++ reference),
 each run through peg_tester with the C++ harness's checks and comparison rules.
 
-Three figures: the parsed message in strict mode (every peg_tester check), the rendered prompt compared with
-the prompt the C++ rendered, and the message of the default parse, which recovers malformed outputs and so
-differs from the C++ only where it repairs what the C++ keeps as it is. Known gaps are listed in
-tests/data/ratchet/chat_cases.json, chat_prompts.json and chat_cases_default.json.
+Four figures: the parsed message in strict mode (every peg_tester check), the rendered prompt compared with
+the prompt the C++ rendered, the message of the default parse, which recovers malformed outputs and so
+differs from the C++ only where it repairs what the C++ keeps as it is, and the default parse of each output
+broken the way models break them. Known gaps are listed in tests/data/ratchet/chat_cases.json,
+chat_prompts.json, chat_cases_default.json and chat_cases_recovery.json.
 """
 
 from __future__ import annotations
@@ -15,9 +16,11 @@ from typing import Any
 import pytest
 
 from autoparser.chat.compare import as_message, message_differences
+from autoparser.corpus.mutations import KINDS
 from autoparser.testing.chat_cases import ChatCases, template_source
 from autoparser.testing.peg_tester import PegTestFailure, peg_tester
 from autoparser.testing.ratchet import Ratchet
+from autoparser.testing.recovery import check_mutations
 from autoparser.testing.streaming import stream_mismatch
 
 DATA = Path(__file__).resolve().parent.parent / "data"
@@ -25,6 +28,7 @@ CHAT = ChatCases(DATA)
 CASES, IDS, CASE_RATCHET = CHAT.cases, CHAT.ids, CHAT.ratchet
 PROMPT_RATCHET = Ratchet(DATA / "ratchet" / "chat_prompts.json")
 DEFAULT_RATCHET = Ratchet(DATA / "ratchet" / "chat_cases_default.json")
+RECOVERY_RATCHET = Ratchet(DATA / "ratchet" / "chat_cases_recovery.json")
 
 
 @pytest.mark.parametrize("case", CASES, ids=IDS)
@@ -77,7 +81,24 @@ def test_chat_case_default_mode(case: dict[str, Any]) -> None:
     DEFAULT_RATCHET.check(IDS[index], failure)
 
 
+@pytest.mark.parametrize("case", [c for c in CASES if not c["is_partial"]],
+                         ids=[i for c, i in zip(CASES, IDS) if not c["is_partial"]])
+def test_chat_case_mutated(case: dict[str, Any]) -> None:
+    """The case's output broken the way models break them (autoparser.corpus.mutations): the default parse does
+    not raise, loses no text, streams like whole re-parses, and reads what the mutation keeps (known gaps in
+    ratchet/chat_cases_recovery.json); the strict parse reports no repairs."""
+    index = CASES.index(case)
+    if IDS[index] in CASE_RATCHET.entries:
+        pytest.skip("the unbroken output is a known gap (ratchet chat_cases.json): nothing to recover towards")
+    params = CHAT.params_or_xfail(index)
+    outcomes = check_mutations(params, case["input"], as_message(case["expect"]), IDS[index])
+    bugs = [b for o in outcomes for b in o.bugs]
+    assert not bugs, "\n".join(bugs)
+    RECOVERY_RATCHET.check_many({o.case: o.failure for o in outcomes})
+
+
 def test_ratchets_name_real_cases() -> None:
     CASE_RATCHET.check_known(IDS)
     PROMPT_RATCHET.check_known(IDS)
     DEFAULT_RATCHET.check_known(IDS)
+    RECOVERY_RATCHET.check_known(f"{i}::{kind}" for i in IDS for kind in KINDS)
