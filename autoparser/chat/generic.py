@@ -126,7 +126,7 @@ def _undeclared_reasoning(b: Build, a: TemplateAnalysis) -> P:
     """A reasoning block at the start of the output although the template shows none: read as reasoning (and
     a lone end marker there dropped)."""
     p = b.p
-    p.repair_triggers.extend(marker for spelling in REASONING_SPELLINGS for marker in spelling)
+    p.lead_triggers.extend(marker for spelling in REASONING_SPELLINGS for marker in spelling)
     blocks = [p.repair("undeclared_reasoning", p.literal(start)) + _reasoning_body(b, a, end) + p.space()
               for start, end in REASONING_SPELLINGS]
     strays = [_stray_end(p, end) for _, end in REASONING_SPELLINGS]
@@ -145,7 +145,7 @@ def _reasoning_body(b: Build, a: TemplateAnalysis, end_marker: str) -> P:
     fmt = a.tools.format
     markers = [m for m in (_trim(fmt.section_start), _trim(fmt.per_call_start)) if m] \
         if b.tool_calls and fmt.mode is not ToolFormat.NONE else []
-    p.repair_triggers.append(end)
+    p.lead_triggers.append(end)
     closed = p.optspace(end_marker)
     stray = p.optional(_stray_end(p, end))  # (outside the draft's atomic: it waits on trailing whitespace)
     if not markers:

@@ -4,8 +4,8 @@ llama.cpp answers any output its parser rejects with "Failed to parse input". Th
 same message wherever the strict parse is well-formed, and otherwise repairs, each repair recorded as a
 `Diagnostic` in the message. In order:
 
-1. The strict parser (the C++'s) accepts the output and it holds none of the texts the lenient parser reads
-   differently (`Recovery.triggers`): its message stands (the lenient parser would give the same).
+1. The strict parser (the C++'s) reads the whole output and its message's text holds none of the texts the
+   lenient parser reads as markup (`Recovery.triggers`): its message stands (the lenient one would be the same).
 2. The lenient parser (the format's own relaxations, each a `repair:<kind>` tag in the grammar: a call opener
    the model left out, a repeated reasoning marker, ...) accepts it: its message, the tags read as diagnostics.
 3. The output ends inside a structure (a call whose closers are missing, arguments cut off): the closers the
@@ -85,7 +85,22 @@ class Recovery:
     lenient: Arena
     """The lenient parser: the strict one plus the format's relaxations (the strict one if it has none)."""
     triggers: tuple[str, ...] = ()
-    """Texts at which the lenient parser may read a well-formed output differently from the strict one."""
+    """Texts the lenient parser reads as markup where the strict one reads text: where the strict message's
+    content or reasoning holds one, the lenient parser may read the output differently."""
+    lead_triggers: tuple[str, ...] = ()
+    """The same, read as markup only at the start of the content (reasoning markers)."""
+
+    @functools.cached_property
+    def _lead_pattern(self) -> re.Pattern[str] | None:
+        return re.compile("|".join(map(re.escape, self.lead_triggers))) if self.lead_triggers else None
+
+    def triggered(self, msg: ChatMessage) -> bool:
+        """Whether the strict message's text holds a trigger, where the lenient parser may read otherwise."""
+        content = msg.content
+        if any(t in content or t in msg.reasoning_content for t in self.triggers):
+            return True
+        lead = self._lead_pattern
+        return lead is not None and lead.match(content, _lead_end(content)) is not None
     reasoning_start: str = ""
     """The reasoning start marker, dropped at the start of reasoning when the model repeats it."""
     tools: tuple[Function, ...] = ()
@@ -288,17 +303,28 @@ def repair_diagnostics(result: ParseResult, offset: int) -> list[Diagnostic]:
 def drop_repeated_start(msg: ChatMessage, marker: str, output: str, is_partial: bool) -> ChatMessage:
     """Reasoning that begins with its own start marker: the model wrote the marker the prompt had opened. The
     marker goes (a diagnostic keeps it); while the reasoning could still become the marker, nothing shows."""
-    if not marker or not msg.reasoning_content:
+    reasoning = msg.reasoning_content
+    if not marker or not reasoning:
         return msg
-    body = msg.reasoning_content.lstrip(_WS)
-    if body.startswith(marker):
+    start = _lead_end(reasoning)
+    if reasoning.startswith(marker, start):
         pos = output.find(marker)
         diag = Diagnostic("repeated_reasoning_start", max(pos, 0),
                           _MESSAGES["repeated_reasoning_start"].format(raw=marker, pos=max(pos, 0)), marker)
-        return replace(msg, reasoning_content=body[len(marker):], diagnostics=(*msg.diagnostics, diag))
-    if is_partial and marker.startswith(body):
+        return replace(msg, reasoning_content=reasoning[start + len(marker):],
+                       diagnostics=(*msg.diagnostics, diag))
+    if is_partial and len(reasoning) - start < len(marker) and marker.startswith(reasoning[start:]):
         return replace(msg, reasoning_content="")
     return msg
+
+
+_NOT_WS = re.compile(r"[^ \t\n\v\f\r]")
+
+
+def _lead_end(text: str) -> int:
+    """Where the leading whitespace of `text` ends (without copying the text)."""
+    m = _NOT_WS.search(text)
+    return m.start() if m else len(text)
 
 
 def _closed_calls(msg: ChatMessage, position: int) -> ChatMessage:
@@ -418,17 +444,26 @@ def _reading(arena: Arena, effective: str, offset: int) -> ParseResult:
     return result
 
 
-def _read_whole(result: ParseResult, output: str, offset: int) -> bool:
-    """Whether a successful parse read the whole output but for the special tokens it ends with (a format
-    without an end anchor succeeds on a prefix; what follows may be a call the relaxations can read), and
-    mapped all it read: the C++ reads a call's arguments as any JSON value but maps only an object."""
-    if _without_trailing_special(output[result.end - offset:], False):
+def _read_whole(result: ParseResult, output: str, offset: int, msg: ChatMessage | None = None) -> bool:
+    """Whether a parse read the whole output as llama.cpp reads it: to its end (but for the special tokens it
+    ends with: a format without an end anchor succeeds on a prefix, and what follows may be a call the
+    relaxations can read), or running out of text before any call (open content or reasoning); and mapped
+    all it read (the C++ reads a call's arguments as any JSON value but maps only an object: a string gives
+    `{}`, which `msg`, the parse's message if known, shows without walking the tree)."""
+    if result.fail:
         return False
-    ast = result.ast
-    for node in ast.walk(result.nodes):
-        if node.tag == TOOL_ARGS and not node.text.lstrip(_WS).startswith("{") and node.text.strip(_WS) \
-                and not any(d.tag in _FIELDS for d in ast.walk(node.children)):
-            return False
+    open_call = result.need_more_input
+    if open_call:
+        if result.end < offset + len(output):
+            return False  # waiting in a lookahead short of the end
+    elif _without_trailing_special(output[result.end - offset:], False):
+        return False
+    # (over every node made: one of a branch that failed only sends the output to the lenient reading)
+    nodes = result.ast.nodes
+    if open_call and any(n.tag.startswith(TOOL) for n in nodes):  # (every tool tag: some formats have no TOOL)
+        return False  # the output ends inside or after a call: closers may be missing
+    if msg is None or any(c.arguments == "{}" for c in msg.tool_calls):
+        return not any(n.tag == TOOL_ARGS and n.text.lstrip(_WS).startswith('"') for n in nodes)
     return True
 
 
@@ -440,11 +475,10 @@ def recover(strict: Arena, rec: Recovery, output: str, generation_prompt: str, f
     strict_result, strict_whole = None, False
     if not is_partial:
         strict_result = _parse(strict, effective)
-        strict_whole = strict_result.success and _read_whole(strict_result, output, offset)
-        if strict_whole and not any(t in output for t in rec.triggers):
-            msg = finish(map_result(strict_result, fmt), strict_result, rec, output, offset, is_partial,
-                         recovered=False)
-            return rest_after(msg, strict_result, output, offset)
+        msg = map_result(strict_result, fmt) if not strict_result.fail else ChatMessage()
+        strict_whole = _read_whole(strict_result, output, offset, msg)
+        if strict_whole and not rec.triggered(msg):
+            return finish(msg, strict_result, rec, output, offset, is_partial, recovered=False, relaxed=False)
     lenient = _parse(rec.lenient, effective) if is_partial else _reading(rec.lenient, effective, offset)
     if strict_result is not None and strict_result.success and lenient.success \
             and lenient.end < strict_result.end:
@@ -460,7 +494,7 @@ def recover(strict: Arena, rec: Recovery, output: str, generation_prompt: str, f
     if strict_result is not None and strict_result.success:
         # the relaxations found nothing to repair: the strict reading stands
         msg = finish(map_result(strict_result, fmt), strict_result, rec, output, offset, is_partial,
-                     recovered=False)
+                     recovered=False, relaxed=False)
         return rest_after(msg, strict_result, output, offset)
     readable, cut = split_unparsed(rec, effective, offset, fmt)
     return after_unparsed(strict, rec, output, generation_prompt, fmt, readable, cut, is_partial)
@@ -523,15 +557,18 @@ def with_unparsed(head: ChatMessage, tail: str, position: int, is_partial: bool 
 
 
 def finish(msg: ChatMessage, result: ParseResult, rec: Recovery, output: str, offset: int,
-           is_partial: bool, *, recovered: bool = True) -> ChatMessage:
-    """The repairs the grammar made, as diagnostics, and the repeated reasoning start dropped; a `recovered`
-    message's calls also checked against the request's tools (the strict reading is the C++'s, left as is)."""
-    diags = repair_diagnostics(result, offset)
+           is_partial: bool, *, recovered: bool = True, relaxed: bool = True) -> ChatMessage:
+    """The repairs the grammar made, as diagnostics (a `relaxed` result, of the lenient parser: the strict one
+    has no relaxations), and the repeated reasoning start dropped; a `recovered` message's calls also checked
+    against the request's tools (the strict reading is the C++'s, left as is)."""
+    diags = repair_diagnostics(result, offset) if relaxed else []
     if diags:
         msg = replace(msg, diagnostics=(*diags, *msg.diagnostics))
     if (recovered or diags) and not is_partial and msg.tool_calls:
         msg = checked_calls(msg, rec.tools, _call_positions(result, offset))
     msg = drop_repeated_start(msg, rec.reasoning_start, output, is_partial)
+    if len(msg.diagnostics) < 2:
+        return msg
     return replace(msg, diagnostics=tuple(sorted(msg.diagnostics, key=lambda d: d.position)))
 
 

@@ -67,8 +67,10 @@ class Relaxations(ChatTags):
         # Whether this builds the lenient parser of a format (chat/recover.py): the relaxations on top of the
         # strict parser, which parses only and never becomes a grammar.
         self.lenient = lenient
-        # Texts at which this (lenient) parser may read a well-formed output differently from the strict one
+        # Texts this (lenient) parser reads as markup where the strict one reads text (Recovery.triggers):
+        # anywhere in it, or only at the start of the content (`lead_triggers`: reasoning markers)
         self.repair_triggers: list[str] = []
+        self.lead_triggers: list[str] = []
 
     def repair(self, kind: str, p: P | str) -> P:
         """`repair:kind:(p)`: a relaxation the strict format does not allow; the default parse reports it."""

@@ -243,7 +243,8 @@ def assemble(spec: FormatSpec, tmpl: ChatTemplate, inputs: GenerationInputs) -> 
     if spec.relaxes:
         lp = ChatBuilder(lenient=True)
         lenient = lp.build(spec.build(replace(b, p=lp)))
-        recovery = replace(recovery, lenient=lenient, triggers=tuple(dict.fromkeys(lp.repair_triggers)))
+        recovery = replace(recovery, lenient=lenient, triggers=tuple(dict.fromkeys(lp.repair_triggers)),
+                           lead_triggers=tuple(dict.fromkeys(lp.lead_triggers)))
     return ChatParams(
         format=spec.format, prompt=prompt, generation_prompt=gp, parser=arena, grammar=grammar,
         grammar_lazy=lazy, grammar_triggers=triggers, preserved_tokens=spec.preserved_tokens,
