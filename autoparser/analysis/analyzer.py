@@ -9,6 +9,7 @@ import dataclasses
 
 from autoparser.analysis import fixtures as fx
 from autoparser.analysis.content import analyze_content
+from autoparser.analysis.forms import derive_call_form
 from autoparser.analysis.model import TemplateAnalysis, ToolsAnalysis
 from autoparser.analysis.reasoning import analyze_reasoning
 from autoparser.analysis.tools import analyze_tools
@@ -59,7 +60,8 @@ def _analyze(compiled: CppTemplate, source: str, strict: bool, caps: TemplateCap
     reasoning = analyze_reasoning(r, caps.supports_tool_calls)
     content = analyze_content(r, reasoning)
     tools = analyze_tools(r, caps, reasoning) if caps.supports_tool_calls else ToolsAnalysis()
-    analysis = TemplateAnalysis(caps=caps, reasoning=reasoning, content=content, tools=tools,
+    call_form = derive_call_form(r, reasoning) if caps.supports_tool_calls else None
+    analysis = TemplateAnalysis(caps=caps, reasoning=reasoning, content=content, tools=tools, call_form=call_form,
                                 assistant_start=_assistant_start(r, reasoning.start, reasoning.end),
                                 user_start=_user_start(r))
     if strict and not r.rendered_any:

@@ -14,8 +14,10 @@ from autoparser.template.caps import TemplateCaps
 
 __all__ = [
     "ArgumentsAnalysis",
+    "CallForm",
     "CallIdAnalysis",
     "CallIdPosition",
+    "CallSyntax",
     "ContentAnalysis",
     "ContentMode",
     "FunctionAnalysis",
@@ -163,6 +165,32 @@ class ToolsAnalysis:
                 "arguments": self.arguments.to_dict(), "call_id": self.call_id.to_dict()}
 
 
+class CallSyntax(enum.Enum):
+    """How a call is written, for the forms the C++ analysis cannot describe (analysis/forms.py)."""
+
+    PYTHONIC = "PYTHONIC"
+    """`name(arg="value", n=1)`: Python keyword arguments, values as Python literals."""
+
+
+@dataclass(frozen=True)
+class CallForm:
+    """A tool-call form derived beyond the C++ analysis: the calls' syntax and what the template writes around
+    them (no C++ counterpart: `TemplateAnalysis.to_dict()` leaves it out, so records still compare)."""
+
+    syntax: CallSyntax
+    section_start: str = ""
+    """Text before the calls (`<|tool_call_start|>`, `<function_calls>`), or nothing: the calls stand bare."""
+    section_end: str = ""
+    list_wrapped: bool = False
+    """The calls are a list: `[call, call]`."""
+    separator: str = ", "
+    """What the template writes between two calls."""
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"syntax": self.syntax.value, "section_start": self.section_start, "section_end": self.section_end,
+                "list_wrapped": self.list_wrapped, "separator": self.separator}
+
+
 @dataclass(frozen=True)
 class TemplateAnalysis:
     caps: TemplateCaps = field(default_factory=TemplateCaps)
@@ -174,6 +202,8 @@ class TemplateAnalysis:
     tools: ToolsAnalysis = field(default_factory=ToolsAnalysis)
     preserved_tokens: tuple[str, ...] = ()
     additional_stops: tuple[str, ...] = ()
+    call_form: CallForm | None = None
+    """A call form the C++ cannot describe, derived where the template renders one (not in `to_dict()`)."""
 
     def to_dict(self) -> dict[str, Any]:
         """Same keys, order and value types as a C++ analysis record (minus its "template" name)."""

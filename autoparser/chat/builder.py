@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
+from autoparser.analysis.model import CallForm
 from autoparser.chat.relax import Relaxations
 from autoparser.chat.tools import Parameter, functions
 from autoparser.peg import Arena, P
@@ -447,8 +448,12 @@ class ChatBuilder(Relaxations):
 
         return self.rule("python-or-json-value", body)
 
-    def python_style_tool_calls(self, tools: Tools, parallel_tool_calls: bool, allow_json_literals: bool) -> P:
-        """`[name(arg="value", n=1), ...]`: each tool's arguments as python keyword arguments."""
+    def python_style_tool_calls(self, tools: Tools, parallel_tool_calls: bool, allow_json_literals: bool,
+                                form: CallForm | None = None) -> P:
+        """`[name(arg="value", n=1), ...]`: each tool's arguments as python keyword arguments (llama.cpp's, for
+        LFM2). With the `form` a template's analysis derived (analysis/forms.py): the calls in a list or one
+        after the other as the template writes them, string values with either quote escaped as Python allows
+        (llama.cpp's take JSON escapes only), and no argument at all where none is required."""
         tools_json = tools_to_openai(tools)
         if not tools_json:
             return self.eps()
@@ -463,9 +468,9 @@ class ChatBuilder(Relaxations):
                     is_string = isinstance(prop_def, Mapping) and prop_def.get("type") == "string"
                     arg_name = self.literal(prop_name)
                     self.eps()  # the C++ default-initialises the value parser (ids follow it)
-                    string_value = self.tool_arg_value(self.choice([
-                        self.literal('"') + self.string_content('"') + self.literal('"'),
-                        self.literal("'") + self.string_content("'") + self.literal("'")]))
+                    quoted = [self.literal(q) + (self._python_string_body(q) if form else self.string_content(q))
+                              + self.literal(q) for q in "\"'"]
+                    string_value = self.tool_arg_value(self.choice(quoted))
                     if is_string:
                         value = string_value
                     else:
@@ -474,15 +479,49 @@ class ChatBuilder(Relaxations):
                     arg_choice |= self.tool_arg(self.tool_arg_open(self.tool_arg_name(arg_name) + self.literal("="))
                                                 + value + self.tool_arg_close(self.eps()))
                 args = arg_choice + self.zero_or_more("," + self.space() + arg_choice)
+                required = params.get("required") if isinstance(params, Mapping) else None
+                if form is not None and not required:
+                    args = self.optional(args)
             tool_parser = self.tool(self.tool_open(self.tool_name(self.literal(name)) + self.literal("("))
                                     + self.space() + self.tool_args(args) + self.space()
                                     + self.tool_close(self.literal(")")))
             choices |= self.rule(f"tool-{name}", tool_parser)
 
+        if form is not None:
+            separator = form.separator.strip(" \t\n\v\f\r") if not form.list_wrapped else ","
+            between = self.space() + separator + self.space() if separator else self.space()
+            calls = choices
+            if parallel_tool_calls:
+                if self.lenient:  # a call it cannot read, beside one it can: its text is content
+                    bad = self.negate(choices) + self.repair("unreadable_call",
+                                                             self.content(self._python_call_text()))
+                    calls = self.zero_or_more(bad + between) + choices + self.zero_or_more(between + (choices | bad))
+                else:
+                    calls = choices + self.zero_or_more(between + choices)
+            if not form.list_wrapped:
+                return calls
+            return "[" + self.space() + calls + self.space() + "]"
         if parallel_tool_calls:
             return ("[" + self.space() + choices + self.zero_or_more("," + self.space() + choices) + self.space()
                     + "]")
         return "[" + self.space() + choices + self.space() + "]"
+
+    def _python_call_text(self) -> P:
+        """Any `name(...)` with balanced brackets and closed quotes: a call the lenient parser cannot read."""
+        def balanced() -> P:
+            quoted = [self.literal(q) + self._python_string_body(q) + self.literal(q) for q in "\"'"]
+            nested = [self.literal(o) + self.ref("python-balanced") + self.literal(c) for o, c in ("()", "[]", "{}")]
+            return self.zero_or_more(self.choice([self.chars("[^()\\[\\]{}'\"]"), *quoted, *nested]))
+
+        return self.chars("[A-Za-z_]") + self.chars("[A-Za-z0-9_.]", 0) + "(" \
+            + self.rule("python-balanced", balanced) + ")"
+
+    def _python_string_body(self, quote: str) -> P:
+        """The body of a Python string up to its closing `quote`: any character but the quote and the backslash,
+        or an escape JSON can also express, or the other quote escaped (`'It\\'s'`, `"say \\"hi\\""`)."""
+        name = "python-dq-body" if quote == '"' else "python-sq-body"
+        return self.rule(name, lambda: self.zero_or_more(self.choice([
+            self.chars(f"[^{quote}\\\\]"), self.literal("\\") + self.chars("[\"'\\\\/bfnrtu]", 1, 1)])))
 
 
 def build_chat_peg_parser(fn: Callable[[ChatBuilder], P | str]) -> Arena:

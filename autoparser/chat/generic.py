@@ -14,6 +14,7 @@ from functools import partial
 from typing import Any
 
 from autoparser.analysis.model import (
+    CallForm,
     CallIdPosition,
     ContentMode,
     ReasoningMode,
@@ -23,7 +24,7 @@ from autoparser.analysis.model import (
 from autoparser.chat.builder import ChatBuilder
 from autoparser.chat.relax import TaggedMarkers
 from autoparser.chat.request import Continuation
-from autoparser.chat.spec import Build, FormatSpec, Prefill, Rendered, word
+from autoparser.chat.spec import Build, FormatSpec, Prefill, Rendered, pattern, word
 from autoparser.chat.tools import Function, functions, parameters
 from autoparser.peg.builder import P
 
@@ -38,18 +39,26 @@ def _trim(s: str) -> str:
 
 def derived_format(analysis: TemplateAnalysis) -> FormatSpec:
     """The format of a template as its analysis describes it."""
-    reasoning, fmt = analysis.reasoning, analysis.tools.format
+    reasoning, fmt, form = analysis.reasoning, analysis.tools.format, analysis.call_form
     thinking = reasoning.mode is not ReasoningMode.NONE
     marker = fmt.section_start or fmt.per_call_start
     triggers = (word(marker),) + ((word('{"type": "function",'),) if fmt.openai_wrapper_trigger else ()) \
         if marker else ()
+    if not marker and fmt.mode is ToolFormat.JSON_NATIVE and fmt.tools_array_wrapped:
+        triggers = (pattern(r"(\[\s*\{)"),)  # where a bare array of calls begins
+    preserved = analysis.preserved_tokens
+    if form is not None:  # a form beyond the C++ record: its markers, not the record's needle-laden ones
+        triggers = (word(form.section_start),) if form.section_start else (pattern(_BARE_PYTHON_LIST),)
+        preserved = tuple(dict.fromkeys(m for m in map(_trim, (
+            reasoning.start, reasoning.end, analysis.content.start, analysis.content.end, form.section_start,
+            form.section_end)) if m))
     delimiters = tuple((role, start) for role, start in (("assistant", analysis.assistant_start),
                                                           ("user", analysis.user_start)) if start)
     end_tag = _trim(reasoning.end)
     return FormatSpec(
         "autoparser", partial(_build, analysis), partial(_prefill, analysis), triggers=triggers,
-        triggers_only_when_lazy=True, calls=fmt.mode is not ToolFormat.NONE, reasoning=thinking, relaxes=True,
-        preserved_tokens=analysis.preserved_tokens, additional_stops=analysis.additional_stops,
+        triggers_only_when_lazy=True, calls=fmt.mode is not ToolFormat.NONE or form is not None,
+        reasoning=thinking, relaxes=True, preserved_tokens=preserved, additional_stops=analysis.additional_stops,
         supports_thinking=thinking, thinking_start_tag=_trim(reasoning.start) if thinking else "",
         thinking_end_tags=(end_tag,) if thinking and end_tag else (), message_delimiters=delimiters)
 
@@ -179,6 +188,8 @@ def _optional_wrapped(d: _Derived) -> P:
 
 
 def _tools(d: _Derived) -> P:
+    if d.a.call_form is not None:
+        return _pythonic(d, d.a.call_form)
     match d.a.tools.format.mode:
         case ToolFormat.JSON_NATIVE:
             return _json_native(d)
@@ -210,7 +221,8 @@ def _json_native(d: _Derived) -> P:
         tools = p.standard_json_tools(start, end, b.inputs.tools, b.parallel, b.required, **common)
     if _always_wrapped(d.a):
         return d.reasoning + _optional_wrapped(d) + tools + p.end()
-    tool_start = fmt.section_start or fmt.per_call_start or "{"
+    # (a bare array of calls begins with its bracket: llama.cpp stops the content at the first `{`, inside it)
+    tool_start = fmt.section_start or fmt.per_call_start or (_BARE_JSON_LIST if fmt.tools_array_wrapped else "{")
     bare = _bare_json_openers(d) if b.lenient and start.strip() else []
     if bare:
         # a call the model wrote without its opener: content stops where one follows
@@ -418,3 +430,40 @@ def _tag_with_tagged(d: _Derived) -> P:
         calls = p.trigger_rule("tool-call", _open(d, fmt.section_start, p.space()) + choice + p.space()
                                + fmt.section_end)
     return _after_content(d, calls)
+
+
+# Where a bare JSON array of calls begins, as templates render it.
+_BARE_JSON_LIST = "[{"
+
+# Where a bare list of Python calls begins (`[get_weather(`): the lazy grammar's trigger when no marker opens it.
+_BARE_PYTHON_LIST = r"(\[\s*[A-Za-z_][A-Za-z0-9_.\-]*\()"
+
+
+def _pythonic(d: _Derived, form: CallForm) -> P:
+    """Python calls (analysis/forms.py): content up to the calls' opener (the section marker, else the first
+    call's `[name(`), then the calls, in their section when the template writes one."""
+    p, b = d.p, d.b
+    calls = p.python_style_tool_calls(b.inputs.tools, b.parallel, allow_json_literals=True, form=form)
+    # how a readable call list begins without a section marker: `[get_weather(` (or `get_weather(`)
+    bare = [("[" if form.list_wrapped else "") + f.name + "(" for f in functions(b.inputs.tools)]
+    if form.section_start:
+        section = _open(d, form.section_start, p.space() + calls) + p.space()
+        if form.section_end:
+            section = section + p.literal(form.section_end) + p.space()
+    else:
+        section = calls + p.space()
+    calls = p.trigger_rule("tool-calls", section)
+    if b.lenient and form.section_start.strip(_WS) and bare:
+        # calls written without the section marker: content stops where they follow
+        content = p.content_before_calls([form.section_start], bare, calls)
+    elif b.lenient and form.list_wrapped and bare:
+        # A bare list may begin with a call it cannot read: content also stops at a `[` the calls follow (and
+        # always at a readable call's `[name(`, so a list that fails is the recovery's, not content).
+        p.repair_triggers.append("[")
+        at_list = p.negate(p.choice([p.literal(m) for m in bare])) + p.peek(p.literal("[")) + p.negate(calls)
+        content = p.content(p.until("[")) + p.zero_or_more(at_list + p.content(p.literal("[") + p.until("[")))
+    else:
+        markers = [form.section_start] if form.section_start else bare
+        content = p.content(p.until_one_of(markers) if len(markers) > 1 else p.until(markers[0])) if markers \
+            else p.content(p.rest())
+    return d.reasoning + p.optional(content) + (calls if b.required else p.optional(calls)) + p.end()

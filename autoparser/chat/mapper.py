@@ -127,7 +127,7 @@ def normalize_quotes_to_json(s: str) -> str:
                 i += 2
                 continue
             if in_double:
-                out.append(c + nxt)
+                out.append("'" if nxt == "'" else c + nxt)  # (`\'` is Python's, not JSON's)
                 i += 2
                 continue
             out.append(c)  # outside strings only the backslash is copied; the next char is processed normally

@@ -74,6 +74,7 @@ _MESSAGES = {
     "missing_call_closer": "tool call at {pos} not closed: it ends where the next marker begins",
     "unparsed_text": "text at {pos} does not fit the format: kept as content",
     "trailing_text": "text at {pos} after the end of the format: kept as content",
+    "unreadable_call": "call {raw!r} at {pos} cannot be read (its neighbours can): kept as content",
     "call_opener_spelling": "call opener {raw!r} at {pos} spelled unlike the template: accepted",
 }
 
@@ -288,11 +289,13 @@ def close_json(text: str) -> str:
 
 # --- the default parse ----------------------------------------------------------------------------------------
 
-def repair_diagnostics(result: ParseResult, offset: int) -> list[Diagnostic]:
-    """The repairs the lenient grammar made: one per `repair:<kind>` node of the parse."""
+def repair_diagnostics(result: ParseResult, offset: int, complete: bool = False) -> list[Diagnostic]:
+    """The repairs the lenient grammar made: one per `repair:<kind>` node of the parse (one the text ends
+    inside only if the output is `complete` and the node holds more than whitespace: while more may come, it
+    may turn out otherwise, and a complete output ending inside a repair that holds some text keeps it)."""
     out = []
     for node in result.ast.walk(result.nodes):
-        if node.tag.startswith(REPAIR) and not node.is_partial:
+        if node.tag.startswith(REPAIR) and (not node.is_partial or (complete and node.text.strip(_WS))):
             kind = node.tag[len(REPAIR):]
             pos = max(0, node.start - offset)
             out.append(Diagnostic(kind, pos, _MESSAGES.get(kind, kind + " at {pos}").format(raw=node.text, pos=pos),
@@ -377,6 +380,9 @@ def _before_cut_marker(result: ParseResult, cut: int) -> int:
     return min(starts, default=cut)
 
 
+_UNREADABLE_CALL = REPAIR + "unreadable_call"
+
+
 def _before_open_call(arena: Arena, result: ParseResult, cut: int) -> int:
     """Where the call the parse of a text is still inside began, its opener included (the call's text goes on
     as content); `cut` when the parse is inside no call."""
@@ -385,7 +391,7 @@ def _before_open_call(arena: Arena, result: ParseResult, cut: int) -> int:
     open_call = None
     last_closed_end = 0
     for node in result.ast.walk(result.nodes):
-        if node.tag == TOOL:
+        if node.tag in (TOOL, _UNREADABLE_CALL):  # (one the lenient parser skips is a call too)
             if node.is_partial:
                 open_call = node
                 break
@@ -561,7 +567,7 @@ def finish(msg: ChatMessage, result: ParseResult, rec: Recovery, output: str, of
     """The repairs the grammar made, as diagnostics (a `relaxed` result, of the lenient parser: the strict one
     has no relaxations), and the repeated reasoning start dropped; a `recovered` message's calls also checked
     against the request's tools (the strict reading is the C++'s, left as is)."""
-    diags = repair_diagnostics(result, offset) if relaxed else []
+    diags = repair_diagnostics(result, offset, not is_partial) if relaxed else []
     if diags:
         msg = replace(msg, diagnostics=(*diags, *msg.diagnostics))
     if (recovered or diags) and not is_partial and msg.tool_calls:

@@ -1,0 +1,153 @@
+"""Python-call tool forms, derived from how a template renders an assistant's tool calls (analysis/forms.py).
+
+The C++ analyzer reads such a render as tags and records a format whose markers hold its own needles; it parses
+none of these outputs. Each test names the template behaviour the form is derived from. Every parse runs
+through `peg_tester`: whole, every prefix, the incremental stream, and the lazy grammar checked by llama.cpp's
+grammar engine (trigger and acceptance).
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from autoparser import generate
+from autoparser.analysis.analyzer import analyze_template
+from autoparser.analysis.model import CallForm, CallSyntax
+from autoparser.corpus import Corpus
+from autoparser.testing.peg_tester import PegTestCase, peg_tester
+
+CORPUS = Corpus.load()
+
+WEATHER = {"type": "function", "function": {"name": "get_weather", "parameters": {
+    "type": "object", "properties": {"city": {"type": "string"}, "days": {"type": "integer"},
+                                     "units": {"type": "object"}}, "required": ["city"]}}}
+TIME = {"type": "function", "function": {"name": "get_time", "parameters": {"type": "object", "properties": {}}}}
+TOOLS = [WEATHER, TIME]
+
+# A ChatML template that renders each call as `name(key="value", ...)`, around which each case puts its markers.
+_CALL = ("{{- tc.function.name }}({% for k, v in tc.function.arguments.items() %}{{ k }}={{ v | tojson }}"
+         "{% if not loop.last %}, {% endif %}{% endfor %})")
+
+
+def _template(open_: str, between: str, close: str) -> str:
+    return ("{%- for m in messages %}<|im_start|>{{ m.role }}\n"
+            "{%- if m.tool_calls %}" + open_
+            + "{%- for call in m.tool_calls %}{% set tc = call %}" + _CALL
+            + "{% if not loop.last %}{{ " + repr(between) + " }}{% endif %}{% endfor %}" + close
+            + "{%- else %}{{ m.content }}{% endif %}<|im_end|>\n{% endfor %}"
+            "{%- if add_generation_prompt %}<|im_start|>assistant\n{% endif %}")
+
+
+# (template behaviour, template source, the form it implies)
+TEMPLATES = {
+    "a list between markers": (_template("<|tool_call_start|>[", ", ", "]<|tool_call_end|>"),
+                               CallForm(CallSyntax.PYTHONIC, "<|tool_call_start|>", "<|tool_call_end|>", True, ", ")),
+    "a bare list": (_template("[", ", ", "]"), CallForm(CallSyntax.PYTHONIC, "", "", True, ", ")),
+    "one call per line in a section": (_template("<function_calls>", "\n", "</function_calls>"),
+                                       CallForm(CallSyntax.PYTHONIC, "<function_calls>", "</function_calls>",
+                                                False, "\n")),
+}
+
+
+@pytest.mark.parametrize("behaviour", TEMPLATES)
+def test_the_form_is_read_from_the_rendered_calls(behaviour: str) -> None:
+    source, form = TEMPLATES[behaviour]
+    analysis = analyze_template(source)
+    assert analysis.call_form == form
+    assert "call_form" not in analysis.to_dict()  # the record stays the C++'s
+
+
+def test_a_template_rendering_json_calls_has_no_call_form() -> None:
+    assert analyze_template(CORPUS.by_name("Qwen__Qwen2.5-7B-Instruct").read_text()).call_form is None
+
+
+def _case(tmp_path: Path, behaviour: str, output: str) -> PegTestCase:
+    path = tmp_path / (behaviour.replace(" ", "_") + ".jinja")
+    path.write_text(TEMPLATES[behaviour][0], encoding="utf-8")
+    return peg_tester(path).test(output).tools(TOOLS).parallel_tool_calls(True)
+
+
+CALLS = [{"name": "get_weather", "arguments": '{"city": "Paris", "days": 3, "units": {"temp": "C"}}'},
+         {"name": "get_time", "arguments": "{}"}]
+
+
+@pytest.mark.parametrize(("behaviour", "output"), [
+    ("a list between markers",
+     "Checking.<|tool_call_start|>[get_weather(city='Paris', days=3, units={'temp': 'C'}), get_time()]"
+     "<|tool_call_end|>"),
+    ("a bare list", 'Checking.[get_weather(city="Paris", days=3, units={"temp": "C"}), get_time()]'),
+    ("one call per line in a section",
+     'Checking.<function_calls>get_weather(city="Paris", days=3, units={"temp": "C"})\nget_time()'
+     "</function_calls>"),
+])
+def test_python_calls_parse_whole_streamed_and_through_the_grammar(tmp_path: Path, behaviour: str,
+                                                                    output: str) -> None:
+    msg = _case(tmp_path, behaviour, output).expect({"content": "Checking.", "tool_calls": CALLS})
+    assert msg.diagnostics == ()
+
+
+def test_python_literals_become_json(tmp_path: Path) -> None:
+    """Either quote style with escapes, True/False/None, lists and dicts: the arguments are JSON."""
+    out = "[get_weather(city='It\\'s \"here\"', days=None, units={'deep': [True, False, 1.5]})]"
+    _case(tmp_path, "a bare list", out).expect({"tool_calls": [
+        {"name": "get_weather", "arguments": '{"city": "It\'s \\"here\\"", "days": null, '
+                                             '"units": {"deep": [true, false, 1.5]}}'}]})
+
+
+def test_a_bare_list_wakes_the_lazy_grammar_at_the_calls_only(tmp_path: Path) -> None:
+    params = generate(TEMPLATES["a bare list"][0], {"messages": [{"role": "user", "content": "hi"}], "tools": TOOLS})
+    assert params.grammar_lazy
+    [trigger] = params.grammar_triggers
+    text = "See [the docs](x). [get_weather(city='Paris')]"
+    m = re.search(trigger.value, text)
+    assert m is not None and text[m.start(1):].startswith("[get_weather(")
+    # prose in brackets is content, not a call
+    _case(tmp_path, "a bare list", "See [the docs] and (this).").expect({"content": "See [the docs] and (this)."})
+
+
+@pytest.mark.parametrize(("name", "output", "calls"), [
+    # OLMo 3 Instruct: `<function_calls>` around calls written one per line
+    ("allenai__Olmo-3-7B-Instruct", '<function_calls>get_weather(city="Paris")\nget_time()</function_calls>',
+     [{"name": "get_weather", "arguments": '{"city": "Paris"}'}, {"name": "get_time", "arguments": "{}"}]),
+    # Typhoon 2.1 (Gemma 3): a bare `[...]` list (with thinking off: on, the generation prompt opens `<think>`)
+    ("typhoon-ai__typhoon2.1-gemma3-4b", '[get_weather(city="Paris", days=2)]',
+     [{"name": "get_weather", "arguments": '{"city": "Paris", "days": 2}'}]),
+    # LFM2.5-VL: the list between `<|tool_call_start|>` and `<|tool_call_end|>` (no LFM2 handler detects it)
+    ("LiquidAI__LFM2.5-VL-450M", "<|tool_call_start|>[get_weather(city='Paris')]<|tool_call_end|>",
+     [{"name": "get_weather", "arguments": '{"city": "Paris"}'}]),
+])
+def test_corpus_templates_that_render_python_calls(name: str, output: str, calls: list[dict[str, Any]]) -> None:
+    entry = CORPUS.by_name(name)
+    assert analyze_template(entry.read_text()).call_form is not None
+    test = peg_tester(entry.path).test(output).tools(TOOLS).parallel_tool_calls(True).reasoning_format("auto")
+    test.enable_thinking(False).expect({"tool_calls": calls})
+
+
+@pytest.mark.parametrize("name", ["DeepHat__DeepHat-V1-7B"])
+def test_a_bare_json_array_of_calls(name: str) -> None:
+    """DeepHat renders its calls as a bare JSON array, `[{"name": ..., "arguments": {...}}]`: the C++ record
+    says so (`tools_array_wrapped`, no marker), but llama.cpp's content stops at the first `{` (inside the
+    array) and never reads a call. The content stops at the array, and a pattern trigger wakes the grammar."""
+    entry = CORPUS.by_name(name)
+    out = 'See [1]. [{"name": "get_weather", "arguments": {"city": "Paris"}}, {"name": "get_time", "arguments": {}}]'
+    test = peg_tester(entry.path).test(out).tools(TOOLS).parallel_tool_calls(True).strict()
+    test.expect({"content": "See [1]. ", "tool_calls": [{"name": "get_weather", "arguments": '{"city": "Paris"}'},
+                                                         {"name": "get_time", "arguments": "{}"}]})
+
+
+@pytest.mark.parametrize(("behaviour", "output", "bad"), [
+    ("a bare list", "[bad(x=b'z'), get_time()]", "bad(x=b'z')"),
+    ("one call per line in a section", "<function_calls>get_time()\ncalc(x=[1, (2, 3)])</function_calls>",
+     "calc(x=[1, (2, 3)])"),
+])
+def test_a_call_that_cannot_be_read_beside_readable_ones_is_content(tmp_path: Path, behaviour: str, output: str,
+                                                                      bad: str) -> None:
+    """A list with a call the request does not declare, or a value no Python literal reads (`b'z'`): the
+    readable calls are kept, the other's text is content, with a diagnostic (vLLM keeps the good calls too)."""
+    msg = _case(tmp_path, behaviour, output).expect_diagnostics(["unreadable_call"]).expect(
+        {"content": bad, "tool_calls": [{"name": "get_time", "arguments": "{}"}]})
+    assert msg.diagnostics[0].raw == bad

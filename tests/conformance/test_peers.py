@@ -1,0 +1,93 @@
+"""The peers' own test vectors (tests/data/peers/, each with its source and licence), run through the corpus
+template that renders the form the peer's parser reads, with the request the test implies.
+
+Only what each source test asserts is compared: the content where it asserts one (vLLM's `None` is our empty
+content), the calls' names and arguments (as JSON values: the spacing of an arguments string is each engine's
+own). A vector marked streaming is fed to `ChatParams.stream()` (in the test's own chunks where it gives them,
+else a few characters at a time) and its folded deltas compared; the others go through `parse()`. Where we
+disagree, ratchet/peers.json says why.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from autoparser import generate
+from autoparser.chat.stream import apply_deltas
+from autoparser.corpus import Corpus
+from autoparser.errors import AutoparserError
+from autoparser.testing.ratchet import Ratchet
+from autoparser.types import ChatMessage
+
+DATA = Path(__file__).resolve().parent.parent / "data"
+VECTORS = [json.loads(line) for path in sorted((DATA / "peers").glob("*.jsonl"))
+           for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+RATCHET = Ratchet(DATA / "ratchet" / "peers.json")
+CORPUS = Corpus.load()
+
+_TYPES = ((bool, "boolean"), (int, "integer"), (float, "number"), (str, "string"), (dict, "object"), (list, "array"))
+
+
+def implied_tools(calls: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The tools a test's expected calls imply: each name, each argument typed by its expected value (a null
+    value: any type)."""
+    tools: dict[str, dict[str, Any]] = {}
+    for call in calls:
+        props = tools.setdefault(call["name"], {})
+        for key, value in json.loads(call["arguments"]).items():
+            props[key] = next(({"type": t} for cls, t in _TYPES if isinstance(value, cls)), {})
+    return [{"type": "function", "function": {"name": name, "parameters": {"type": "object", "properties": props}}}
+            for name, props in tools.items()]
+
+
+def _parsed(vector: dict[str, Any]) -> ChatMessage:
+    source = CORPUS.by_name(vector["template"]).read_text()
+    # (the tool-parser tests give outputs without reasoning: a template's thinking is off)
+    params = generate(source, {"messages": [{"role": "user", "content": "Hi"}], "parallel_tool_calls": True,
+                               "enable_thinking": False, "tools": implied_tools(vector["asserts"]["tool_calls"])})
+    output = vector["output"]
+    if not vector["streaming"]:
+        return params.parse(output)
+    stream = params.stream()
+    chunks = vector.get("chunks") or [output[i:i + 3] for i in range(0, len(output), 3)]
+    acc = ChatMessage()
+    for chunk in chunks:
+        acc = apply_deltas(acc, stream.feed(chunk))
+    final = stream.finish()
+    acc = apply_deltas(acc, stream.last_deltas)
+    assert (acc.content, acc.tool_calls) == (final.content, final.tool_calls), "the deltas fold to the final message"
+    return acc
+
+
+def disagreement(vector: dict[str, Any], got: ChatMessage) -> str | None:
+    """What we do that the source test's assertions reject, or None."""
+    asserts = vector["asserts"]
+    problems = []
+    if "content" in asserts and (asserts["content"] or "") != got.content:
+        problems.append(f"content: the test asserts {asserts['content']!r}, we give {got.content!r}")
+    want = [(c["name"], json.loads(c["arguments"])) for c in asserts["tool_calls"]]
+    have = [(c.name, json.loads(c.arguments)) for c in got.tool_calls]
+    if want != have:
+        problems.append(f"tool_calls: the test asserts {want}, we give {have}")
+    return "; ".join(problems) or None
+
+
+@pytest.mark.parametrize("vector", VECTORS, ids=[v["id"] for v in VECTORS])
+def test_peer_vector(vector: dict[str, Any]) -> None:
+    try:
+        failure = disagreement(vector, _parsed(vector))
+    except AutoparserError as e:  # (parse() never raises: this is generate() refusing the request)
+        failure = f"{type(e).__name__}: {e}"
+    RATCHET.check(vector["id"], failure)
+
+
+def test_every_vector_names_its_source_and_the_ratchet_names_only_vectors() -> None:
+    for v in VECTORS:
+        assert {"repository", "file", "commit", "test", "licence"} <= set(v["source"]), v["id"]
+        assert CORPUS.by_name(v["template"]) is not None
+    assert len({v["id"] for v in VECTORS}) == len(VECTORS)
+    RATCHET.check_known(v["id"] for v in VECTORS)
