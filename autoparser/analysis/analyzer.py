@@ -10,7 +10,7 @@ import dataclasses
 from autoparser.analysis import fixtures as fx
 from autoparser.analysis.content import analyze_content
 from autoparser.analysis.forms import derive_call_form
-from autoparser.analysis.model import TemplateAnalysis, ToolsAnalysis
+from autoparser.analysis.model import ReasoningAnalysis, TemplateAnalysis, ToolsAnalysis
 from autoparser.analysis.reasoning import analyze_reasoning
 from autoparser.analysis.tools import analyze_tools
 from autoparser.analysis.workarounds import apply_workarounds
@@ -59,9 +59,12 @@ def _analyze(compiled: CppTemplate, source: str, strict: bool, caps: TemplateCap
     r = DiffRenderer(compiled, caps)
     reasoning = analyze_reasoning(r, caps.supports_tool_calls)
     content = analyze_content(r, reasoning)
-    tools = analyze_tools(r, caps, reasoning) if caps.supports_tool_calls else ToolsAnalysis()
-    call_form = derive_call_form(r, reasoning) if caps.supports_tool_calls else None
+    tools, tools_r = ToolsAnalysis(), r
+    if caps.supports_tool_calls:
+        tools, tools_r = _tools_phase(compiled, caps, r, reasoning)
+    call_form = derive_call_form(tools_r, reasoning) if caps.supports_tool_calls else None
     analysis = TemplateAnalysis(caps=caps, reasoning=reasoning, content=content, tools=tools, call_form=call_form,
+                                string_arguments=tools_r.string_arguments,
                                 assistant_start=_assistant_start(r, reasoning.start, reasoning.end),
                                 user_start=_user_start(r))
     if strict and not r.rendered_any:
@@ -71,6 +74,23 @@ def _analyze(compiled: CppTemplate, source: str, strict: bool, caps: TemplateCap
         raise TemplateError(f"{name}: template fails on every analysis conversation: {detail}")
     analysis = dataclasses.replace(analysis, preserved_tokens=collect_preserved_tokens(analysis))
     return apply_workarounds(source, analysis)
+
+
+def _tools_phase(compiled: CppTemplate, caps: TemplateCaps, r: DiffRenderer,
+                 reasoning: ReasoningAnalysis) -> tuple[ToolsAnalysis, DiffRenderer]:
+    """The tool phase as the C++ runs it (calls with object arguments); where that fails (a template that
+    prints its arguments as they come renders an object as a Python dict, or as nothing), once more with the
+    arguments as JSON strings, as requests give them. The renderer the tools were found with comes back with
+    them."""
+    try:
+        return analyze_tools(r, caps, reasoning), r
+    except AnalysisError:
+        strings = DiffRenderer(compiled, caps, string_arguments=True)
+        try:
+            return analyze_tools(strings, caps, reasoning), strings
+        except AnalysisError:
+            pass
+        raise
 
 
 def collect_preserved_tokens(a: TemplateAnalysis) -> tuple[str, ...]:

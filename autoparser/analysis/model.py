@@ -204,6 +204,19 @@ class TemplateAnalysis:
     additional_stops: tuple[str, ...] = ()
     call_form: CallForm | None = None
     """A call form the C++ cannot describe, derived where the template renders one (not in `to_dict()`)."""
+    string_arguments: bool = False
+    """The tool phase rendered call arguments as JSON strings: with objects (as the C++ renders them) the
+    template's call was not valid JSON, and the C++ gives up (not in `to_dict()`)."""
+
+    def beyond_cpp(self) -> dict[str, Any]:
+        """What the analysis found that the C++ record has no field for, under one key (empty when nothing):
+        `analyze --json` and the snapshots print it after the C++ record."""
+        extra: dict[str, Any] = {}
+        if self.call_form is not None:
+            extra["call_form"] = self.call_form.to_dict()
+        if self.string_arguments:
+            extra["string_arguments"] = True
+        return {"beyond_cpp": extra} if extra else {}
 
     def to_dict(self) -> dict[str, Any]:
         """Same keys, order and value types as a C++ analysis record (minus its "template" name)."""

@@ -44,7 +44,8 @@ def run_analyze(args: argparse.Namespace) -> int:
         return _fail(str(err))
     except Exception as err:
         return _fail(f"{path}: {type(err).__name__}: {err}")
-    print(json.dumps(analysis.to_dict(), ensure_ascii=False, indent=2) if as_json else format_table(analysis))
+    print(json.dumps({**analysis.to_dict(), **analysis.beyond_cpp()}, ensure_ascii=False, indent=2) if as_json
+          else format_table(analysis))
     return 0
 
 
@@ -78,6 +79,9 @@ def format_table(analysis: TemplateAnalysis) -> str:
                     ("additional_stops", ", ".join(json.dumps(t, ensure_ascii=False)
                                                    for t in d["additional_stops"]) or "-")]),
     ]
+    beyond = analysis.beyond_cpp()
+    if beyond:
+        sections.append(("Beyond the C++", _rows("", beyond["beyond_cpp"])))
     width = max(len(k) for _, rows in sections for k, _ in rows)
     lines: list[str] = []
     for title, rows in sections:

@@ -468,8 +468,10 @@ class ChatBuilder(Relaxations):
                     is_string = isinstance(prop_def, Mapping) and prop_def.get("type") == "string"
                     arg_name = self.literal(prop_name)
                     self.eps()  # the C++ default-initialises the value parser (ids follow it)
-                    quoted = [self.literal(q) + (self._python_string_body(q) if form else self.string_content(q))
-                              + self.literal(q) for q in "\"'"]
+                    # (llama.cpp's grammar takes JSON escapes only; the lenient parser reads Python's)
+                    python_escapes = form is not None or self.lenient
+                    quoted = [self.literal(q) + (self._python_string_body(q) if python_escapes
+                                                 else self.string_content(q)) + self.literal(q) for q in "\"'"]
                     string_value = self.tool_arg_value(self.choice(quoted))
                     if is_string:
                         value = string_value

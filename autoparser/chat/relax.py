@@ -77,14 +77,22 @@ class Relaxations(ChatTags):
         return self.tag(REPAIR + kind, p)
 
     def opener_or_missing(self, opener: str) -> P:
-        """`opener | repair:missing_call_opener:(ε)`: a call opener the model may leave out."""
-        return self.choice([self.literal(opener), self.repair("missing_call_opener", self.eps())])
+        """`opener | repair:call_opener_spelling:(trimmed) | repair:missing_call_opener:(ε)`: a call opener
+        the model may write without the whitespace the template puts around it (`<tool_call>{`), or leave
+        out."""
+        trimmed = opener.strip(_C_SPACE)
+        if not trimmed or trimmed == opener:
+            return self.choice([self.literal(opener), self.repair("missing_call_opener", self.eps())])
+        self.repair_triggers.append(trimmed)
+        return self.choice([self.literal(opener), self.repair("call_opener_spelling", self.literal(trimmed)),
+                            self.repair("missing_call_opener", self.eps())])
 
     def content_before_calls(self, markers: Sequence[str], bare: Sequence[str], call: P) -> P:
         """Content up to the first marker, or up to the first of the `bare` texts where `call` follows (a call
         written without its opener); at a bare text no call follows, the content goes on past it."""
         self.repair_triggers.extend(bare)
-        delimiters = list(dict.fromkeys([*markers, *bare]))
+        # (a marker's surrounding whitespace may be left out: the opener reads it so, see opener_or_missing)
+        delimiters = list(dict.fromkeys([*(m.strip(_C_SPACE) or m for m in markers), *bare]))
         at_bare = self.choice([self.literal(t) for t in bare])
         more = self.sequence([self.peek(at_bare), self.negate(call), self.content(at_bare + self.until_one_of(delimiters))])
         return self.content(self.until_one_of(delimiters)) + self.zero_or_more(more)

@@ -104,7 +104,7 @@ def _analysis(source: str) -> str:
     analysis = cached_analysis(source)
     if dataclasses.replace(analysis, caps=TemplateAnalysis().caps) == TemplateAnalysis():
         analysis = analyze_template(source, strict=True)
-    return _dumps(analysis.to_dict())
+    return _dumps({**analysis.to_dict(), **analysis.beyond_cpp()})
 
 
 def _grammar(source: str, request: Mapping[str, Any]) -> str:

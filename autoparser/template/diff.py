@@ -287,9 +287,12 @@ class DiffRenderer:
     A failed render is remembered as None: the C++ turns every exception into its error sentinel.
     """
 
-    def __init__(self, template: CppTemplate, caps: TemplateCaps) -> None:
+    def __init__(self, template: CppTemplate, caps: TemplateCaps, *, string_arguments: bool = False) -> None:
         self.template = template
         self.caps = caps
+        # Tool-call arguments given as JSON strings, as OpenAI-style requests give them (the C++ analyzer gives
+        # objects; a template that prints its arguments as they come renders those as Python dicts).
+        self.string_arguments = string_arguments
         self._cache: dict[str, str | None] = {}
         self.first_error: str | None = None
 
@@ -299,6 +302,8 @@ class DiffRenderer:
         if key in self._cache:
             return self._cache[key]
         messages = normalize_messages(list(params.messages), self.caps)
+        if self.string_arguments:
+            messages = [_with_string_arguments(m) for m in messages]
         try:
             ctx = render_context(messages, tools=params.tools, add_generation_prompt=params.add_generation_prompt,
                                  enable_thinking=params.enable_thinking,
@@ -326,6 +331,19 @@ class DiffRenderer:
         if out_a is None or out_b is None:
             return None
         return CompareResult(calculate_diff_split(out_a, out_b), out_a, out_b)
+
+
+def _with_string_arguments(message: Any) -> Any:
+    """`message` with each tool call's object arguments as their JSON text."""
+    if not isinstance(message, dict) or not isinstance(message.get("tool_calls"), list):
+        return message
+    calls = []
+    for call in message["tool_calls"]:
+        fn = call.get("function") if isinstance(call, dict) else None
+        if isinstance(fn, dict) and isinstance(fn.get("arguments"), dict):
+            call = {**call, "function": {**fn, "arguments": json.dumps(fn["arguments"], ensure_ascii=False)}}
+        calls.append(call)
+    return {**message, "tool_calls": calls}
 
 
 def compare_variants(renderer: DiffRenderer, params_a: TemplateParams,

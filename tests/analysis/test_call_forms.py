@@ -151,3 +151,25 @@ def test_a_call_that_cannot_be_read_beside_readable_ones_is_content(tmp_path: Pa
     msg = _case(tmp_path, behaviour, output).expect_diagnostics(["unreadable_call"]).expect(
         {"content": bad, "tool_calls": [{"name": "get_time", "arguments": "{}"}]})
     assert msg.diagnostics[0].raw == bad
+
+
+@pytest.mark.parametrize(("name", "output"), [
+    # prints `"arguments": ` + the arguments `|string`: an object renders as a Python dict
+    ("ServiceNow-AI__Apriel-1.6-15b-Thinker",
+     '<tool_calls>[{"name": "get_weather", "arguments": {"city": "Paris"}}]</tool_calls>'),
+    # prints the arguments only when they are a string: an object renders as nothing
+    ("NightPrince__Muslim-6B-PRO", '<tool_call>\n{"name": "get_weather", "arguments": {"city": "Paris"}}\n</tool_call>'),
+])
+def test_a_template_that_prints_string_arguments_is_analysed_with_them(name: str, output: str) -> None:
+    """llama.cpp renders the analysis' calls with object arguments; these templates then render no valid JSON
+    and it gives up ("rendered tool call is not valid JSON"). Rendered again with the arguments as JSON strings
+    (as OpenAI-style requests give them), the calls analyse, and the analysis says which rendering it used."""
+    entry = CORPUS.by_name(name)
+    analysis = analyze_template(entry.read_text())
+    assert analysis.string_arguments and analysis.tools.format.mode.value == "JSON_NATIVE"
+    peg_tester(entry.path).test(output).tools(TOOLS).enable_thinking(False).expect(
+        {"tool_calls": [{"name": "get_weather", "arguments": '{"city": "Paris"}'}]})
+
+
+def test_the_string_rendering_is_tried_only_where_the_object_one_fails() -> None:
+    assert not analyze_template(CORPUS.by_name("Qwen__Qwen2.5-7B-Instruct").read_text()).string_arguments

@@ -2,8 +2,9 @@
 template that renders the form the peer's parser reads, with the request the test implies.
 
 Only what each source test asserts is compared: the content where it asserts one (vLLM's `None` is our empty
-content), the calls' names and arguments (as JSON values: the spacing of an arguments string is each engine's
-own). A vector marked streaming is fed to `ChatParams.stream()` (in the test's own chunks where it gives them,
+content; whitespace around it stripped, as llama.cpp's chat tests compare content: where markup ends and text
+begins is each engine's own), the calls' names and arguments (as JSON values: the spacing of an arguments
+string is each engine's own as well). A vector marked streaming is fed to `ChatParams.stream()` (in the test's own chunks where it gives them,
 else a few characters at a time) and its folded deltas compared; the others go through `parse()`. Where we
 disagree, ratchet/peers.json says why.
 """
@@ -29,6 +30,7 @@ VECTORS = [json.loads(line) for path in sorted((DATA / "peers").glob("*.jsonl"))
 RATCHET = Ratchet(DATA / "ratchet" / "peers.json")
 CORPUS = Corpus.load()
 
+_WS = " \t\n\v\f\r"
 _TYPES = ((bool, "boolean"), (int, "integer"), (float, "number"), (str, "string"), (dict, "object"), (list, "array"))
 
 
@@ -67,7 +69,7 @@ def disagreement(vector: dict[str, Any], got: ChatMessage) -> str | None:
     """What we do that the source test's assertions reject, or None."""
     asserts = vector["asserts"]
     problems = []
-    if "content" in asserts and (asserts["content"] or "") != got.content:
+    if "content" in asserts and (asserts["content"] or "").strip(_WS) != got.content.strip(_WS):
         problems.append(f"content: the test asserts {asserts['content']!r}, we give {got.content!r}")
     want = [(c["name"], json.loads(c["arguments"])) for c in asserts["tool_calls"]]
     have = [(c.name, json.loads(c.arguments)) for c in got.tool_calls]

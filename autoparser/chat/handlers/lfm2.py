@@ -56,7 +56,10 @@ def _build(b: Build) -> P:
                                                                b.inputs.json_schema)) + end
         return gen_prompt + reasoning + p.content(p.rest()) + end
 
-    tool_calls = p.rule("tool-calls", p.trigger_rule("tool-call", p.literal(TOOL_CALL_START)
+    start = p.literal(TOOL_CALL_START)
+    if b.lenient:
+        start = start + p.space()  # (llama.cpp's list follows the marker at once; models may put a space)
+    tool_calls = p.rule("tool-calls", p.trigger_rule("tool-call", start
                                                      + p.python_style_tool_calls(b.inputs.tools, b.parallel,
                                                                                  allow_json_literals=True)
                                                      + p.literal(TOOL_CALL_END)))
@@ -67,5 +70,5 @@ def _build(b: Build) -> P:
 SPEC = FormatSpec(
     "lfm2", _build, Prefill(GEN_PROMPT, THINK_START, THINK_END), response_format=SchemaRule.OBJECT,
     messages=_thinking_field, triggers=(word(TOOL_CALL_START),),
-    preserved_tokens=(TOOL_CALL_START, TOOL_CALL_END, THINK_START, THINK_END), supports_thinking=True,
+    preserved_tokens=(TOOL_CALL_START, TOOL_CALL_END, THINK_START, THINK_END), supports_thinking=True, relaxes=True,
     thinking_start_tag=THINK_START, thinking_end_tags=(THINK_END,))
