@@ -224,6 +224,8 @@ def _json_native(d: _Derived) -> P:
     # (a bare array of calls begins with its bracket: llama.cpp stops the content at the first `{`, inside it)
     tool_start = fmt.section_start or fmt.per_call_start or (_BARE_JSON_LIST if fmt.tools_array_wrapped else "{")
     bare = _bare_json_openers(d) if b.lenient and start.strip() else []
+    if b.lenient and not start.strip():
+        p.call_markers.extend(_bare_json_openers(d))  # calls without markers: each begins so
     if bare:
         # a call the model wrote without its opener: content stops where one follows
         call = p.standard_json_tools(start, end, b.inputs.tools, b.parallel, True, **common)

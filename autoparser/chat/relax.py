@@ -71,6 +71,9 @@ class Relaxations(ChatTags):
         # anywhere in it, or only at the start of the content (`lead_triggers`: reasoning markers)
         self.repair_triggers: list[str] = []
         self.lead_triggers: list[str] = []
+        # Where a call may begin beside the grammar's trigger words (a bare JSON call's `{"name"`): after text
+        # it cannot read, the reading resumes at one (Recovery.call_markers).
+        self.call_markers: list[str] = []
 
     def repair(self, kind: str, p: P | str) -> P:
         """`repair:kind:(p)`: a relaxation the strict format does not allow; the default parse reports it."""

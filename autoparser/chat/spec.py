@@ -244,7 +244,8 @@ def assemble(spec: FormatSpec, tmpl: ChatTemplate, inputs: GenerationInputs) -> 
         lp = ChatBuilder(lenient=True)
         lenient = lp.build(spec.build(replace(b, p=lp)))
         recovery = replace(recovery, lenient=lenient, triggers=tuple(dict.fromkeys(lp.repair_triggers)),
-                           lead_triggers=tuple(dict.fromkeys(lp.lead_triggers)))
+                           lead_triggers=tuple(dict.fromkeys(lp.lead_triggers)),
+                           call_markers=tuple(dict.fromkeys((*markers, *lp.call_markers))))
     return ChatParams(
         format=spec.format, prompt=prompt, generation_prompt=gp, parser=arena, grammar=grammar,
         grammar_lazy=lazy, grammar_triggers=triggers, preserved_tokens=spec.preserved_tokens,

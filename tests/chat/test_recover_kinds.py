@@ -43,6 +43,7 @@ MELLUM = "JetBrains__Mellum2-12B-A2.5B-Instruct"
 SEED = "ByteDance-Seed__Seed-OSS-36B-Instruct"
 GLM = "zai-org__GLM-4.7-Flash"
 QWEN35 = "llama.cpp__Qwen3.5-4B"
+LLAMA32 = "meta-llama__Llama-3.2-3B-Instruct"
 
 
 def case(template: str, output: str, **request: Any) -> PegTestCase:
@@ -197,6 +198,14 @@ def test_one_malformed_call_among_good_ones() -> None:
            '<tool_call>\n{"name": "get_weather", "arguments": {"city": "Nice"}}\n</tool_call>')
     check(case(QWEN25, out), {"content": bad, "tool_calls": [PARIS, call("get_weather", '{"city": "Nice"}')]},
           ["unparsed_text"])
+
+
+def test_a_bare_json_call_after_one_it_cannot_read() -> None:
+    """Llama 3.2 renders a call as a bare `{"name": ..., "parameters": ...}`, no marker: the reading resumes at
+    the next object that begins as the template begins a call (as SGLang's llama32 test expects)."""
+    bad = '{"name": "get_weather", "parameters": {'
+    out = bad + '{"name": "get_weather", "parameters": {"city": "Paris"}}'
+    check(case(LLAMA32, out), {"content": bad, "tool_calls": [PARIS]}, ["unparsed_text"])
 
 
 def test_nothing_readable_is_content_with_a_diagnostic() -> None:
