@@ -8,7 +8,7 @@ first call's opener, and its prefill rebuilds a continued message around the rea
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from functools import partial
 from typing import Any
@@ -27,6 +27,7 @@ from autoparser.chat.request import Continuation
 from autoparser.chat.spec import Build, FormatSpec, Prefill, Rendered, pattern, word
 from autoparser.chat.tools import Function, functions, parameters
 from autoparser.peg.builder import P
+from autoparser.template.diff import with_string_arguments
 
 __all__ = ["derived_format"]
 
@@ -57,10 +58,17 @@ def derived_format(analysis: TemplateAnalysis) -> FormatSpec:
     end_tag = _trim(reasoning.end)
     return FormatSpec(
         "autoparser", partial(_build, analysis), partial(_prefill, analysis), triggers=triggers,
+        messages=_string_arguments if analysis.string_arguments else None,
         triggers_only_when_lazy=True, calls=fmt.mode is not ToolFormat.NONE or form is not None,
         reasoning=thinking, relaxes=True, preserved_tokens=preserved, additional_stops=analysis.additional_stops,
         supports_thinking=thinking, thinking_start_tag=_trim(reasoning.start) if thinking else "",
         thinking_end_tags=(end_tag,) if thinking and end_tag else (), message_delimiters=delimiters)
+
+
+def _string_arguments(messages: Sequence[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
+    """The messages with each call's arguments as JSON text: the template prints them as they come, and was
+    analysed so (`TemplateAnalysis.string_arguments`)."""
+    return [with_string_arguments(m) for m in messages]
 
 
 def _prefill(analysis: TemplateAnalysis, rendered: Rendered, msg: Mapping[str, Any],

@@ -41,6 +41,7 @@ __all__ = [
     "trim_trailing_whitespace",
     "trim_whitespace",
     "until_common_prefix",
+    "with_string_arguments",
 ]
 
 # The C++ uses `isspace` in the "C" locale: exactly these six bytes. Python's str.strip() would also strip
@@ -303,7 +304,7 @@ class DiffRenderer:
             return self._cache[key]
         messages = normalize_messages(list(params.messages), self.caps)
         if self.string_arguments:
-            messages = [_with_string_arguments(m) for m in messages]
+            messages = [with_string_arguments(m) for m in messages]
         try:
             ctx = render_context(messages, tools=params.tools, add_generation_prompt=params.add_generation_prompt,
                                  enable_thinking=params.enable_thinking,
@@ -333,7 +334,7 @@ class DiffRenderer:
         return CompareResult(calculate_diff_split(out_a, out_b), out_a, out_b)
 
 
-def _with_string_arguments(message: Any) -> Any:
+def with_string_arguments(message: Any) -> Any:
     """`message` with each tool call's object arguments as their JSON text."""
     if not isinstance(message, dict) or not isinstance(message.get("tool_calls"), list):
         return message

@@ -173,3 +173,14 @@ def test_a_template_that_prints_string_arguments_is_analysed_with_them(name: str
 
 def test_the_string_rendering_is_tried_only_where_the_object_one_fails() -> None:
     assert not analyze_template(CORPUS.by_name("Qwen__Qwen2.5-7B-Instruct").read_text()).string_arguments
+
+
+def test_a_history_call_renders_as_the_template_was_analysed() -> None:
+    """Apriel prints its calls' arguments as they come: given as objects (as llama.cpp passes them, its caps
+    saying it reads object arguments), they render as a Python dict; the prompt passes them as JSON text."""
+    call = {"type": "function", "id": "c1", "function": {"name": "get_weather", "arguments": '{"city": "Paris"}'}}
+    messages = [{"role": "user", "content": "Hi"}, {"role": "assistant", "content": "", "tool_calls": [call]},
+                {"role": "tool", "tool_call_id": "c1", "content": "sunny"}]
+    prompt = generate(CORPUS.by_name("ServiceNow-AI__Apriel-1.6-15b-Thinker").read_text(),
+                      {"messages": messages, "tools": TOOLS}).prompt
+    assert '[{"name": "get_weather", "arguments": {"city": "Paris"}, "id": "c1"}]' in prompt
