@@ -3,8 +3,10 @@
 Calls are python-style, `<|tool_call_start|>[name(k="v", n=1), ...]<|tool_call_end|>`, where argument values may
 also use JSON literals (true/false/null); reasoning is an optional `<think>...</think>`. LFM2 lists the tools
 between `<|tool_list_start|>` / `<|tool_list_end|>` tokens; LFM2.5 writes a plain "List of tools: [" and has
-no such tokens to preserve. Both are detected here, LFM2 first, as in the C++. Why a handler: the analyzer does
-not yet derive python-style calls from a template's renders.
+no such tokens to preserve. Both are detected here, LFM2 first, as in the C++. Why a handler: the analyzer now
+derives these calls from a template's renders (analysis/forms.py), but not what this format adds to them: the
+`thinking` field the messages carry, the tool-list tokens it preserves, reasoning only where the template knows
+`<think>`; the C++ chat cases of LFM2 run through this format (retiring it is left to issue 18).
 """
 
 from __future__ import annotations
