@@ -35,16 +35,25 @@ class Ratchet:
             pytest.fail(f"{case_id} (not in {self.path.name}):\n{failure}", pytrace=False)
         pytest.xfail(f"ratchet {self.path.name}: {listed}")
 
-    def check_many(self, results: Mapping[str, str | None]) -> None:
-        """`check` for several cases of one test at once (case id -> None or the failure): every case that
-        fails unlisted or passes listed is reported together; listed failures pass silently."""
-        problems = []
+    def triage(self, results: Mapping[str, str | None], sep: str = ": ") -> tuple[list[str], list[str]]:
+        """Several cases' results (case id -> None or the failure) against the list: the problems (a case that
+        fails unlisted, its failure after `sep`, or passes listed) and the listed cases that still fail."""
+        problems: list[str] = []
+        listed_failures: list[str] = []
         for case_id, failure in results.items():
             listed = self.entries.get(case_id)
             if failure is None and listed is not None:
                 problems.append(f"{case_id} now passes: remove it from {self.path.name} (was: {listed})")
             elif failure is not None and listed is None:
-                problems.append(f"{case_id} (not in {self.path.name}): {failure}")
+                problems.append(f"{case_id} (not in {self.path.name}){sep}{failure}")
+            elif failure is not None:
+                listed_failures.append(case_id)
+        return problems, listed_failures
+
+    def check_many(self, results: Mapping[str, str | None]) -> None:
+        """`check` for several cases of one test at once (case id -> None or the failure): every case that
+        fails unlisted or passes listed is reported together; listed failures pass silently."""
+        problems, _ = self.triage(results)
         if problems:
             pytest.fail("\n".join(problems), pytrace=False)
 

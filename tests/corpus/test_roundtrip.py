@@ -81,21 +81,6 @@ def row_id(row: dict[str, Any]) -> str:
     return f"{row['set']}:{row['template']}::{row['scenario']}"
 
 
-def _ratchet_problems(ratchet: Ratchet, results: dict[str, str | None]) -> tuple[list[str], list[str]]:
-    """(problems, listed failures) of a template's rows: problems are unlisted failures and listed passes."""
-    problems: list[str] = []
-    listed_failures: list[str] = []
-    for case_id, failure in results.items():
-        listed = ratchet.entries.get(case_id)
-        if failure is None and listed is not None:
-            problems.append(f"{case_id} now passes: remove it from {ratchet.path.name} (was: {listed})")
-        elif failure is not None and listed is None:
-            problems.append(f"{case_id} (not in {ratchet.path.name}):\n    {failure}")
-        elif failure is not None:
-            listed_failures.append(case_id)
-    return problems, listed_failures
-
-
 def golden_parse_failure(source: str, row: dict[str, Any]) -> str | None:
     """None when our parse of the golden output equals its expected_from_output, else why not."""
     request = generator_request(row["request"])
@@ -159,8 +144,8 @@ def entry_results(name: str) -> tuple[dict[str, str | None], dict[str, str | Non
 @pytest.mark.parametrize("name", sorted(ENTRIES))
 def test_roundtrip(name: str) -> None:
     main, render, streaming = entry_results(name)
-    problems, listed = _ratchet_problems(RATCHET, main)
-    problems2, listed2 = _ratchet_problems(RENDER_RATCHET, render)
+    problems, listed = RATCHET.triage(main, sep=":\n    ")
+    problems2, listed2 = RENDER_RATCHET.triage(render, sep=":\n    ")
     if problems or problems2 or streaming:
         pytest.fail("\n".join(problems + problems2 + streaming), pytrace=False)
     if listed or listed2:
