@@ -84,13 +84,12 @@ def _tools_phase(compiled: CppTemplate, caps: TemplateCaps, r: DiffRenderer,
     them."""
     try:
         return analyze_tools(r, caps, reasoning), r
-    except AnalysisError:
+    except AnalysisError as first:
         strings = DiffRenderer(compiled, caps, string_arguments=True)
         try:
             return analyze_tools(strings, caps, reasoning), strings
         except AnalysisError:
-            pass
-        raise
+            raise first from None  # (the C++'s error: the object rendering is the one it reports)
 
 
 def collect_preserved_tokens(a: TemplateAnalysis) -> tuple[str, ...]:

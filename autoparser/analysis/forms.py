@@ -10,12 +10,12 @@ C++ would write it) and the generator builds the parser from that instead.
 
 from __future__ import annotations
 
-import dataclasses
 import re
 
 from autoparser.analysis import fixtures as fx
 from autoparser.analysis.model import CallForm, CallSyntax, ReasoningAnalysis
-from autoparser.template.diff import DiffRenderer, TemplateParams, trim_whitespace
+from autoparser.analysis.tools import calls_rendered
+from autoparser.template.diff import DiffRenderer, trim_whitespace
 
 __all__ = ["derive_call_form"]
 
@@ -27,7 +27,7 @@ _PY_CALL = re.compile(rf"{fx.FUN_FIRST}\(\s*(?:{fx.ARG_FIRST}|{fx.ARG_SECOND})\s
 
 def derive_call_form(r: DiffRenderer, reasoning: ReasoningAnalysis) -> CallForm | None:
     """The call form of a template whose assistant tool calls render as Python calls, else None."""
-    one = _calls_rendered(r, fx.first_tool_call())
+    one = calls_rendered(r, fx.first_tool_call())
     if one is None:
         return None
     m = _PY_CALL.search(one)
@@ -44,16 +44,6 @@ def derive_call_form(r: DiffRenderer, reasoning: ReasoningAnalysis) -> CallForm 
     separator = _separator(r, list_open)
     return CallForm(CallSyntax.PYTHONIC, section_start=trim_whitespace(before),
                     section_end=trim_whitespace(after), list_wrapped=list_open, separator=separator)
-
-
-def _calls_rendered(r: DiffRenderer, *calls: dict[str, object]) -> str | None:
-    """What an assistant message with `calls` adds to one with plain content (the tool phase's T1 diff)."""
-    params = TemplateParams(messages=(fx.user_msg(), fx.assistant()), tools=tuple(fx.tools()))
-    cmp = r.compare_variants(params, lambda p: dataclasses.replace(
-        p, messages=(fx.user_msg(), fx.assistant_calls(*calls))))
-    if cmp is None or not cmp.diff.right:
-        return None
-    return cmp.diff.right
 
 
 def _call_end(text: str, start: int) -> int | None:
@@ -90,7 +80,7 @@ def _without_reasoning(before: str, reasoning: ReasoningAnalysis) -> str:
 
 def _separator(r: DiffRenderer, list_wrapped: bool) -> str:
     """What the template writes between two calls: `, ` in a list, else a newline (when it renders two)."""
-    two = _calls_rendered(r, fx.first_tool_call(), fx.second_tool_call())
+    two = calls_rendered(r, fx.first_tool_call(), fx.second_tool_call())
     default = ", " if list_wrapped else "\n"
     if two is None:
         return default

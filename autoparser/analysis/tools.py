@@ -34,9 +34,19 @@ from autoparser.template.diff import (
     until_common_prefix,
 )
 
-__all__ = ["analyze_tools"]
+__all__ = ["analyze_tools", "calls_rendered"]
 
 FUN_FIRST, FUN_SECOND, ARG_FIRST, ARG_SECOND = fx.FUN_FIRST, fx.FUN_SECOND, fx.ARG_FIRST, fx.ARG_SECOND
+
+
+def calls_rendered(r: DiffRenderer, *calls: dict[str, Any]) -> str | None:
+    """What an assistant message with `calls` adds to one with plain content (the T1 diff), None if nothing."""
+    params = TemplateParams(messages=(fx.user_msg(), fx.assistant()), tools=tuple(fx.tools()))
+    cmp = r.compare_variants(params, lambda p: dataclasses.replace(
+        p, messages=(fx.user_msg(), fx.assistant_calls(*calls))))
+    if cmp is None or not cmp.diff.right:
+        return None
+    return cmp.diff.right
 
 
 class _ToolAnalyzer:
@@ -75,12 +85,9 @@ class _ToolAnalyzer:
     # --- T1 ---------------------------------------------------------------------------------------------------
 
     def analyze_tool_calls(self, reasoning: ReasoningAnalysis, parallel: bool) -> None:
-        params = TemplateParams(messages=(fx.user_msg(), fx.assistant()), tools=tuple(fx.tools()))
-        cmp = self.r.compare_variants(params, lambda p: dataclasses.replace(
-            p, messages=(fx.user_msg(), fx.assistant_calls(fx.first_tool_call()))))
-        if cmp is None or not cmp.diff.right:
-            return
-        self.analyze_tool_call_format(cmp.diff.right, reasoning, parallel)
+        haystack = calls_rendered(self.r, fx.first_tool_call())
+        if haystack is not None:
+            self.analyze_tool_call_format(haystack, reasoning, parallel)
 
     def analyze_tool_call_format(self, haystack: str, reasoning: ReasoningAnalysis, parallel: bool) -> None:
         def in_json(needle: str) -> bool:
