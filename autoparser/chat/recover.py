@@ -52,8 +52,8 @@ from autoparser.peg.engine import OBS_LITERAL, OBS_STRING, OBS_UNTIL, OBS_UNTIL_
 from autoparser.types import ChatFormat, ChatMessage, Diagnostic, ToolCall
 
 __all__ = ["SPECIAL_TOKEN", "Recovery", "after_unparsed", "checked_calls", "close_json", "closers",
-           "drop_repeated_start", "finish", "markup_spans", "recover", "repair_diagnostics", "rest_after",
-           "split_unparsed", "unaccounted", "with_unparsed"]
+           "drop_repeated_start", "finish", "markup_spans", "may_become_marker", "recover", "repair_diagnostics",
+           "rest_after", "split_unparsed", "unaccounted", "with_unparsed"]
 
 _WS = " \t\n\v\f\r"
 
@@ -90,6 +90,13 @@ class Recovery:
     content or reasoning holds one, the lenient parser may read the output differently."""
     lead_triggers: tuple[str, ...] = ()
     """The same, read as markup only at the start of the content (reasoning markers)."""
+    reasoning_start: str = ""
+    """The reasoning start marker, dropped at the start of reasoning when the model repeats it."""
+    tools: tuple[Function, ...] = ()
+    """The request's tools, which a recovered call's arguments are checked against."""
+    call_markers: tuple[str, ...] = ()
+    """The texts calls begin with (the format's trigger words, and where calls have no marker, how the
+    template begins one): after a call it cannot read, the reading resumes at the next one."""
 
     @functools.cached_property
     def _lead_pattern(self) -> re.Pattern[str] | None:
@@ -102,13 +109,6 @@ class Recovery:
             return True
         lead = self._lead_pattern
         return lead is not None and lead.match(content, _lead_end(content)) is not None
-    reasoning_start: str = ""
-    """The reasoning start marker, dropped at the start of reasoning when the model repeats it."""
-    tools: tuple[Function, ...] = ()
-    """The request's tools, which a recovered call's arguments are checked against."""
-    call_markers: tuple[str, ...] = ()
-    """The texts calls begin with (the format's trigger words): after a call it cannot read, the reading
-    resumes at the next one."""
 
 
 def _parse(arena: Arena, text: str, *, complete: bool = False) -> ParseResult:
@@ -316,9 +316,16 @@ def drop_repeated_start(msg: ChatMessage, marker: str, output: str, is_partial: 
                           _MESSAGES["repeated_reasoning_start"].format(raw=marker, pos=max(pos, 0)), marker)
         return replace(msg, reasoning_content=reasoning[start + len(marker):],
                        diagnostics=(*msg.diagnostics, diag))
-    if is_partial and len(reasoning) - start < len(marker) and marker.startswith(reasoning[start:]):
+    if is_partial and may_become_marker(reasoning, marker):
         return replace(msg, reasoning_content="")
     return msg
+
+
+def may_become_marker(reasoning: str, marker: str) -> bool:
+    """Whether `reasoning` (its leading whitespace aside) is a strict prefix of `marker`: while more may come,
+    it may still turn out to be the repeated marker."""
+    start = _lead_end(reasoning)
+    return len(reasoning) - start < len(marker) and marker.startswith(reasoning[start:])
 
 
 _NOT_WS = re.compile(r"[^ \t\n\v\f\r]")

@@ -19,6 +19,7 @@ from autoparser.chat.recover import (
     Recovery,
     after_unparsed,
     drop_repeated_start,
+    may_become_marker,
     recover,
     repair_diagnostics,
     rest_after,
@@ -414,9 +415,8 @@ class StreamParser:
         self._mapped = result
         marker = self._reasoning_start
         if marker and message.reasoning_content:
-            body = message.reasoning_content.lstrip(" \t\n\v\f\r")
-            if growth is not None and growth.field == "reasoning_content" and marker.startswith(body) \
-                    and len(body) < len(marker):
+            if growth is not None and growth.field == "reasoning_content" \
+                    and may_become_marker(message.reasoning_content, marker):
                 growth = None  # what shows depends on whether the marker completes
             message = drop_repeated_start(message, marker, self.text, True)
         return message, growth
