@@ -160,12 +160,13 @@ class ChatBuilder(Relaxations):
 
     def call_block(self, start: str, call: P, end: str, *, parallel: bool, required: bool) -> P:
         """`start call (space call)* end` as the `tool-call` trigger rule (one call unless parallel); optional
-        unless a call is required."""
+        unless a call is required; `start` is a `call_opener`."""
+        opener = self.call_opener(start)
         if parallel:
-            calls = self.trigger_rule("tool-call", self.literal(start) + self.space() + call
+            calls = self.trigger_rule("tool-call", opener + self.space() + call
                                       + self.zero_or_more(self.space() + call) + self.space() + self.literal(end))
         else:
-            calls = self.trigger_rule("tool-call", self.literal(start) + self.space() + call + self.space()
+            calls = self.trigger_rule("tool-call", opener + self.space() + call + self.space()
                                       + self.literal(end))
         return calls if required else self.optional(calls)
 

@@ -311,35 +311,20 @@ def _tag_with_json(d: _Derived) -> P:
         peek = p.peek(p.literal(args_m.start)) if args_m.start else None
         choice = choice | p.rule(f"tool-{f.name}", _func(d, f.name, call_id_section, have_call_id, args, peek))
     if fmt.per_call_start:
-        wrapped = _open(d, fmt.per_call_start, choice) + fmt.per_call_end
+        wrapped = p.opened(fmt.per_call_start, choice) + fmt.per_call_end
         if b.parallel:
             calls = p.trigger_rule("tool-call", wrapped + p.zero_or_more(p.space() + wrapped))
         else:
             calls = p.trigger_rule("tool-call", wrapped)
         if fmt.section_start:
-            calls = p.trigger_rule("tool-calls", _section_opener(d) + p.space() + calls + p.space()
+            calls = p.trigger_rule("tool-calls", p.call_opener(fmt.section_start) + p.space() + calls + p.space()
                                    + (p.literal(fmt.section_end) if fmt.section_end else p.end()))
     elif b.parallel:
-        calls = p.trigger_rule("tool-call", _open(d, fmt.section_start, choice) + p.zero_or_more(", " + choice)
+        calls = p.trigger_rule("tool-call", p.opened(fmt.section_start, choice) + p.zero_or_more(", " + choice)
                                + fmt.section_end)
     else:
-        calls = p.trigger_rule("tool-call", _open(d, fmt.section_start, choice) + fmt.section_end)
+        calls = p.trigger_rule("tool-call", p.opened(fmt.section_start, choice) + fmt.section_end)
     return _after_content(d, calls)
-
-
-def _open(d: _Derived, opener: str, then: P) -> P:
-    """`opener then`; in the lenient parser, an opener the model may leave out. (`then` is made first, and the
-    strict parser's literal after it, as the C++ evaluates `opener + then`.)"""
-    if d.b.lenient and opener.strip(_WS):
-        return d.p.opener_or_missing(opener) + then
-    return opener + then
-
-
-def _section_opener(d: _Derived) -> P:
-    """The opener of a section of per-call markers; in the lenient parser, one the model may leave out (the
-    first call's own marker then opens the calls)."""
-    opener = d.a.tools.format.section_start
-    return d.p.opener_or_missing(opener) if d.b.lenient and opener.strip(_WS) else d.p.literal(opener)
 
 
 def _bare_tag_openers(d: _Derived) -> list[str]:
@@ -425,19 +410,19 @@ def _tag_with_tagged(d: _Derived) -> P:
         for called in [*functions(b.inputs.tools), *([None] if markers.names_marked else [])]:
             choice = choice | p.loose_tagged_call(markers, called, lambda param: not param.may_be_string)
     if fmt.per_call_start:
-        wrapped = _open(d, fmt.per_call_start, p.space()) + choice + p.space() + fmt.per_call_end
+        wrapped = p.opened(fmt.per_call_start, p.space()) + choice + p.space() + fmt.per_call_end
         if b.parallel:
             calls = p.trigger_rule("tool-call", wrapped + p.zero_or_more(p.space() + wrapped) + p.space())
         else:
             calls = p.trigger_rule("tool-call", wrapped + p.space())
         if fmt.section_start:
-            calls = p.trigger_rule("tool-calls", _section_opener(d) + p.space() + calls + p.space()
+            calls = p.trigger_rule("tool-calls", p.call_opener(fmt.section_start) + p.space() + calls + p.space()
                                    + (p.literal(fmt.section_end) + p.space() if fmt.section_end else p.end()))
     elif b.parallel:
-        calls = p.trigger_rule("tool-call", _open(d, fmt.section_start, p.space()) + choice
+        calls = p.trigger_rule("tool-call", p.opened(fmt.section_start, p.space()) + choice
                                + p.zero_or_more(", " + choice) + p.space() + fmt.section_end)
     else:
-        calls = p.trigger_rule("tool-call", _open(d, fmt.section_start, p.space()) + choice + p.space()
+        calls = p.trigger_rule("tool-call", p.opened(fmt.section_start, p.space()) + choice + p.space()
                                + fmt.section_end)
     return _after_content(d, calls)
 
@@ -457,7 +442,7 @@ def _pythonic(d: _Derived, form: CallForm) -> P:
     # how a readable call list begins without a section marker: `[get_weather(` (or `get_weather(`)
     bare = [("[" if form.list_wrapped else "") + f.name + "(" for f in functions(b.inputs.tools)]
     if form.section_start:
-        section = _open(d, form.section_start, p.space() + calls) + p.space()
+        section = p.opened(form.section_start, p.space() + calls) + p.space()
         if form.section_end:
             section = section + p.literal(form.section_end) + p.space()
     else:

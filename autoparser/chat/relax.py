@@ -90,6 +90,35 @@ class Relaxations(ChatTags):
         return self.choice([self.literal(opener), self.repair("call_opener_spelling", self.literal(trimmed)),
                             self.repair("missing_call_opener", self.eps())])
 
+    def call_opener(self, opener: str) -> P:
+        """A call's (or a section's) opener; in a lenient parser, one the model may leave out or spell without
+        its whitespace (`opener_or_missing`)."""
+        if self.lenient and opener.strip(_C_SPACE):
+            return self.opener_or_missing(opener)
+        return self.literal(opener)
+
+    def opened(self, opener: str, then: P) -> P:
+        """`opener then`, the opener a `call_opener`. (`then` is made first, and the strict parser's literal
+        after it, as the C++ evaluates `opener + then`.)"""
+        return self.call_opener(opener) + then
+
+    def calls_opened(self, opener: str, call: P, min_calls: int, max_calls: int) -> P:
+        """`(opener call){min,max}`; in a lenient parser, the first call's opener may be left out (a format
+        whose every call has its own opener: the model drops the first one most)."""
+        if not (self.lenient and opener.strip(_C_SPACE)):
+            return self.repeat(opener + call, min_calls, max_calls)
+        first = self.opened(opener, call)
+        if max_calls != 1:
+            first = first + self.repeat(opener + call, 0, -1 if max_calls < 0 else max_calls - 1)
+        return first if min_calls > 0 else self.optional(first)
+
+    def content_until_calls(self, markers: Sequence[str], bare: Sequence[str], call: P) -> P:
+        """Content up to the first of `markers`; in a lenient parser, also up to a `bare` text where `call`
+        follows (`content_before_calls`)."""
+        if self.lenient and bare:
+            return self.content_before_calls(markers, bare, call)
+        return self.content(self.until_one_of(list(markers)) if len(markers) > 1 else self.until(markers[0]))
+
     def content_before_calls(self, markers: Sequence[str], bare: Sequence[str], call: P) -> P:
         """Content up to the first marker, or up to the first of the `bare` texts where `call` follows (a call
         written without its opener); at a bare text no call follows, the content goes on past it."""

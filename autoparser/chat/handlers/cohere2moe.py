@@ -84,6 +84,7 @@ def _build(b: Build) -> P:
 
 SPEC = FormatSpec(
     "cohere2moe", _build, Prefill(GEN_PREFIX, THINK_START, THINK_END + TEXT_START), triggers=(word(ACTION_START),),
+    relaxes=True,
     preserved_tokens=(TURN_START, TURN_END, CHATBOT, USER, SYSTEM, THINK_START, THINK_END, TEXT_START, TEXT_END,
                       ACTION_START, ACTION_END, RESULT_START, RESULT_END),
     supports_thinking=True, thinking_start_tag=THINK_START, thinking_end_tags=(THINK_END,),

@@ -131,13 +131,15 @@ def _build(b: Build, *, v4: bool) -> P:
     # the call section comes first: reasoning may run straight into it
     tool_choice = _tool_choice(b) if b.tool_calls else p.choice()
     obligatory_tool_calls = p.call_block(fc_start, tool_choice, fc_end, parallel=b.parallel, required=True)
+    # (lenient: the section opener may be left out, call_block; the first call then begins `<DSML invoke name="NAME"`)
+    bare = [f'<{DSML}invoke name="{f.name}"' for f in functions(b.inputs.tools)] if b.lenient else []
     reasoning = p.eps()
     reasoning_with_tc = p.eps()
     allow_reasoning_with_tc = False
     tool_calls = obligatory_tool_calls if b.required else p.optional(obligatory_tool_calls)
     if b.extract_reasoning and b.inputs.enable_thinking:
         reasoning = p.think(THINK_START, THINK_END)
-        reasoning_with_tc = THINK_START + p.reasoning(p.until_one_of([TC_SEPARATOR + fc_start, fc_start, THINK_END])) \
+        reasoning_with_tc = THINK_START + p.reasoning(p.until_one_of([TC_SEPARATOR + fc_start, fc_start, THINK_END, *bare])) \
             + p.space() + obligatory_tool_calls
         allow_reasoning_with_tc = True
     elif b.extract_reasoning:
@@ -152,7 +154,7 @@ def _build(b: Build, *, v4: bool) -> P:
         return gen_prompt + reasoning + p.content(p.rest()) + end
 
     content_before_tools = p.negate(p.literal(THINK_START)) \
-        + p.content(p.until_one_of([TC_SEPARATOR + fc_start, fc_start])) + p.space()
+        + p.content_until_calls([TC_SEPARATOR + fc_start, fc_start], bare, obligatory_tool_calls) + p.space()
     if allow_reasoning_with_tc:
         return gen_prompt + (reasoning_with_tc | (reasoning + content_before_tools + tool_calls)) + end
     return gen_prompt + reasoning + content_before_tools + tool_calls + end
@@ -160,7 +162,7 @@ def _build(b: Build, *, v4: bool) -> P:
 
 V3_2 = FormatSpec(
     "deepseek", partial(_build, v4=False), partial(_prefill, v4=False), laziness=Laziness.TOOLS_NOT_REQUIRED,
-    response_format=SchemaRule.OBJECT, triggers=(word(f"<{DSML}function_calls>"),),
+    response_format=SchemaRule.OBJECT, triggers=(word(f"<{DSML}function_calls>"),), relaxes=True,
     preserved_tokens=(DSML, THINK_START, THINK_END), supports_thinking=True, thinking_start_tag=THINK_START,
     thinking_end_tags=(THINK_END, f"<{DSML}function_calls>"),
     message_delimiters=(("assistant", GEN_PROMPT), ("user", "<｜User｜>")))

@@ -171,12 +171,20 @@ def _build(b: Build) -> P:
                 p.tool_open(p.tool_name(p.literal(f.name)) + p.peek(p.literal("{"))),
                 p.tool_args(p.ref("gemma4-dict")),
             ])))
-        tool_call = p.trigger_rule("tool-call", p.repeat("<|tool_call>call:" + tool_choice + "<tool_call|>",
-                                                         *b.call_counts))
+        if b.lenient:
+            # the model may leave out the first `<|tool_call>`: that call then begins with `call:NAME{`
+            call = p.literal("call:") + tool_choice + "<tool_call|>"
+            tool_call = p.trigger_rule("tool-call", p.calls_opened("<|tool_call>", call, *b.call_counts))
+            bare = [f"call:{f.name}{{" for f in functions(b.inputs.tools)]
+        else:
+            tool_call = p.trigger_rule("tool-call", p.repeat("<|tool_call>call:" + tool_choice + "<tool_call|>",
+                                                             *b.call_counts))
+            call, bare = tool_call, []
         if b.required:
             return start + thought + tool_call
-        scan_to_toolcall = p.rule("scan-to-toolcall", p.until("<|tool_call>"))
-        content = p.rule("content", p.content(p.until_one_of(["<|channel>", "<channel|>", "<|tool_call>"])))
+        scan_to_toolcall = p.rule("scan-to-toolcall", p.until_one_of(["<|tool_call>", *bare]) if bare
+                                  else p.until("<|tool_call>"))
+        content = p.rule("content", p.content_until_calls(["<|channel>", "<channel|>", "<|tool_call>"], bare, call))
         message = p.rule("message", thought + content)
         return start + p.zero_or_more(message) + scan_to_toolcall + tool_call
 
@@ -189,7 +197,7 @@ def _build(b: Build) -> P:
 
 SPEC = FormatSpec(
     "gemma4", _build, _prefill, format=ChatFormat.PEG_GEMMA4, response_format=SchemaRule.OBJECT,
-    finish=_reopened_turn, triggers=(word("<|tool_call>"),),
+    finish=_reopened_turn, triggers=(word("<|tool_call>"),), relaxes=True,
     preserved_tokens=("<|channel>", "<channel|>", "<|tool_call>", "<tool_call|>", "<|turn>"),
     supports_thinking=True, thinking_start_tag="<|channel>thought", thinking_end_tags=("<channel|>",),
     message_delimiters=(("user", "<|turn>user"), ("assistant", "<|turn>model")))

@@ -42,20 +42,34 @@ def _build(b: Build) -> P:
     for f in functions(b.inputs.tools):
         tool_id = p.tool_id(p.literal("functions.") + p.tool_name(p.literal(f.name)) + p.literal(":")
                             + p.chars("[0-9]", 1, -1))
-        tool_parser = p.tool(p.tool_open(tool_id + p.literal(ARGS_BEGIN))
-                             + p.tool_args(p.schema(p.json(), f"tool-{f.name}-schema", f.schema))
-                             + p.tool_close(p.optional(p.literal(CALL_END))))
+        if b.lenient:
+            # the optional closer outside the call: a call whole at its arguments' end stays whole while more
+            # text comes (a recovered stream shows a call once whole, and never takes it back)
+            tool_parser = p.tool(p.tool_open(tool_id + p.literal(ARGS_BEGIN))
+                                 + p.tool_args(p.schema(p.json(), f"tool-{f.name}-schema", f.schema))
+                                 + p.tool_close(p.eps())) + p.optional(p.literal(CALL_END))
+        else:
+            tool_parser = p.tool(p.tool_open(tool_id + p.literal(ARGS_BEGIN))
+                                 + p.tool_args(p.schema(p.json(), f"tool-{f.name}-schema", f.schema))
+                                 + p.tool_close(p.optional(p.literal(CALL_END))))
         tool_choice |= p.rule(f"tool-{f.name}", tool_parser)
 
+    # (lenient: the first call's `<|tool_call_begin|>` may be left out; the call then begins `functions.NAME:`)
     tool_calls = p.rule("tool-calls", p.optional(p.literal(SECTION_BEGIN))
-                        + p.trigger_rule("tool-call", p.repeat(CALL_BEGIN + tool_choice, *b.call_counts)
+                        + p.trigger_rule("tool-call", p.calls_opened(CALL_BEGIN, tool_choice, *b.call_counts)
                                          + p.optional(p.literal(SECTION_END))))
-    content_before_tools = p.content(p.until_one_of([SECTION_BEGIN, CALL_BEGIN]))
+    if b.lenient:
+        # (a call follows where its id and the arguments marker do, whatever the optional closer may become)
+        bare = [f"functions.{f.name}:" for f in functions(b.inputs.tools)]
+        head = p.choice([p.literal(t) for t in bare]) + p.chars("[0-9]", 1, -1) + p.literal(ARGS_BEGIN)
+        content_before_tools = p.content_until_calls([SECTION_BEGIN, CALL_BEGIN], bare, head)
+    else:
+        content_before_tools = p.content(p.until_one_of([SECTION_BEGIN, CALL_BEGIN]))
     return gen_prompt + reasoning + content_before_tools + tool_calls + end
 
 
 SPEC = FormatSpec(
     "kimi_k2", _build, Prefill(GEN_PROMPT, THINK_START, THINK_END), laziness=Laziness.TOOLS_AUTO,
-    response_format=SchemaRule.IGNORED, triggers=(word(CALL_BEGIN),),
+    response_format=SchemaRule.IGNORED, triggers=(word(CALL_BEGIN),), relaxes=True,
     preserved_tokens=(SECTION_BEGIN, SECTION_END, CALL_BEGIN, ARGS_BEGIN, CALL_END, THINK_START, THINK_END),
     supports_thinking=True, thinking_start_tag=THINK_START, thinking_end_tags=(THINK_END,))

@@ -94,16 +94,25 @@ def _build(b: Build) -> P:
         tool_choices |= p.rule(f"kimi-k3-tool-{name}", call)
 
     # The message closer belongs to the trigger rule: a lazy grammar that has started on the calls must accept it.
-    tools_section = p.trigger_rule("kimi-k3-tool-call", p.literal(TOOLS_START) + p.one_or_more(tool_choices)
-                                   + p.literal(TOOLS_END) + p.optional(p.literal(MSG_END))
-                                   + p.optional(p.literal(EOM_TOKEN)))
+    if b.lenient:  # the section opener may be left out: the calls then begin `<|open|>call tool="NAME"`
+        tools_section = p.trigger_rule("kimi-k3-tool-call", p.opened(TOOLS_START, p.one_or_more(tool_choices))
+                                       + p.literal(TOOLS_END) + p.optional(p.literal(MSG_END))
+                                       + p.optional(p.literal(EOM_TOKEN)))
+        bare = [f'{CALL_START}{f.name}"' for f in functions(b.inputs.tools)]
+        response = p.optional(p.literal(RESP_START)) \
+            + p.content_until_calls([RESP_END, TOOLS_START, MSG_END], bare, tools_section) \
+            + p.optional(p.literal(RESP_END))
+    else:
+        tools_section = p.trigger_rule("kimi-k3-tool-call", p.literal(TOOLS_START) + p.one_or_more(tool_choices)
+                                       + p.literal(TOOLS_END) + p.optional(p.literal(MSG_END))
+                                       + p.optional(p.literal(EOM_TOKEN)))
     calls = tools_section if b.required else p.optional(tools_section)
     return start + reasoning + response + calls + trailer + end
 
 
 SPEC = FormatSpec(
     "kimi_k3", _build, Prefill(MSG_START, THINK_START, THINK_END + RESP_START), laziness=Laziness.TOOLS_AUTO,
-    response_format=SchemaRule.IGNORED, triggers=(word(TOOLS_START),),
+    response_format=SchemaRule.IGNORED, triggers=(word(TOOLS_START),), relaxes=True,
     # tag names ("think", "response", ...) are plain words: preserving them would break prose using them
     preserved_tokens=("<|open|>", "<|close|>", "<|sep|>", "<|end_of_msg|>"),
     supports_thinking=True, thinking_start_tag=THINK_START, thinking_end_tags=(THINK_END,),

@@ -16,6 +16,7 @@ from dataclasses import replace
 from typing import Any
 
 from autoparser.chat.spec import Build, FormatSpec, Prefill, SchemaRule, word
+from autoparser.chat.tools import functions
 from autoparser.peg.builder import P
 
 TOOL_CALL_START = "<|tool_call_start|>"
@@ -58,14 +59,15 @@ def _build(b: Build) -> P:
                                                                b.inputs.json_schema)) + end
         return gen_prompt + reasoning + p.content(p.rest()) + end
 
-    start = p.literal(TOOL_CALL_START)
-    if b.lenient:
-        start = start + p.space()  # (llama.cpp's list follows the marker at once; models may put a space)
+    # (lenient: the marker may be left out, and llama.cpp's list follows it at once where models may put a space)
+    start = p.opened(TOOL_CALL_START, p.space()) if b.lenient else p.literal(TOOL_CALL_START)
     tool_calls = p.rule("tool-calls", p.trigger_rule("tool-call", start
                                                      + p.python_style_tool_calls(b.inputs.tools, b.parallel,
                                                                                  allow_json_literals=True)
                                                      + p.literal(TOOL_CALL_END)))
-    content = p.content(p.until(TOOL_CALL_START))
+    # a list written without the marker begins `[NAME(`
+    bare = [f"[{f.name}(" for f in functions(b.inputs.tools)] if b.lenient else []
+    content = p.content_until_calls([TOOL_CALL_START], bare, tool_calls)
     return gen_prompt + reasoning + content + tool_calls + end
 
 

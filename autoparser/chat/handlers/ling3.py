@@ -53,7 +53,10 @@ def _build(b: Build) -> P:
     # the parse input starts with the generation prompt, whose assistant opener is consumed here
     opener = p.optional(p.literal(ROLE) + p.optional(p.space()))
 
-    body_end = p.until_one_of([THINK_END, CALL_START]) if think_open else p.until_one_of([THINK_END])
+    # (lenient: an open think block also ends where a call written without its opener begins)
+    bare = [f"{f.name}{ws}{ARG_KEY}" for f in functions(b.inputs.tools) for ws in ("", "\n")] \
+        if b.lenient and b.tool_calls else []
+    body_end = p.until_one_of([THINK_END, CALL_START, *bare]) if think_open else p.until_one_of([THINK_END])
     think_body = p.reasoning(body_end) if b.extract_reasoning else p.content(body_end)
     reasoning = p.optional(p.optional(p.literal(THINK_START)) + think_body + p.optional(p.literal(THINK_END)))
 
@@ -86,11 +89,18 @@ def _build(b: Build) -> P:
             (required_args if param.required else optional_args).append(arg)
 
         args = p.args_permuted(f"ling3-{name}-args", required_args, optional_args)
-        call = p.tool(p.tool_open(p.literal(CALL_START) + p.tool_name(p.literal(name)) + p.optional(p.space()))
+        # (lenient: the opener is the calls', so that the first call's may be left out)
+        open_name = p.tool_name(p.literal(name)) if b.lenient else p.literal(CALL_START) + p.tool_name(p.literal(name))
+        call = p.tool(p.tool_open(open_name + p.optional(p.space()))
                       + p.tool_args(args) + p.tool_close(p.optional(p.space()) + p.literal(CALL_END)))
         tool_choices |= p.rule(f"ling3-tool-{name}", call)
 
-    calls = tool_choices + p.zero_or_more(p.space() + tool_choices) if b.parallel else tool_choices
+    if b.lenient:  # a call without its opener begins `NAME<arg_key>` (bare)
+        first = p.opened(CALL_START, tool_choices)
+        calls = first + p.zero_or_more(p.space() + CALL_START + tool_choices) if b.parallel else first
+        content = p.optional(p.content_until_calls([CALL_START], bare, calls))
+    else:
+        calls = tool_choices + p.zero_or_more(p.space() + tool_choices) if b.parallel else tool_choices
     tools_section = p.trigger_rule("ling3-tool-call", calls + p.space() + p.optional(p.content(p.until(ROLE_END)))
                                    + p.optional(p.literal(ROLE_END)))
     tool_calls = tools_section if b.required else p.optional(tools_section)
@@ -105,7 +115,7 @@ def _mixed_value(p: ChatBuilder, param: Parameter, schema_rule: str, schema: Any
 
 SPEC = FormatSpec(
     "ling3", _build, Prefill(ROLE + "\n", THINK_START, THINK_END), laziness=Laziness.TOOLS_AUTO,
-    response_format=SchemaRule.IGNORED, triggers=(word(CALL_START),),
+    response_format=SchemaRule.IGNORED, triggers=(word(CALL_START),), relaxes=True,
     preserved_tokens=(THINK_START, THINK_END, CALL_START, CALL_END, ARG_KEY, ARG_KEY_END, ARG_VAL, ARG_VAL_END,
                       ROLE_END),
     additional_stops=(ROLE_END,), supports_thinking=True, thinking_start_tag=THINK_START,

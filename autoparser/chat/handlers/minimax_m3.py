@@ -133,12 +133,14 @@ def _build(b: Build) -> P:
         tool_choice |= p.rule(f"tool-{f.name}", func)
 
     tool_calls = p.call_block(FC_START, tool_choice, FC_END, parallel=b.parallel, required=b.required)
-    return gen_prompt + reasoning + p.content(p.until(FC_START)) + tool_calls + end
+    # (lenient: the section opener may be left out, call_block; the first call then begins `<invoke name="NAME">`)
+    bare = [f'{NS}<invoke name="{f.name}">' for f in functions(b.inputs.tools)] if b.lenient else []
+    return gen_prompt + reasoning + p.content_until_calls([FC_START], bare, tool_calls) + tool_calls + end
 
 
 SPEC = FormatSpec(
     "minimax_m3", _build, Prefill(None, THINK_START, THINK_END), format=ChatFormat.PEG_MINIMAX_M3,
-    response_format=SchemaRule.OBJECT, triggers=(word(FC_START),),
+    response_format=SchemaRule.OBJECT, triggers=(word(FC_START),), relaxes=True,
     preserved_tokens=(NS, "<tool_call>", "</tool_call>", THINK_START, THINK_END),
     supports_thinking=True, thinking_start_tag=THINK_START, thinking_end_tags=(THINK_END,),
     message_delimiters=(("assistant", "]~b]ai"), ("user", "]~b]user"), ("tool", "]~b]tool"),
