@@ -216,7 +216,16 @@ class TemplateAnalysis:
             extra["call_form"] = self.call_form.to_dict()
         if self.string_arguments:
             extra["string_arguments"] = True
+        if self.tool_calls_described_only:
+            extra["tool_calls"] = "described_only"
         return {"beyond_cpp": extra} if extra else {}
+
+    @property
+    def tool_calls_described_only(self) -> bool:
+        """The prompt shows the request's tools (the template tells the model about them, and often how to call
+        them), but no rendering of an assistant message shows a call: there is no call format to derive, and
+        a parse reads calls as content. Distinct from a template that knows no tools at all."""
+        return self.caps.supports_tools and not self.caps.supports_tool_calls
 
     def to_dict(self) -> dict[str, Any]:
         """Same keys, order and value types as a C++ analysis record (minus its "template" name)."""

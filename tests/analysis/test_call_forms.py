@@ -184,3 +184,34 @@ def test_a_history_call_renders_as_the_template_was_analysed() -> None:
     prompt = generate(CORPUS.by_name("ServiceNow-AI__Apriel-1.6-15b-Thinker").read_text(),
                       {"messages": messages, "tools": TOOLS}).prompt
     assert '[{"name": "get_weather", "arguments": {"city": "Paris"}, "id": "c1"}]' in prompt
+
+
+# --- templates that describe a call format but never render a call ----------------------------------------------
+
+_TURNS = ("{%- for m in messages %}<|im_start|>{{ m.role }}\n{{ m.content }}<|im_end|>\n{% endfor %}"
+          "{%- if add_generation_prompt %}<|im_start|>assistant\n{% endif %}")
+_DESCRIBES = ("{%- if tools %}<|im_start|>system\nYou may call these tools: {{ tools | tojson }}\nTo call one, write "
+              "<tool_call>{\"name\": ..., \"arguments\": ...}</tool_call>.<|im_end|>\n{% endif %}" + _TURNS)
+_RENDERS = "{%- if tools %}{{ tools | tojson }}{% endif %}" + TEMPLATES["a bare list"][0]
+
+
+@pytest.mark.parametrize(("behaviour", "source", "described_only"), [
+    ("lists the tools and describes a call; renders an assistant's calls as its (empty) content", _DESCRIBES, True),
+    ("knows no tools", _TURNS, False),
+    ("lists the tools and renders the calls", _RENDERS, False),
+])
+def test_a_template_that_only_describes_calls_has_a_status_of_its_own(behaviour: str, source: str,
+                                                                      described_only: bool) -> None:
+    analysis = analyze_template(source)
+    assert analysis.tool_calls_described_only is described_only
+    assert (analysis.beyond_cpp().get("beyond_cpp", {}).get("tool_calls") == "described_only") is described_only
+    if described_only:  # the C++ record stays as it is: no tool format, as for a template that knows no tools
+        assert analysis.tools.to_dict() == analyze_template(_TURNS).tools.to_dict()
+
+
+def test_corpus_templates_that_only_describe_calls() -> None:
+    # Granite 3.1 lists the tools and tells the model to answer with `<|tool_call|>` followed by a JSON list;
+    # an assistant message with calls renders as its (empty) content
+    analysis = analyze_template(CORPUS.by_name("ibm-granite__granite-3.1-8b-instruct").path.read_text())
+    assert analysis.tool_calls_described_only
+    assert analysis.beyond_cpp()["beyond_cpp"]["tool_calls"] == "described_only"
