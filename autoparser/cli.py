@@ -11,7 +11,7 @@ import sys
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from autoparser.errors import AutoparserError
+from autoparser.errors import AutoparserError, read_text_input
 
 Command = Callable[[argparse.Namespace], int]
 
@@ -25,22 +25,22 @@ def _fail(message: str, code: int = 2) -> int:
 def cmd_gbnf(args: argparse.Namespace) -> int:
     """Print the GBNF grammar of a JSON schema file."""
     import json
-    from pathlib import Path
 
     from autoparser.gbnf.from_schema import json_schema_to_grammar
 
     try:
-        text = Path(args.schema).read_text(encoding="utf-8")
-    except OSError as e:
-        return _fail(f"cannot read {args.schema}: {e.strerror or e}")
-    try:
-        schema = json.loads(text)
+        schema = json.loads(read_text_input(args.schema, "schema"))
     except json.JSONDecodeError as e:
         return _fail(f"{args.schema}: invalid JSON: {e}")
+    except AutoparserError as e:
+        return _fail(str(e))
+    warnings: list[str] = []
     try:
-        sys.stdout.write(json_schema_to_grammar(schema))
+        sys.stdout.write(json_schema_to_grammar(schema, warnings=warnings))
     except AutoparserError as e:
         return _fail(str(e).replace("\n", " "))
+    for w in warnings:
+        print(f"autoparser: warning: {args.schema}: {w}", file=sys.stderr)
     return 0
 
 
@@ -103,16 +103,14 @@ def _print_generated(generated: dict[str, Any]) -> None:
 def _generated(template: str, tools: list[object]) -> dict[str, Any] | str:
     """What `generate` builds for a plain request on this template with these tools, or why it could not (one
     line)."""
-    from pathlib import Path
-
     from autoparser.chat.generator import generate
 
-    source = Path(template).read_text(encoding="utf-8", errors="surrogateescape")
+    source = read_text_input(template, "template")
     request = {"messages": [{"role": "user", "content": "Hey there!"}], "tools": tools, "reasoning_format": "auto"}
     try:
         params = generate(source, request)
     except AutoparserError as e:
-        return str(e).replace("\n", " ")
+        return str(e).replace("\n", " ").replace("<template>", template)  # (generate() names it so)
     info = params.to_dict()
     info["handler"] = params.handler
     info["parser"] = str(params.parser) if params.parser is not None else ""
@@ -135,6 +133,7 @@ def cmd_corpus(args: argparse.Namespace) -> int:
 
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="autoparser", description=__doc__.splitlines()[0] if __doc__ else None)
+    p.add_argument("--version", action="version", version=f"%(prog)s {_version()}")
     sub = p.add_subparsers(dest="command", required=True)
 
     g = sub.add_parser("gbnf", help="print the GBNF grammar of a JSON schema")
@@ -147,7 +146,9 @@ def build_parser() -> argparse.ArgumentParser:
     a.add_argument("--tools", help="JSON file with OpenAI-style tools, to show the generated parser and grammar")
     a.set_defaults(func=cmd_analyze)
 
-    r = sub.add_parser("parse", help="parse model output read from stdin")
+    r = sub.add_parser("parse", help="parse model output read from stdin",
+                       description="Parse the model output read from stdin (e.g. `autoparser parse T.jinja < "
+                                   "out.txt`) with the parser generated for TEMPLATE; print the message as JSON.")
     r.add_argument("template", help="path to a .jinja chat template")
     r.add_argument("--tools", help="JSON file with OpenAI-style tools")
     r.add_argument("--reasoning-format", default="auto", choices=["none", "auto", "deepseek"])
@@ -178,6 +179,15 @@ def build_parser() -> argparse.ArgumentParser:
     cp.add_argument("--jobs", "-j", type=int, default=1, metavar="N", help="worker processes (default: 1)")
     c.set_defaults(func=cmd_corpus)
     return p
+
+
+def _version() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("autoparser")
+    except PackageNotFoundError:  # run from a checkout without installing
+        return "(not installed)"
 
 
 def main(argv: Sequence[str] | None = None) -> int:

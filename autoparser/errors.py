@@ -16,6 +16,7 @@ __all__ = [
     "SchemaError",
     "SerializationError",
     "TemplateError",
+    "read_text_input",
 ]
 
 
@@ -93,3 +94,22 @@ class ParseError(AutoparserError):
         if self.text or self.position == 0:
             parts.append(self.excerpt())
         return "\n".join(parts)
+
+
+def read_text_input(path: str, what: str) -> str:
+    """The text of the file a user named (`what`: "template", "tools", "schema"), as UTF-8; an AutoparserError
+    with a one-line reason when it cannot be read or is not text (a binary file, another encoding), so that no
+    command goes on with garbage or answers with a traceback."""
+    try:
+        with open(path, "rb") as fh:
+            data = fh.read()
+    except OSError as e:
+        raise AutoparserError(f"cannot read {what} {path}: {e.strerror or e}") from None
+    nul = data.find(b"\x00")
+    if nul >= 0:
+        raise AutoparserError(f"{path}: not a {what} file: byte {nul} is NUL, which no text file holds")
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as e:
+        raise AutoparserError(f"{path}: not a {what} file: byte {e.start} (0x{data[e.start]:02x}) is not UTF-8 "
+                              "text") from None

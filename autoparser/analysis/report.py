@@ -10,23 +10,22 @@ from typing import Any
 
 from autoparser.analysis.analyzer import analyze_template
 from autoparser.analysis.model import TemplateAnalysis
-from autoparser.errors import AutoparserError, TemplateError
+from autoparser.errors import AutoparserError, TemplateError, read_text_input
 
 __all__ = ["format_table", "run_analyze"]
 
 
 def _fail(message: str) -> int:
-    print(f"autoparser analyze: {message}".replace("\n", " "), file=sys.stderr)
+    print(f"autoparser: error: {message}".replace("\n", " "), file=sys.stderr)
     return 2
 
 
 def run_analyze(args: argparse.Namespace) -> int:
     path = str(args.template)
     try:
-        with open(path, "rb") as fh:
-            source = fh.read().decode("utf-8", "surrogateescape")
-    except OSError as err:
-        return _fail(f"cannot read {path}: {err.strerror or err}")
+        source = read_text_input(path, "template")
+    except AutoparserError as err:
+        return _fail(str(err))
     as_json = bool(getattr(args, "json", False))
     analysis: TemplateAnalysis | None = None
     try:

@@ -9,9 +9,9 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from pathlib import Path
 
-from autoparser.errors import AutoparserError, ParseError
+from autoparser.chat.request import checked_tools
+from autoparser.errors import AutoparserError, ParseError, read_text_input
 
 
 def _error(message: str, code: int) -> int:
@@ -22,12 +22,19 @@ def _error(message: str, code: int) -> int:
 def read_tools(path: str) -> list[object]:
     """The OpenAI-style tools in the JSON file `path` (`--tools` of parse and analyze); AutoparserError with a
     one-line reason when it cannot be read or is not a JSON array."""
+    text = read_text_input(path, "tools")
     try:
-        tools = json.loads(Path(path).read_text(encoding="utf-8"))
-    except (OSError, json.JSONDecodeError) as e:
-        raise AutoparserError(f"cannot read tools from {path}: {e}") from None
+        tools = json.loads(text)
+    except json.JSONDecodeError as e:
+        raise AutoparserError(f"{path}: invalid JSON: {e}") from None
     if not isinstance(tools, list):
-        raise AutoparserError(f"{path}: expected a JSON array of tools")
+        kind = {"dict": "object", "str": "string", "int": "number", "float": "number", "bool": "boolean"}
+        raise AutoparserError(f"{path}: expected a JSON array of tools, got a JSON "
+                              f"{kind.get(type(tools).__name__, 'null')}")
+    try:
+        checked_tools(tools)
+    except AutoparserError as e:
+        raise AutoparserError(f"{path}: {e}") from None
     return tools
 
 
@@ -35,10 +42,7 @@ def run_parse(args: argparse.Namespace) -> int:
     from autoparser.chat.generator import generate
 
     try:
-        source = Path(args.template).read_text(encoding="utf-8")
-    except OSError as e:
-        return _error(f"cannot read {args.template}: {e.strerror or e}", 2)
-    try:
+        source = read_text_input(args.template, "template")
         tools = read_tools(args.tools) if args.tools else []
     except AutoparserError as e:
         return _error(str(e), 2)
@@ -48,12 +52,15 @@ def run_parse(args: argparse.Namespace) -> int:
     try:
         params = generate(source, request)
     except AutoparserError as e:
-        return _error(str(e).splitlines()[0], 2)
+        # (generate() compiles a source text, whose errors name it `<template>`: here it has a file name)
+        return _error(str(e).splitlines()[0].replace("<template>", args.template), 2)
+    if sys.stdin.isatty():  # (a user who typed only the command would otherwise wait on a silent terminal)
+        print("autoparser: reading the model output from stdin; end it with Ctrl-D", file=sys.stderr)
     output = sys.stdin.buffer.read().decode("utf-8", "surrogateescape")
     try:
         msg = params.parse(output, is_partial=args.partial, strict=args.strict)
     except ParseError as e:
-        print(f"autoparser: {e}", file=sys.stderr)
+        print(f"autoparser: error: {args.template}: {e}", file=sys.stderr)
         return 1
     print(json.dumps(msg.to_dict(), ensure_ascii=False, indent=2))
     # What was repaired to read a malformed output, one line each; the output was read, so the exit code is 0.

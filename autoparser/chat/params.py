@@ -17,7 +17,7 @@ from enum import IntEnum
 from typing import Any
 
 from autoparser.chat.mapper import output_parser, peg_parse
-from autoparser.chat.recover import Recovery, recover
+from autoparser.chat.recover import Recovery, recover, viable_prefix
 from autoparser.chat.request import (
     ChatRequest,
     Continuation,
@@ -27,8 +27,10 @@ from autoparser.chat.request import (
     tools_to_oaicompat,
 )
 from autoparser.chat.stream import StreamParser
-from autoparser.errors import AutoparserError
+from autoparser.errors import AutoparserError, ParseError
 from autoparser.peg.arena import Arena
+from autoparser.peg.engine import OBS_LITERAL
+from autoparser.peg.nodes import Literal
 from autoparser.peg.serialize import save
 from autoparser.peg.utf8 import to_text
 from autoparser.template.caps import TemplateCaps
@@ -95,10 +97,33 @@ class ChatParams:
         for a well-formed output, ParseError for one it rejects.
         """
         if strict:
-            return peg_parse(self.parser, text, is_partial=is_partial, generation_prompt=self.generation_prompt,
-                             format=self.format)
+            try:
+                return peg_parse(self.parser, text, is_partial=is_partial, generation_prompt=self.generation_prompt,
+                                 format=self.format)
+            except ParseError as e:
+                raise self._rejection(to_text(text), e) from None
         return recover(output_parser(self.parser), self.recovery_or_strict(), to_text(text),
                        self.generation_prompt, self.format, is_partial=is_partial)
+
+    def _rejection(self, output: str, error: ParseError) -> ParseError:
+        """llama.cpp's rejection of an output (its parse fails where the first choice does, often at 0), said
+        where the output stops matching: the end of the longest prefix the parser can still continue, and
+        the markers it waits for there."""
+        if self.parser is None or "does not match" not in error.reason:
+            return error  # (the nesting guard's error says where already)
+        effective, offset = self.generation_prompt + output, len(self.generation_prompt)
+        cut = viable_prefix(self.parser, effective, offset)
+        try:
+            waiting = self.parser.parse(effective[:cut], lenient=True)
+        except ParseError:
+            return error
+        expected = list(dict.fromkeys(
+            lit.literal for kind, pid, pos in waiting.observed if kind == OBS_LITERAL and pos <= cut
+            for lit in (self.parser.get(pid),) if isinstance(lit, Literal) and lit.literal.strip()
+            and lit.literal.startswith(effective[pos:cut])))
+        return ParseError("the output does not match the format this template's model writes", text=output,
+                          position=cut - offset, expected=" or ".join(json.dumps(e, ensure_ascii=False)
+                                                                     for e in expected[:4]))
 
     def stream(self, *, gen_tool_call_id: Callable[[], str] | None = None, strict: bool = False) -> StreamParser:
         """An incremental parser for this request's output, fed chunk by chunk (see chat/stream.py); its final

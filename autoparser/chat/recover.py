@@ -53,7 +53,7 @@ from autoparser.types import ChatFormat, ChatMessage, Diagnostic, ToolCall
 
 __all__ = ["SPECIAL_TOKEN", "Recovery", "after_unparsed", "checked_calls", "close_json", "closers",
            "drop_repeated_start", "finish", "markup_spans", "may_become_marker", "recover", "repair_diagnostics",
-           "rest_after", "split_unparsed", "unaccounted", "with_unparsed"]
+           "rest_after", "split_unparsed", "unaccounted", "viable_prefix", "with_unparsed"]
 
 _WS = " \t\n\v\f\r"
 
@@ -366,8 +366,8 @@ def _head(lenient: Arena, effective: str, offset: int, fmt: ChatFormat, output_l
     return _closed_calls(msg, output_len), result
 
 
-def _viable_prefix(lenient: Arena, effective: str, offset: int) -> int:
-    """The length of the longest prefix of `effective` (at least `offset`) the lenient parser can continue."""
+def viable_prefix(lenient: Arena, effective: str, offset: int) -> int:
+    """The length of the longest prefix of `effective` (at least `offset`) the parser can continue."""
     lo, hi = offset, len(effective)  # effective[:lo] is viable (or lo == offset), effective[:hi] is not
     if _parse(lenient, effective[:lo]).fail:
         return offset
@@ -542,7 +542,7 @@ def split_unparsed(rec: Recovery, effective: str, offset: int, fmt: ChatFormat) 
     """For a text the lenient parser rejects: the message of the part it can read (the longest prefix it can
     continue, cut back to before a call it cannot complete, read as complete), and where in the output the
     rest begins."""
-    viable = _viable_prefix(rec.lenient, effective, offset)
+    viable = viable_prefix(rec.lenient, effective, offset)
     cut = offset
     if viable > offset:
         prefix = _parse(rec.lenient, effective[:viable])
@@ -648,7 +648,7 @@ def markup_spans(arena: Arena, generation_prompt: str, output: str,
     offset = len(generation_prompt)
     result = _reading(arena, effective, offset)
     if result.fail:
-        result = _parse(arena, effective[:_viable_prefix(arena, effective, offset)])
+        result = _parse(arena, effective[:viable_prefix(arena, effective, offset)])
     elif not result.success:
         result = _complete_at_end(arena, effective, fmt)[0]
     ast = result.ast

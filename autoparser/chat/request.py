@@ -99,7 +99,7 @@ class ChatRequest:
             kwargs[k] = v
         return cls(
             messages=tuple(d.get("messages") or ()),
-            tools=tuple(d.get("tools") or ()),
+            tools=checked_tools(d.get("tools")),
             tool_choice=_enum(ToolChoice, d.get("tool_choice", 0), "tool_choice"),
             reasoning_format=rf,
             enable_thinking=bool(d.get("enable_thinking", True)),
@@ -111,6 +111,21 @@ class ChatRequest:
             grammar=str(d.get("grammar") or ""),
             now=_parse_now(d.get("now")),
         )
+
+
+def checked_tools(tools: Any) -> tuple[Mapping[str, Any], ...]:
+    """The request's tools: a list of objects, each a function (`{"type": "function", "function": {...}}`, or
+    the function itself) with a name."""
+    if not tools:
+        return ()
+    if not isinstance(tools, (list, tuple)):
+        raise AutoparserError(f"tools must be a list of tool objects, got {type(tools).__name__}")
+    for i, t in enumerate(tools):
+        fn = t.get("function", t) if isinstance(t, Mapping) else None
+        if not isinstance(fn, Mapping) or not isinstance(fn.get("name"), str) or not fn["name"]:
+            raise AutoparserError(f"tools[{i}] is not a tool: expected an object with a function name, got "
+                                  f"{json.dumps(t, ensure_ascii=False, default=repr)[:80]}")
+    return tuple(tools)
 
 
 def _content_text(parts: list[Any], joiner: str = "\n") -> str:

@@ -485,8 +485,9 @@ def _stoi(s: str) -> int:
     return int(m.group(1))
 
 
-def json_schema_to_grammar(schema: Any, *, force_gbnf: bool = False) -> str:
-    """The GBNF grammar (text, rules sorted by name) of a JSON schema. Raises SchemaError."""
+def json_schema_to_grammar(schema: Any, *, force_gbnf: bool = False, warnings: list[str] | None = None) -> str:
+    """The GBNF grammar (text, rules sorted by name) of a JSON schema. Raises SchemaError. What the grammar
+    does not enforce (an unsupported keyword or pattern) is appended to `warnings`, one line each."""
     del force_gbnf  # only meaningful for llguidance builds of the C++
     doc = compile_schema(schema)
     conv = SchemaConverter(False)
@@ -495,6 +496,8 @@ def json_schema_to_grammar(schema: Any, *, force_gbnf: bool = False) -> str:
     except RecursionError:
         raise SchemaError("schema nested too deeply to convert") from None
     conv.check_errors()
+    if warnings is not None:
+        warnings.extend([*doc.warnings, *conv.warnings])
     return conv.format_grammar()
 
 

@@ -161,6 +161,8 @@ class SchemaDocument:
         self.root: SchemaNode = SchemaNode("any")
         self.refs: dict[str, SchemaNode] = {}
         self.pointers: dict[str, SchemaNode] = {}
+        self.warnings: list[str] = []
+        """Keywords the grammar does not enforce (`multipleOf`, `uniqueItems`, ...), one line each."""
 
     def resolve_pointer(self, pointer: str) -> SchemaNode:
         """The node compiled from the sub-schema at `pointer` ("" or "#" is the root)."""
@@ -175,6 +177,14 @@ class SchemaDocument:
 
 def _escape_token(s: str) -> str:
     return s.replace("~", "~0").replace("/", "~1")
+
+
+# The keywords the compiler reads, and those that only describe (nothing to enforce): any other is warned about.
+_READ = frozenset({"$ref", "additionalProperties", "allOf", "anyOf", "const", "enum", "exclusiveMaximum",
+                   "exclusiveMinimum", "format", "items", "maxItems", "maxLength", "maximum", "minItems", "minLength",
+                   "minimum", "oneOf", "pattern", "prefixItems", "properties", "required", "type"})
+_ANNOTATIONS = frozenset({"$schema", "$id", "$comment", "$defs", "definitions", "title", "description", "default",
+                          "examples", "deprecated", "readOnly", "writeOnly", "nullable", "strict"})
 
 
 class _DocBuilder:
@@ -313,7 +323,14 @@ class _DocBuilder:
             n.items = self.node("any", None)
         n.min_items = self.get_count(schema, "minItems", path, 0)
         n.max_items = self.get_count(schema, "maxItems", path, -1)
+        self.check_bounds(path, "minItems", n.min_items, "maxItems", n.max_items, "array")
         return n
+
+    def check_bounds(self, path: str, low_key: str, low: int, high_key: str, high: int, what: str) -> None:
+        """Bounds no value fits (`minLength` 5, `maxLength` 2) are refused here: llama.cpp turns them into a
+        repetition `{5,2}` that its grammar parser cannot load (it hangs on it), so no grammar is better."""
+        if high >= 0 and low > high:
+            raise self.fail(path, f"{low_key} {low} exceeds {high_key} {high}: no {what} fits")
 
     def build_string(self, schema: dict[str, Any], path: str, pointer: str | None) -> SchemaNode:
         n = self.node("string", pointer)
@@ -324,6 +341,7 @@ class _DocBuilder:
         n.format = self.get_format(schema, path)
         n.min_length = self.get_count(schema, "minLength", path, 0)
         n.max_length = self.get_count(schema, "maxLength", path, -1)
+        self.check_bounds(path, "minLength", n.min_length, "maxLength", n.max_length, "string")
         return n
 
     def build_integer(self, schema: dict[str, Any], path: str, pointer: str | None) -> SchemaNode:
@@ -336,11 +354,16 @@ class _DocBuilder:
             n.maximum = self.get_bound(schema, "maximum", path, False)
         elif "exclusiveMaximum" in schema:
             n.maximum = self.get_bound(schema, "exclusiveMaximum", path, True) - 1
+        if n.minimum > n.maximum:
+            raise self.fail(path, f"the lower bound {n.minimum} exceeds the upper bound {n.maximum}: no integer fits")
         return n
 
     def build(self, schema: Any, path: str, pointer: str | None) -> SchemaNode:
         if not isinstance(schema, dict):
             raise self.fail(path, "schema must be an object")
+        for key in schema:
+            if key not in _READ and key not in _ANNOTATIONS:
+                self.doc.warnings.append(f"{key!r} at {path} is not supported: the grammar does not enforce it")
         if "$ref" in schema:
             return self.build_ref(schema["$ref"], path, pointer)
         if "oneOf" in schema or "anyOf" in schema:

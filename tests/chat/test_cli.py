@@ -41,8 +41,24 @@ def test_unparseable_output_gives_the_caret_excerpt_and_exit_1_in_strict_mode(tm
     bad = 'Sure.\n<tool_call>\n{"name": "get_time", "arguments": {}}\n</tool_call>'
     r = run("parse", _qwen3(), "--tools", str(tools), "--reasoning-format", "none", "--strict", stdin=bad)
     assert r.returncode == 1
-    assert "does not match the expected peg-native format" in r.stderr
-    assert "^" in r.stderr and "Traceback" not in r.stderr
+    # the template file named, in the user's words (no internal format name), at the call to the undeclared tool
+    first, where, *excerpt = r.stderr.splitlines()
+    assert first == f"autoparser: error: {_qwen3()}: the output does not match the format this template's model writes"
+    # (`get_` still fits the declared `get_weather`)
+    assert where == f"at position {bad.index('get_time') + len('get_')}, expected " + '"get_weather"'
+
+    assert "^" in excerpt[-1] and "Traceback" not in r.stderr
+
+
+def test_a_strict_rejection_points_where_the_output_stops_matching(tmp_path: Path) -> None:
+    # llama.cpp's parse fails at the first choice (position 0); the error says where the output breaks
+    tools = tmp_path / "tools.json"
+    tools.write_text(json.dumps(TOOLS))
+    bad = '<tool_call>\n{"name": "get_weather", "arguments": {"city": "Paris", oops}}\n</tool_call>'
+    r = run("parse", _qwen3(), "--tools", str(tools), "--reasoning-format", "none", "--no-thinking", "--strict",
+            stdin=bad)
+    assert r.returncode == 1
+    assert f"at position {bad.index('oops')}, expected " + '"\\""' in r.stderr, r.stderr
 
 
 def test_a_malformed_output_is_recovered_with_its_repairs_on_stderr_and_exit_0(tmp_path: Path) -> None:
@@ -99,3 +115,68 @@ def test_analyze_with_unreadable_tools_is_a_clean_usage_error(tmp_path: Path) ->
     for tools, needle in ((tmp_path / "missing.json", "cannot read tools"), (not_a_list, "expected a JSON array")):
         r = run("analyze", _qwen3(), "--tools", str(tools))
         assert r.returncode == 2 and r.stdout == "" and needle in r.stderr and "Traceback" not in r.stderr
+
+
+# --- bad input: one line on stderr, exit 2, no traceback ---------------------------------------------------------
+
+def _one_line_exit_2(r: subprocess.CompletedProcess[str], *needles: str) -> None:
+    assert r.returncode == 2, (r.returncode, r.stderr)
+    assert len(r.stderr.strip().splitlines()) == 1 and r.stderr.startswith("autoparser: error: "), r.stderr
+    assert all(n in r.stderr for n in needles), r.stderr
+
+
+def test_a_binary_or_non_utf8_file_is_one_line(tmp_path: Path) -> None:
+    binary = tmp_path / "model.bin"
+    binary.write_bytes(b"GGUF\x03\x00\x00\x00" + bytes(range(256)))
+    latin1 = tmp_path / "t.jinja"
+    latin1.write_bytes("{# café #}{{ messages }}".encode("latin-1"))
+    for command in (["analyze", str(binary)], ["parse", str(binary)], ["gbnf", str(binary)]):
+        _one_line_exit_2(run(*command, stdin="hi"), str(binary), "byte 5 is NUL")
+    _one_line_exit_2(run("analyze", str(latin1)), "byte 6 (0xe9) is not UTF-8")
+    _one_line_exit_2(run("parse", _qwen3(), "--tools", str(binary), stdin="hi"), "not a tools file")
+
+
+def test_tools_that_are_not_tool_objects_are_one_line(tmp_path: Path) -> None:
+    for tools, needle in (([*TOOLS, 3], "tools[1] is not a tool"), ({"name": "x"}, "expected a JSON array of tools"),
+                          ([{"type": "function", "function": {"parameters": {}}}], "tools[0] is not a tool")):
+        path = tmp_path / "tools.json"
+        path.write_text(json.dumps(tools))
+        _one_line_exit_2(run("parse", _qwen3(), "--tools", str(path), stdin="hi"), needle)
+        _one_line_exit_2(run("analyze", _qwen3(), "--tools", str(path)), needle)
+
+
+def test_contradictory_schema_bounds_are_a_schema_error(tmp_path: Path) -> None:
+    # llama.cpp would turn these into a repetition `{5,2}` its grammar parser hangs on
+    for schema, needle in (({"type": "string", "minLength": 5, "maxLength": 2}, "minLength 5 exceeds maxLength 2"),
+                           ({"type": "array", "minItems": 3, "maxItems": 1}, "minItems 3 exceeds maxItems 1"),
+                           ({"type": "integer", "minimum": 5, "maximum": 1}, "lower bound 5 exceeds the upper bound 1"),
+                           ({"type": "object", "properties": {"a": {"type": "integer", "exclusiveMinimum": 1,
+                                                                    "exclusiveMaximum": 2}}}, "#/properties/a")):
+        path = tmp_path / "schema.json"
+        path.write_text(json.dumps(schema))
+        _one_line_exit_2(run("gbnf", str(path)), needle)
+
+
+def test_unsupported_schema_keywords_are_warned_about(tmp_path: Path) -> None:
+    path = tmp_path / "schema.json"
+    path.write_text(json.dumps({"type": "object", "description": "kept quiet: an annotation",
+                                "properties": {"n": {"type": "integer", "multipleOf": 3}}}))
+    r = run("gbnf", str(path))
+    assert r.returncode == 0 and "root ::=" in r.stdout
+    assert r.stderr.splitlines() == [f"autoparser: warning: {path}: 'multipleOf' at #/properties/n is not supported: "
+                                     "the grammar does not enforce it"]
+
+
+def test_version_and_parse_help() -> None:
+    from importlib.metadata import version
+
+    r = run("--version")
+    assert r.returncode == 0 and r.stdout.strip() == f"autoparser {version('autoparser')}"
+    assert "read from stdin" in " ".join(run("parse", "--help").stdout.split())
+
+
+def test_a_template_error_names_the_file(tmp_path: Path) -> None:
+    bad = tmp_path / "bad.jinja"
+    bad.write_text("{% for m in messages %}{{ m.content }")
+    for command in ("parse", "analyze"):
+        _one_line_exit_2(run(command, str(bad), stdin="hi"), f"{bad}: syntax error at line 1")
