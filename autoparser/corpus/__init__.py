@@ -11,6 +11,7 @@ over `Corpus.load().entries`. Templates are plain text here: nothing in this pac
 from __future__ import annotations
 
 import os
+import sysconfig
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -67,17 +68,17 @@ class CorpusEntry:
 
 
 def default_corpus_root() -> Path:
-    """$AUTOPARSER_CORPUS, else ./corpus when it has a manifest, else the corpus/ of this source checkout."""
+    """$AUTOPARSER_CORPUS, else ./corpus when it has a manifest, else the corpus/ of this source checkout, else
+    the corpus installed with the package (<prefix>/share/autoparser/corpus, pyproject's data-files)."""
     env = os.environ.get("AUTOPARSER_CORPUS")
     if env:
         return Path(env)
-    local = Path.cwd() / "corpus"
-    if (local / MANIFEST_NAME).is_file():
-        return local
-    checkout = Path(__file__).resolve().parents[2] / "corpus"
-    if (checkout / MANIFEST_NAME).is_file():
-        return checkout
-    raise CorpusError("no corpus found: set AUTOPARSER_CORPUS or run from the project root")
+    for root in (Path.cwd() / "corpus", Path(__file__).resolve().parents[2] / "corpus",
+                 Path(sysconfig.get_path("data")) / "share" / "autoparser" / "corpus"):
+        if (root / MANIFEST_NAME).is_file():
+            return root
+    raise CorpusError("no corpus found: not in ./corpus, the source checkout or the installed package; set "
+                      "AUTOPARSER_CORPUS to a corpus directory (one with manifest.json)")
 
 
 @dataclass(frozen=True)

@@ -19,7 +19,10 @@ A failure raises `PegTestFailure` whose message shows the fields that differ, on
 
 from __future__ import annotations
 
+import difflib
+import os
 import re
+import warnings
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from functools import lru_cache
@@ -158,6 +161,13 @@ class PegTestCase:
         self.expect_reconstruction_ = value
         return self
 
+    def grammar_check(self, value: bool = True) -> PegTestCase:
+        """Whether `expect` checks the grammar with llama.cpp's engine (on by default; off for an output only an
+        unconstrained model writes). Without the engine installed the check is skipped with a warning, or
+        fails when AUTOPARSER_REQUIRE_ORACLE=1."""
+        self.check_grammar = value
+        return self
+
     def strict(self, value: bool = True) -> PegTestCase:
         """Parse as llama.cpp does (`parse(strict=True)`): no repairs, a malformed output fails."""
         self.strict_ = value
@@ -172,17 +182,22 @@ class PegTestCase:
     # --- expectations -------------------------------------------------------------------------------------------
 
     def expect_content(self, content: str) -> ChatMessage:
+        __tracebackhide__ = True
         return self.expect(ChatMessage(content=content))
 
     def expect_reasoning(self, reasoning: str, content: str = "") -> ChatMessage:
+        __tracebackhide__ = True
         return self.expect(ChatMessage(content=content, reasoning_content=reasoning))
 
     def expect_tool_calls(self, calls: Sequence[Mapping[str, Any]], content: str = "") -> ChatMessage:
+        __tracebackhide__ = True
         return self.expect({"content": content, "tool_calls": list(calls)})
 
     def expect(self, message: ChatMessage | Mapping[str, Any]) -> ChatMessage:
-        """Run every check of the C++ harness against `message`; return the whole parse."""
-        expected = as_message(message)
+        """Run every check of the C++ harness against `message`; return the whole parse. A key `message` does
+        not know (a misspelt field can never fail) is refused with a ValueError."""
+        __tracebackhide__ = True  # pytest shows the test's line and the report, not this library's frames
+        expected = as_message(_known_keys(message))
         request = dict(self.request)
         request.setdefault("messages", [{"role": "user", "content": "Hey there!"}])
         request.setdefault("now", self.tester.now)
@@ -204,7 +219,7 @@ class PegTestCase:
                 problems.append("grammar: json_schema is set but no grammar was produced")
             elif params.grammar_lazy:
                 problems.append("grammar: json_schema is set but the grammar is lazy")
-        if params.grammar and self.check_grammar:
+        if params.grammar and self.check_grammar and _oracle_or_skip(problems):
             self._check_grammar(params, expected, problems)
         if self.expect_reconstruction_ and not self.is_partial_ and whole is not None:
             self._check_reconstruction(params, expected, whole, request, problems)
@@ -294,17 +309,88 @@ class PegTestCase:
         return "\n".join(lines)
 
 
+_MESSAGE_KEYS = ("role", "content", "reasoning_content", "tool_calls")
+_CALL_KEYS = ("name", "arguments", "id", "type", "function")
+
+
+def _known_keys(message: ChatMessage | Mapping[str, Any]) -> ChatMessage | Mapping[str, Any]:
+    """`message` when every key is one a message (or a call) has; else ValueError naming the key."""
+    if isinstance(message, ChatMessage):
+        return message
+
+    def check(keys: Any, allowed: tuple[str, ...], where: str) -> None:
+        for key in keys:
+            if key not in allowed:
+                close = difflib.get_close_matches(str(key), allowed, n=1)
+                hint = f" (did you mean {close[0]!r}?)" if close else ""
+                raise ValueError(f"expect(): unknown key {key!r} in {where}{hint}; it has {', '.join(allowed)}")
+
+    if "diagnostics" in message:
+        raise ValueError("expect(): repairs are not part of the message: name their kinds with "
+                         ".expect_diagnostics([...])")
+    check(message, _MESSAGE_KEYS, "the message")
+    for i, call in enumerate(message.get("tool_calls") or []):
+        check(call, _CALL_KEYS, f"tool_calls[{i}]")
+        if isinstance(call.get("function"), Mapping):
+            check(call["function"], ("name", "arguments"), f"tool_calls[{i}].function")
+    return message
+
+
+class GrammarCheckSkipped(UserWarning):
+    """peg_tester could not check grammars: llama.cpp's engine (llama-cpp-python 0.3.36) is not installed."""
+
+
+def _oracle_or_skip(problems: list[str]) -> bool:
+    """Whether llama.cpp's grammar engine can check this case's grammar. Without it the check is skipped with a
+    warning (once per process), or is a problem when AUTOPARSER_REQUIRE_ORACLE=1 (as in this project's CI)."""
+    from autoparser.testing.gbnf_oracle import available, unavailable_reason
+
+    if available():
+        return True
+    if os.environ.get("AUTOPARSER_REQUIRE_ORACLE") == "1":
+        problems.append(f"grammar: {unavailable_reason()} (AUTOPARSER_REQUIRE_ORACLE=1)")
+    elif not _warned:
+        _warned.append(True)
+        warnings.warn(f"peg_tester: grammar check skipped: {unavailable_reason()}; install it with `pip install "
+                      "'autoparser[oracle]'` (README: Writing tests with peg_tester)", GrammarCheckSkipped,
+                      stacklevel=3)
+    return False
+
+
+_warned: list[bool] = []
+
+
+def resolve_template(template: str | Path) -> Path:
+    """A template by path, or by corpus name (`Qwen__Qwen3-0.6B`, or a path into corpus/templates/ from a
+    checkout, found in the installed corpus); AutoparserError saying what was looked for when neither."""
+    path = Path(template)
+    if path.is_file():
+        return path
+    from autoparser.corpus import Corpus
+    from autoparser.errors import AutoparserError
+
+    name = path.name.removesuffix(".jinja")
+    try:
+        return Corpus.load().by_name(name).path
+    except AutoparserError as e:
+        raise AutoparserError(f"peg_tester: no template file {str(template)!r}, and no corpus template named "
+                              f"{name!r} ({e})") from None
+
+
 class PegTester:
     """Holds one template; `test(output)` starts a case."""
 
     def __init__(self, template: str | Path, *, source: str | None = None, now: str = "2026-01-01") -> None:
-        path = Path(template)
-        self.name = path.name if source is None else str(template)
-        self.source = source if source is not None else path.read_text(encoding="utf-8")
+        if source is None:
+            path = resolve_template(template)
+            self.name, self.source = path.name, path.read_text(encoding="utf-8")
+        else:
+            self.name, self.source = str(template), source
         self.now = now
 
     def test(self, output: str) -> PegTestCase:
-        return PegTestCase(self, output, {"add_generation_prompt": True})
+        """A case for `output`, with the command line's defaults: generation prompt on, reasoning_format auto."""
+        return PegTestCase(self, output, {"add_generation_prompt": True, "reasoning_format": "auto"})
 
 
 def peg_tester(template: str | Path, *, source: str | None = None, now: str = "2026-01-01") -> PegTester:

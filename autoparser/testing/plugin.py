@@ -1,7 +1,7 @@
 """pytest plugin (entry point `pytest11`): the fixtures contributors write chat tests with.
 
     def test_qwen_call(peg_tester):
-        t = peg_tester("corpus/templates/Qwen__Qwen3-0.6B.jinja")
+        t = peg_tester("Qwen__Qwen3-0.6B")  # a corpus name, or the path of any .jinja file
         t.test("<tool_call>...</tool_call>").tools([...]).expect({...})
 """
 
@@ -15,7 +15,7 @@ import pytest
 
 @pytest.fixture
 def peg_tester() -> Callable[..., Any]:
-    """Factory: peg_tester(path_or_name, source=None, now="2026-01-01") -> PegTester."""
+    """Factory: peg_tester(path_or_corpus_name, source=None, now="2026-01-01") -> PegTester."""
     from autoparser.testing.peg_tester import peg_tester as factory
 
     return factory

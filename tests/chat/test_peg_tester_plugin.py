@@ -43,3 +43,44 @@ def test_grammar_is_checked_by_llama_cpp(qwen3: Any, gbnf_oracle: Any) -> None:
     out = '<tool_call>\n{"name": "special_function", "arguments": {"arg1": "x"}}\n</tool_call>'
     with pytest.raises(PegTestFailure, match="grammar: the constrained output"):
         qwen3.test(out).tools(TOOLS).expect({"tool_calls": [{"name": "special_function", "arguments": '{"arg1": "x"}'}]})
+
+
+def test_a_key_expect_does_not_know_is_refused(peg_tester: Callable[..., Any]) -> None:
+    case = peg_tester("Qwen__Qwen3-0.6B").test("Hi")
+    with pytest.raises(ValueError, match=r"unknown key 'reasoning' in the message \(did you mean 'reasoning_content'"):
+        case.expect({"content": "Hi", "reasoning": ""})
+    with pytest.raises(ValueError, match=r"unknown key 'args' in tool_calls\[0\]"):
+        case.expect({"tool_calls": [{"name": "f", "args": "{}"}]})
+    with pytest.raises(ValueError, match="expect_diagnostics"):
+        case.expect({"content": "Hi", "diagnostics": []})
+
+
+def test_templates_resolve_by_corpus_name_with_the_command_lines_defaults(peg_tester: Callable[..., Any]) -> None:
+    # no reasoning_format set: auto, as `autoparser parse` uses
+    msg = peg_tester("Qwen__Qwen3-0.6B").test("<think>\nhm\n</think>\n\nHi").expect(
+        {"reasoning_content": "hm", "content": "Hi"})
+    assert msg.reasoning_content.strip() == "hm"
+    from autoparser.errors import AutoparserError
+
+    with pytest.raises(AutoparserError, match=r"no template file 'corpus/templates/Nope\.jinja', and no corpus "
+                                              r"template named 'Nope'"):
+        peg_tester("corpus/templates/Nope.jinja")
+
+
+def test_without_the_engine_the_grammar_check_is_skipped_or_required(
+        qwen3: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    from autoparser.testing import gbnf_oracle
+    from autoparser.testing import peg_tester as module
+
+    # a grammar violation (a string for an integer) that only the grammar check catches
+    out = '<tool_call>\n{"name": "special_function", "arguments": {"arg1": "x"}}\n</tool_call>'
+    expected = {"tool_calls": [{"name": "special_function", "arguments": '{"arg1": "x"}'}]}
+    monkeypatch.setattr(gbnf_oracle, "available", lambda: False)
+    monkeypatch.setattr(module, "_warned", [])
+    monkeypatch.delenv("AUTOPARSER_REQUIRE_ORACLE", raising=False)
+    with pytest.warns(module.GrammarCheckSkipped, match="grammar check skipped"):
+        qwen3.test(out).tools(TOOLS).expect(expected)
+    monkeypatch.setenv("AUTOPARSER_REQUIRE_ORACLE", "1")
+    with pytest.raises(PegTestFailure, match=r"grammar: .*\(AUTOPARSER_REQUIRE_ORACLE=1\)"):
+        qwen3.test(out).tools(TOOLS).expect(expected)
+    qwen3.test(out).tools(TOOLS).grammar_check(False).expect(expected)  # switched off for this case
