@@ -153,7 +153,27 @@ class _NoStream:
         return None
 
 
-def bench_parse(cpp: str | None = None) -> list[tuple[str, str]]:
+_PARSE_HEADER = ["input", "bytes", "steps", "full", "closures", "C++ full", "ours/C++", "streamed",
+                 "restarts", "re-parse/step", "C++ re-parse", "ours/C++", "loop floor", "own work/step",
+                 "default/strict"]
+
+
+def _c(seconds: float | None) -> str:
+    return fmt(seconds) if seconds is not None else "-"
+
+
+def _x(ours: float, cpp: float | None) -> str:
+    return f"{ours / cpp:.2f}x" if cpp else "-"
+
+
+def table(header: list[str], rows: list[list[str]]) -> list[str]:
+    """Rows as a fixed-width text table (Markdown pipes, so the closing note can paste it)."""
+    widths = [max(len(c.strip()) for c in col) for col in zip(header, *rows)]
+    line = lambda cells: "| " + " | ".join(c.strip().rjust(w) for c, w in zip(cells, widths)) + " |"  # noqa: E731
+    return [line(header), "|" + "|".join("-" * (w + 2) for w in widths) + "|", *map(line, rows)]
+
+
+def bench_parse(cpp: str | None = None) -> list[str]:
     path = ROOT / "tools" / "data" / "parse_bench.jsonl"
     try:
         import autoparser
@@ -162,12 +182,11 @@ def bench_parse(cpp: str | None = None) -> list[tuple[str, str]]:
         from autoparser.corpus import Corpus
         from autoparser.peg.evaluate import tiering
     except (ImportError, AttributeError) as e:
-        return [("parse", f"not available yet ({e})")]
+        return [f"parse: not available yet ({e})"]
     corpus = Corpus.load(ROOT / "corpus")
     cases = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()]
     templates = {c["id"]: corpus.by_origin(f"seed:templates/{c['template']}").path for c in cases}
-    where = "C++ this machine" if cpp else "C++ README (another machine)"
-    rows = []
+    rows: list[list[str]] = []
     for case in cases:
         request = {"messages": case["messages"], "tools": case.get("tools") or [], "reasoning_format": "auto",
                    "now": "2024-07-26"}
@@ -212,19 +231,22 @@ def bench_parse(cpp: str | None = None) -> list[tuple[str, str]]:
             probe.feed(data[i:i + 4])
         steps = (len(data) + 3) // 4
         after = cpp_figures(cpp, [case], templates) if cpp else README_CPP
-        ratio = ""
+        cpp_full = cpp_streamed = None
         if case["id"] in before:
             cpp_full = min(before[case["id"]][0], after[case["id"]][0])
             cpp_streamed = min(before[case["id"]][1], after[case["id"]][1])
-            ratio = (f"; {where}: full {fmt(cpp_full)} (ours/C++ {full / cpp_full:.1f}x, closures"
-                     f" {cold / cpp_full:.1f}x), streamed {fmt(cpp_streamed)} (ours/C++ {st / cpp_streamed:.2f}x)")
-        rows.append((f"{case['id']} ({len(data)} bytes, {steps} steps)",
-                     f"full {fmt(full)} (closures {fmt(cold).strip()}; strict {fmt(strict).strip()},"
-                     f" default/strict {full / strict:.2f}x)  streamed {fmt(st)} ({st / full:.0f}x full;"
-                     f" {probe.full_parses} parses from the start; the loop alone {fmt(floor).strip()},"
-                     f" {floor / full:.0f}x full)  re-parse every step {fmt(rp)}"
-                     f" ({rp / full:.0f}x){ratio}"))
-    return rows
+        rows.append([case["id"], str(len(data)), str(steps), fmt(full), fmt(cold), _c(cpp_full),
+                     _x(full, cpp_full), fmt(st), str(probe.full_parses), fmt(rp), _c(cpp_streamed),
+                     _x(rp, cpp_streamed), fmt(floor), f"{(st - floor) / steps * 1e6:.2f} µs",
+                     f"{full / strict:.2f}x"])
+    where = "the C++ measured on this machine in this run" if cpp else \
+        "the C++ figures of ../shared/bench/README.md (another machine: only the order of magnitude compares)"
+    return [*table(_PARSE_HEADER, rows), "",
+            f"C++ columns: {where}. full: one whole parse, grammar hot (closures: its first parses);",
+            "streamed: ChatParams.stream() fed 4 bytes a step (restarts: parses from the start it needed);",
+            "re-parse/step: the whole prefix parsed again after every step, as llama.cpp streams;",
+            "loop floor: the same loop feeding a stream that does nothing; own work/step: (streamed - floor) / steps;",
+            "default/strict: the default parse of a well-formed output over llama.cpp's strict one."]
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -236,17 +258,22 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
     if args.cpp and not Path(args.cpp).is_file():
         ap.error(f"--cpp {args.cpp}: no such file (build it from tools/cpp_bench)")
-    table: dict[str, Callable[[], list[tuple[str, str]]]] = {
-        "engine": bench_engine, "analysis": bench_analysis, "parse": lambda: bench_parse(args.cpp)}
-    unknown = [s for s in args.sections if s not in table]
+    sections: dict[str, Callable[[], list[str]]] = {
+        "engine": lambda: _pairs(bench_engine()), "analysis": lambda: _pairs(bench_analysis()),
+        "parse": lambda: bench_parse(args.cpp)}
+    unknown = [s for s in args.sections if s not in sections]
     if unknown:
-        ap.error(f"unknown section(s) {', '.join(unknown)} (choose from {', '.join(table)})")
+        ap.error(f"unknown section(s) {', '.join(unknown)} (choose from {', '.join(sections)})")
     print(f"python {sys.version.split()[0]}; times are best-of-N means; ratios come from this run only")
     for name in args.sections:
         print(f"\n== {name} ==")
-        for label, value in table[name]():
-            print(f"  {label:<44} {value}")
+        for line in sections[name]():
+            print(f"  {line}")
     return 0
+
+
+def _pairs(rows: list[tuple[str, str]]) -> list[str]:
+    return [f"{label:<44} {value}" for label, value in rows]
 
 
 if __name__ == "__main__":

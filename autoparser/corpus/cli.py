@@ -40,7 +40,7 @@ def run_report(args: argparse.Namespace) -> int:
     import time
 
     from autoparser.corpus import Corpus
-    from autoparser.corpus.report import collect_rows, summary_line, write_report
+    from autoparser.corpus.report import collect_rows, made_from, select_entries, summary_line, write_report
 
     limit = getattr(args, "limit", None)
     jobs = getattr(args, "jobs", None)
@@ -61,11 +61,17 @@ def run_report(args: argparse.Namespace) -> int:
     if snapshots is not None and snapshots.exists() and not snapshots.is_dir():
         return _fail(f"corpus report: --snapshots {snapshots} is not a directory")
     started = time.monotonic()
-    rows = collect_rows(corpus, snapshots, names=only, limit=limit, jobs=jobs)
-    if only and not rows:
+    selected = select_entries(corpus, only, limit)
+    if only and not selected:
         return _fail(f"corpus report: no template matches --only {' '.join(only)}")
+    # a progress bar on a terminal (tqdm comes with huggingface_hub); none in a log
+    from tqdm import tqdm
+
+    with tqdm(total=len(selected), unit="template", desc="corpus report", disable=None) as bar:
+        rows = collect_rows(corpus, snapshots, names=only, limit=limit, jobs=jobs,
+                            progress=lambda done, _total: bar.update(done - bar.n))
     try:
-        html_path, md_path = write_report(rows, Path(args.out))
+        html_path, md_path = write_report(rows, Path(args.out), stamp=made_from(corpus_dir))
     except OSError as e:
         return _fail(f"corpus report: cannot write to {args.out}: {e.strerror or e}")
     print(f"corpus report: wrote {html_path} and {md_path} in {time.monotonic() - started:.1f}s")

@@ -19,6 +19,7 @@ model part names none, the same search over the org / package part, then a small
 from __future__ import annotations
 
 import concurrent.futures
+import datetime
 import difflib
 import fnmatch
 import html
@@ -108,6 +109,15 @@ class TemplateRow:
 
     def count(self, status: str) -> int:
         return sum(1 for c in self.scenarios if c.status == status)
+
+    @property
+    def expressible(self) -> int:
+        """The scenarios this template can express: what its pass rate is over."""
+        return sum(1 for c in self.scenarios if c.status != "not_expressible")
+
+    @property
+    def failing(self) -> bool:
+        return bool(self.errors) or any(c.status in ("fail", "error") for c in self.scenarios)
 
 
 # --- family -------------------------------------------------------------------------------------------------------
@@ -420,6 +430,9 @@ td.num{text-align:right}
 .changed{background:#fde9b8}.none{color:#777}
 code,pre{font:12px ui-monospace,monospace;white-space:pre-wrap;word-break:break-all}
 summary{cursor:pointer}
+details.cell small{display:block;max-width:24em;white-space:pre-wrap;word-break:break-word}
+#controls{position:sticky;top:0;background:#fff;padding:.3em 0;z-index:2}
+tr[hidden]{display:none}
 """
 
 # Sort on header click (toggles asc/desc) and on load from #sort=<key> or #sort=-<key>. Cells carry data-v
@@ -439,6 +452,13 @@ hs[i].setAttribute('aria-sort',desc?'descending':'ascending');t.setAttribute('da
 hs.forEach(function(h){if(!h.dataset.key)return;h.addEventListener('click',function(){
 sortBy(h.dataset.key,h.getAttribute('aria-sort')==='ascending');});});
 var m=/[#&]sort=(-?)([A-Za-z0-9_.:-]+)/.exec(location.hash);if(m)sortBy(m[2],m[1]==='-');
+var q=document.getElementById('filter'),f=document.getElementById('failures-only'),n=document.getElementById('shown');
+function apply(){var s=q.value.toLowerCase().trim(),k=0;Array.prototype.forEach.call(b.rows,function(r){
+var hide=(s&&r.dataset.search.indexOf(s)<0)||(f.checked&&r.dataset.failing!=='1');r.hidden=hide;if(!hide)k++;});
+t.setAttribute('data-shown',k);n.textContent=k+' of '+b.rows.length+' templates shown';}
+var fm=/[#&]filter=([^&]*)/.exec(location.hash);if(fm)q.value=decodeURIComponent(fm[1]);
+if(/[#&]failures(&|$)/.test(location.hash))f.checked=true;
+q.addEventListener('input',apply);f.addEventListener('change',apply);apply();
 })();
 """
 
@@ -497,11 +517,15 @@ def _row_html(r: TemplateRow, scenarios: Sequence[str]) -> str:
         if cell is None:
             cells.append(_td("", ""))
         else:
-            title = cell.status + (f": {cell.detail}" if cell.detail else "")
             short = _SHORT_STATUS.get(cell.status, cell.status)
-            cells.append(_td(cell.status, f'<span title="{_e(title)}">{_e(short)}</span>', cell.status))
-    total = len(r.scenarios)
-    cells.append(_td(str(r.count("pass")), f"{r.count('pass')}/{total}" if total else "", "num"))
+            # what failed, on click (a tooltip alone hides it from keyboards, touch screens and copy-paste)
+            body = f'<details class="cell"><summary>{_e(short)}</summary><small>{_e(cell.detail)}</small></details>' \
+                if cell.detail else _e(short)
+            cells.append(_td(cell.status, body, cell.status))
+    # the pass rate over the scenarios the template can express (a template without tools cannot fail a call)
+    total = r.expressible
+    pass_share = f"{r.count('pass') / total:.4f}" if total else "-1"
+    cells.append(_td(pass_share, f"{r.count('pass')}/{total}" if total else "", "num"))
     share = _share(r.recovered)
     cells.append(_td("-1" if share is None else f"{share:.4f}", _recovered_text(r.recovered), "num"))
     gs = "" if r.grammar_size is None else str(r.grammar_size)
@@ -520,11 +544,14 @@ def _row_html(r: TemplateRow, scenarios: Sequence[str]) -> str:
                          f"<details><summary>{len(r.errors)}</summary><ul>{items}</ul></details>", "num error"))
     else:
         cells.append(_td("0", "", "num"))
-    return f'<tr id="t-{_e(r.name)}">' + "".join(cells) + "</tr>"
+    search = " ".join((r.name, r.family, r.handler, r.model, r.tools)).lower()
+    return (f'<tr id="t-{_e(r.name)}" data-search="{_e(search)}" data-failing="{int(r.failing)}">'
+            + "".join(cells) + "</tr>")
 
 
-def render_html(rows: Sequence[TemplateRow], *, title: str = "autoparser corpus report") -> str:
-    """A self-contained page (inline CSS/JS, no external resources), readable with JavaScript off."""
+def render_html(rows: Sequence[TemplateRow], *, title: str = "autoparser corpus report", made_from: str = "") -> str:
+    """A self-contained page (inline CSS/JS, no external resources), readable with JavaScript off. `made_from`:
+    the commit and date it was made from (`made_from()`)."""
     s = summarize(rows)
     cols = _columns(s.scenarios)
     # scenario names wrap at their underscores; the full name stays in the tooltip
@@ -543,6 +570,7 @@ def render_html(rows: Sequence[TemplateRow], *, title: str = "autoparser corpus 
 <title>{_e(title)}</title><style>{_CSS}</style></head>
 <body>
 <h1>{_e(title)}</h1>
+<p id="made-from"><small>{_e(made_from)}</small></p>
 <p id="summary" data-templates="{s.templates}" data-errors="{s.with_errors}" data-pass="{s.totals['pass']}"
  data-fail="{s.totals['fail']}">{_e(summary_line(rows))}</p>
 <table id="scenario-summary"><thead><tr><th>Scenario</th>{"".join(f"<th>{_e(st)}</th>" for st in STATUSES)}</tr></thead>
@@ -553,7 +581,10 @@ its org or package, else "other". Grammar size = characters of the GBNF grammar 
 Recovered = the outputs of the scenarios read right, broken the ways models break them (last closer cut, text
 after the calls, first call opener left out, reasoning start repeated), that the default parse still reads as
 meant. Since snapshot = artefacts compared with snapshots/&lt;key&gt;/. Scenario cells: pass, FAIL, ERROR, n/e = not
-expressible by this template (hover for details). Click a header to sort.</small></p>
+expressible by this template (click FAIL or ERROR for what went wrong). Pass = passed of the expressible scenarios.
+Click a header to sort; the address can hold #sort=KEY (or -KEY), filter=TEXT and failures.</small></p>
+<p id="controls"><label>Filter <input id="filter" type="search" placeholder="name, family, handler, model"></label>
+<label><input id="failures-only" type="checkbox"> failures only</label> <small id="shown"></small></p>
 <table id="templates" data-rows="{len(rows)}"><thead><tr>{head}</tr></thead>
 <tbody>
 {body}
@@ -572,9 +603,10 @@ def _md(text: object) -> str:
     return out.replace("<", "&lt;").replace(">", "&gt;")
 
 
-def render_markdown(rows: Sequence[TemplateRow], *, title: str = "autoparser corpus report") -> str:
+def render_markdown(rows: Sequence[TemplateRow], *, title: str = "autoparser corpus report",
+                    made_from: str = "") -> str:
     s = summarize(rows)
-    lines = [f"# {_md(title)}", "", summary_line(rows), ""]
+    lines = [f"# {_md(title)}", "", *([_md(made_from), ""] if made_from else []), summary_line(rows), ""]
     if s.scenarios:
         lines += ["| scenario | " + " | ".join(STATUSES) + " |", "|---" * (len(STATUSES) + 1) + "|"]
         lines += [f"| {_md(sc)} | " + " | ".join(str(s.by_scenario[sc][st]) for st in STATUSES) + " |"
@@ -596,7 +628,7 @@ def render_markdown(rows: Sequence[TemplateRow], *, title: str = "autoparser cor
               "| template | family | handler | format | reasoning | tools | pass | recovered | grammar | snapshot |",
               "|---|---|---|---|---|---|---|---|---|---|"]
     for r in rows:
-        passed = f"{r.count('pass')}/{len(r.scenarios)}" if r.scenarios else ""
+        passed = f"{r.count('pass')}/{r.expressible}" if r.expressible else ""
         gs = "" if r.grammar_size is None else str(r.grammar_size)
         lines.append(f"| {_md(r.name)} | {_md(r.family)} | {_md(r.handler)} | {_md(r.chat_format)} |"
                      f" {_md(r.reasoning)} | {_md(r.tools)} | {passed} | {_md(_recovered_text(r.recovered))} |"
@@ -604,11 +636,33 @@ def render_markdown(rows: Sequence[TemplateRow], *, title: str = "autoparser cor
     return "\n".join(lines) + "\n"
 
 
-def write_report(rows: Sequence[TemplateRow], out_dir: Path | str) -> tuple[Path, Path]:
-    """report.html and report.md in out_dir (created), each written atomically."""
+def made_from(where: Path, now: datetime.datetime | None = None) -> str:
+    """"made from commit 1a2b3c4d5e6f on 2026-11-25 23:40 UTC": the git commit of the checkout `where` is in
+    (with "+ local changes" when its tree differs), else the package version; and the time."""
+    import subprocess
+    from importlib.metadata import PackageNotFoundError, version
+
+    when = (now or datetime.datetime.now(datetime.timezone.utc)).strftime("%Y-%m-%d %H:%M UTC")
+    try:
+        git = ["git", "-C", str(where)]
+        commit = subprocess.run([*git, "rev-parse", "HEAD"], capture_output=True, text=True, timeout=30,
+                                check=True).stdout.strip()
+        dirty = subprocess.run([*git, "status", "--porcelain", "--untracked-files=no"], capture_output=True,
+                               text=True, timeout=30, check=True).stdout.strip()
+        source = f"commit {commit[:12]}" + (" + local changes" if dirty else "")
+    except (OSError, subprocess.SubprocessError):
+        try:
+            source = f"autoparser {version('autoparser')}"
+        except PackageNotFoundError:
+            source = "autoparser (version unknown)"
+    return f"made from {source} on {when}"
+
+
+def write_report(rows: Sequence[TemplateRow], out_dir: Path | str, *, stamp: str = "") -> tuple[Path, Path]:
+    """report.html and report.md in out_dir (created), each written atomically; `stamp`: `made_from(...)`."""
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     html_path, md_path = out / "report.html", out / "report.md"
-    atomic_write_bytes(html_path, render_html(rows).encode("utf-8"))
-    atomic_write_bytes(md_path, render_markdown(rows).encode("utf-8"))
+    atomic_write_bytes(html_path, render_html(rows, made_from=stamp).encode("utf-8"))
+    atomic_write_bytes(md_path, render_markdown(rows, made_from=stamp).encode("utf-8"))
     return html_path, md_path

@@ -124,6 +124,30 @@ def test_html_has_sort_hooks_and_is_self_contained() -> None:
     assert "Content-Security-Policy" in page and "default-src 'none'" in page
 
 
+def test_pass_rates_count_expressible_scenarios_and_failures_open_on_click() -> None:
+    page = render_html(ROWS, made_from="made from commit 0123456789ab on 2026-11-25 23:40 UTC")
+    t = _table(page)
+    # alpha cannot express one_tool: 1 of 1, not 1 of 2
+    assert [c for c in page.split("</tr>") if 't-beta"' in c][0].count("1/2") == 1
+    assert _column(t, "passed") == ["0.5000", "1.0000", "-1"]
+    assert '<details class="cell"><summary>FAIL</summary><small>&lt;script&gt;' in page
+    assert 'id="made-from"><small>made from commit 0123456789ab on 2026-11-25 23:40 UTC' in page
+    assert 'data-failing="1"' in page and page.count('data-failing="1"') == 2  # beta fails, gamma has errors
+    md = render_markdown(ROWS, made_from="made from commit 0123456789ab")
+    assert md.splitlines()[2] == "made from commit 0123456789ab" and "| 1/1 |" in md
+
+
+def test_made_from_names_the_commit(tmp_path: Path) -> None:
+    import datetime
+
+    from autoparser.corpus.report import made_from
+
+    when = datetime.datetime(2026, 11, 25, 23, 40, tzinfo=datetime.timezone.utc)
+    stamp = made_from(ROOT, when)
+    assert re.fullmatch(r"made from commit [0-9a-f]{12}( \+ local changes)? on 2026-11-25 23:40 UTC", stamp), stamp
+    assert made_from(tmp_path, when).startswith("made from autoparser ")  # not a checkout: the version
+
+
 def test_summary_counts() -> None:
     s = summarize(ROWS)
     assert (s.templates, s.with_errors) == (3, 1)
@@ -352,6 +376,24 @@ def test_page_in_headless_chromium_and_sorting(tmp_path: Path) -> None:
 
     by_family = _table(_dump_dom(browser, html_path, "#sort=family", profile))
     assert _column(by_family, "family") == ["Gemma", "Llama", "other", "Qwen"]
+
+
+def test_filter_and_failures_only_in_headless_chromium(tmp_path: Path) -> None:
+    browser = _chromium()
+    html_path, _ = write_report(ROWS, tmp_path / "out")
+    profile = tmp_path / "profile"
+
+    def shown(fragment: str) -> tuple[list[str], str]:
+        dom = _dump_dom(browser, html_path, fragment, profile)
+        rows = re.findall(r'<tr id="t-([^"]*)"([^>]*)>', dom)
+        return [name for name, attrs in rows if " hidden" not in attrs], _table(dom).attrs.get("data-shown") or ""
+
+    everything, count = shown("")
+    assert count == "3" and len(everything) == 3 and everything[0] == "beta" and everything[2] == "gamma"
+    assert shown("#failures") == (["beta", "gamma"], "2")
+    assert shown("#filter=qwen") == (["beta"], "1")  # the family, not only the name
+    assert shown("#filter=gam&failures") == (["gamma"], "1")
+    assert shown("#filter=nothing-like-this") == ([], "0")
 
 
 def test_recovery_counts_on_real_templates() -> None:
