@@ -124,6 +124,36 @@ def cmd_parse(args: argparse.Namespace) -> int:
     return int(run_parse(args))
 
 
+def cmd_export(args: argparse.Namespace) -> int:
+    """Print (or merge into a tokenizer_config.json) the Hugging Face response_template of a template."""
+    import json
+    import os
+    import tempfile
+    from pathlib import Path
+
+    from autoparser.export import response_template
+
+    spec = response_template(read_text_input(args.template, "template"))
+    text = json.dumps(spec, ensure_ascii=False, indent=2)
+    if not args.write:
+        print(text)
+        return 0
+    target = Path(args.write)
+    try:
+        config = json.loads(read_text_input(str(target), "tokenizer config"))
+    except json.JSONDecodeError as e:
+        return _fail(f"{target}: invalid JSON: {e}")
+    if not isinstance(config, dict):
+        return _fail(f"{target}: not a tokenizer config (a JSON object)")
+    config["response_template"] = spec  # every other key as it was, in its order
+    fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
+    with os.fdopen(fd, "w", encoding="utf-8") as fh:
+        fh.write(json.dumps(config, ensure_ascii=False, indent=2) + "\n")
+    os.replace(tmp, target)
+    print(f"autoparser: wrote response_template into {target}", file=sys.stderr)
+    return 0
+
+
 def cmd_corpus(args: argparse.Namespace) -> int:
     """Corpus jobs: refresh from the hub, report."""
     from autoparser.corpus.cli import run_corpus
@@ -158,6 +188,17 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--strict", action="store_true",
                    help="parse as llama.cpp does: no repairs, exit 1 on an output it rejects")
     r.set_defaults(func=cmd_parse)
+
+    e = sub.add_parser("export", help="export what the analysis derives for other engines")
+    esub = e.add_subparsers(dest="export_command", required=True)
+    er = esub.add_parser("response-template", help="the Hugging Face response_template of a chat template",
+                         description="Print the JSON to put under \"response_template\" in a tokenizer_config.json "
+                                     "(transformers' parse_response, vLLM's hf parser); exit 2 with the reason when "
+                                     "the format cannot be expressed in that language.")
+    er.add_argument("template", help="path to a .jinja chat template")
+    er.add_argument("--write", metavar="TOKENIZER_CONFIG",
+                    help="merge it into this tokenizer_config.json instead (other keys untouched)")
+    e.set_defaults(func=cmd_export)
 
     c = sub.add_parser("corpus", help="template corpus jobs")
     csub = c.add_subparsers(dest="corpus_command", required=True)

@@ -13,6 +13,7 @@ field, so the difference is visible in one place.
 from __future__ import annotations
 
 import enum
+import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
@@ -174,6 +175,10 @@ class FormatSpec:
     """A fix-up of the rendered prompt the C++ applies for this format."""
     relaxes: bool = False
     """The build function knows lenient mode (`Build.lenient`): a lenient parser is built beside the strict one."""
+    response_fields: Mapping[str, Any] | None = None
+    """A hand-written format's Hugging Face response_template fields (`response_fields`; autoparser/export adds
+    the template's start anchor), where that language can say it (None: it cannot, or nobody has written it);
+    the "thinking" field is dropped when `reasoning` is off."""
 
     def lazy(self, b: Build) -> bool:
         match self.laziness:
@@ -189,6 +194,53 @@ class FormatSpec:
         per_tool = tuple(GrammarTrigger(TriggerType.WORD, self.tool_trigger.replace("{name}", f.name))
                          for f in functions(inputs.tools)) if self.tool_trigger else ()
         return self.triggers + per_tool
+
+
+# --- Hugging Face response_template pieces (autoparser/export), for the formats written by hand --------------------
+
+def call_transform(name: str, arguments: str) -> dict[str, Any]:
+    """The transform that makes a call as transformers and vLLM expect it, from two placeholders."""
+    return {"type": "function", "function": {"name": name, "arguments": arguments}}
+
+
+# A call from a captured `name` and the region's parsed arguments.
+CALL_TRANSFORM: Mapping[str, Any] = call_transform("{name}", "{content}")
+
+
+# The content as the implicit field: every piece of text no other field takes, joined (without `join`, the
+# whitespace after the last call would replace the text before the calls).
+IMPLICIT_CONTENT: Mapping[str, Any] = {"repeats": True, "join": ""}
+
+
+def thinking_field(start: str, end: str) -> dict[str, Any]:
+    """The response_template field `thinking` between two reasoning markers. A bare end marker (a generation
+    prompt or a model that closes a reasoning it never opened, thinking off) opens an empty region that it then
+    closes, instead of landing in the content."""
+    start, end = start.strip(), end.strip()
+    return {"open_pattern": f"{re.escape(start)}|(?={re.escape(end)})", "close": end}
+
+
+def markup_field(markers: Sequence[str]) -> dict[str, Any]:
+    """The field `markup`: markers that belong to no value (a call section's end after the last call, a turn's
+    hand-over to the tool). Each opens an empty region that the next character closes, so that it is not
+    content; an empty field is left out of the message. (A call's closer cannot take an optional section end
+    after it: transformers' stream commits the closer before the end arrives.)"""
+    return {"open": sorted({m.strip() for m in markers if m.strip()}, key=lambda m: (-len(m), m)),
+            "close_pattern": r"(?=[\s\S])"}
+
+
+def response_fields(tool_calls: Mapping[str, Any], *, thinking: tuple[str, str] | None = None,
+                    content: Mapping[str, Any] | None = None, markup: Sequence[str] = ()) -> dict[str, Any]:
+    """A response_template's fields (its start anchor is the template's, autoparser/export finds it): `content`
+    is the implicit field unless given markers; `markup`, markers of no field (`markup_field`)."""
+    fields: dict[str, Any] = {}
+    if thinking is not None:
+        fields["thinking"] = thinking_field(*thinking)
+    fields["content"] = dict(content) if content else dict(IMPLICIT_CONTENT)
+    fields["tool_calls"] = dict(tool_calls)
+    if markup:
+        fields["markup"] = markup_field(markup)
+    return fields
 
 
 def word(text: str) -> GrammarTrigger:

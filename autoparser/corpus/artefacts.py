@@ -22,12 +22,14 @@ from typing import Any, Protocol
 from autoparser.analysis.analyzer import analyze_template
 from autoparser.analysis.model import TemplateAnalysis
 from autoparser.chat.generator import cached_analysis, cached_caps, generate
+from autoparser.export import ExportError, response_template
 from autoparser.corpus.roundtrip import NOW_TEXT, QUESTION_WEATHER, SEARCH_TOOL, WEATHER_TOOL, run_roundtrip
 
 __all__ = [
     "ANALYSIS_FILE",
     "CAPS_FILE",
     "GRAMMAR_REQUESTS",
+    "RESPONSE_TEMPLATE_FILE",
     "ROUNDTRIP_FILE",
     "artefact_names",
     "grammar_body",
@@ -38,6 +40,7 @@ __all__ = [
 CAPS_FILE = "capabilities.json"
 ANALYSIS_FILE = "analysis.json"
 ROUNDTRIP_FILE = "roundtrip.json"
+RESPONSE_TEMPLATE_FILE = "response_template.json"
 
 
 def _request(tools: tuple[Mapping[str, Any], ...] = (), **extra: Any) -> Mapping[str, Any]:
@@ -66,7 +69,7 @@ class _Named(Protocol):
 
 def artefact_names() -> tuple[str, ...]:
     """The artefact file names `template_artefacts` returns, in a fixed order."""
-    return (CAPS_FILE, ANALYSIS_FILE, *GRAMMAR_REQUESTS, ROUNDTRIP_FILE)
+    return (CAPS_FILE, ANALYSIS_FILE, *GRAMMAR_REQUESTS, ROUNDTRIP_FILE, RESPONSE_TEMPLATE_FILE)
 
 
 def _error_message(err: BaseException) -> str:
@@ -94,8 +97,8 @@ def _caps(source: str) -> str:
     return _dumps(cached_caps(source).to_dict())
 
 
-def _analysis(source: str) -> str:
-    """The record `autoparser analyze --json` prints (strict analysis), without analysing twice.
+def _strict_analysis(source: str) -> TemplateAnalysis:
+    """The strict analysis (`autoparser analyze --json`), without analysing twice.
 
     The generator's cached analysis is non-strict; it differs from the strict one only when no analysis
     conversation rendered, and then every field but the caps is a default. Only in that case is the strict
@@ -104,7 +107,20 @@ def _analysis(source: str) -> str:
     analysis = cached_analysis(source)
     if dataclasses.replace(analysis, caps=TemplateAnalysis().caps) == TemplateAnalysis():
         analysis = analyze_template(source, strict=True)
+    return analysis
+
+
+def _analysis(source: str) -> str:
+    analysis = _strict_analysis(source)
     return _dumps({**analysis.to_dict(), **analysis.beyond_cpp()})
+
+
+def _response_template(source: str) -> str:
+    """What `autoparser export response-template` prints, or why the format cannot be expressed."""
+    try:
+        return _dumps(response_template(source, analysis=_strict_analysis(source)))
+    except ExportError as err:
+        return _dumps({"not_expressible": str(err)})
 
 
 def _grammar(source: str, request: Mapping[str, Any]) -> str:
@@ -149,6 +165,7 @@ def template_artefacts(source: str) -> dict[str, str]:
     for name, request in GRAMMAR_REQUESTS.items():
         arts[name] = _guarded("gbnf", functools.partial(_grammar, source, request))
     arts[ROUNDTRIP_FILE] = _guarded("json", lambda: _roundtrip(source))
+    arts[RESPONSE_TEMPLATE_FILE] = _guarded("json", lambda: _response_template(source))
     return arts
 
 

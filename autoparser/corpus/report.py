@@ -36,12 +36,14 @@ from autoparser.chat.generator import generate
 from autoparser.corpus import Corpus, CorpusEntry
 from autoparser.corpus.artefacts import (
     ANALYSIS_FILE,
+    RESPONSE_TEMPLATE_FILE,
     GRAMMAR_REQUESTS,
     ROUNDTRIP_FILE,
     snapshot_key,
     template_artefacts,
 )
 from autoparser.corpus.manifest import atomic_write_bytes
+from autoparser.corpus.exported import transformers_results
 from autoparser.corpus.mutations import recovery_counts
 from autoparser.corpus.roundtrip import SCENARIOS
 
@@ -97,6 +99,8 @@ class TemplateRow:
     grammar_size: int | None = None  # characters of the one-tool GBNF grammar; None when not generated
     grammar_rules: int | None = None
     recovered: tuple[int, int] | None = None  # mutated outputs read as meant, of how many (corpus/mutations.py)
+    export: str = ""  # "exported", or why its response_template cannot be (autoparser/export)
+    transformers: tuple[int, int] | None = None  # scenarios transformers parses right with the export, of how many
     snapshot: str = "unavailable"  # same | changed | none (no snapshot folder) | unavailable (not computed)
     changes: tuple[ArtefactChange, ...] = ()
     errors: tuple[str, ...] = ()
@@ -305,6 +309,15 @@ def collect_row(entry: CorpusEntry, snapshots_dir: Path | None) -> TemplateRow:
 
         fields["recovered"] = recovery_counts(source)
 
+    exported = json.loads(arts[RESPONSE_TEMPLATE_FILE])
+    fields["export"] = str(exported.get("not_expressible") or exported.get("error", {}).get("message") or "exported")
+    if fields["export"] == "exported":
+        try:
+            checked = transformers_results(entry.name, source)
+            fields["transformers"] = (sum(v is None for v in checked.values()), len(checked))
+        except ImportError:  # transformers is in the test extra: without it, the column shows the export alone
+            pass
+
     if snapshots_dir is not None:
         fields["snapshot"], fields["changes"] = compare_snapshot(arts, snapshots_dir / snapshot_key(entry))
     return TemplateRow(**fields, errors=tuple(errors))
@@ -477,6 +490,7 @@ def _columns(scenarios: Sequence[str]) -> list[_Col]:
         _Col("tools", "Tool calls"), _Col("markers", "Markers", numeric=True),
         *(_Col(f"scenario:{s}", s) for s in scenarios),
         _Col("passed", "Pass", numeric=True), _Col("recovered", "Recovered", numeric=True),
+        _Col("export", "HF export", numeric=True),
         _Col("grammar_size", "Grammar size", numeric=True),
         _Col("snapshot", "Since snapshot"), _Col("errors", "Errors", numeric=True),
     ]
@@ -528,6 +542,7 @@ def _row_html(r: TemplateRow, scenarios: Sequence[str]) -> str:
     cells.append(_td(pass_share, f"{r.count('pass')}/{total}" if total else "", "num"))
     share = _share(r.recovered)
     cells.append(_td("-1" if share is None else f"{share:.4f}", _recovered_text(r.recovered), "num"))
+    cells.append(_export_cell(r))
     gs = "" if r.grammar_size is None else str(r.grammar_size)
     cells.append(_td(gs or "-1", f"{gs}<br><small>{r.grammar_rules} rules</small>" if gs else "", "num"))
     if r.changes:
@@ -547,6 +562,15 @@ def _row_html(r: TemplateRow, scenarios: Sequence[str]) -> str:
     search = " ".join((r.name, r.family, r.handler, r.model, r.tools)).lower()
     return (f'<tr id="t-{_e(r.name)}" data-search="{_e(search)}" data-failing="{int(r.failing)}">'
             + "".join(cells) + "</tr>")
+
+
+def _export_cell(r: TemplateRow) -> str:
+    """The response_template column: the share of scenarios transformers parses right with it, or why none."""
+    if r.export != "exported":
+        why = f'<details class="cell"><summary>n/e</summary><small>{_e(r.export)}</small></details>'
+        return _td("-1", why if r.export else "", "not_expressible")
+    share = _share(r.transformers)
+    return _td("2" if share is None else f"{share:.4f}", _recovered_text(r.transformers) or "exported", "num")
 
 
 def render_html(rows: Sequence[TemplateRow], *, title: str = "autoparser corpus report", made_from: str = "") -> str:
@@ -580,7 +604,7 @@ def render_html(rows: Sequence[TemplateRow], *, title: str = "autoparser corpus 
 its org or package, else "other". Grammar size = characters of the GBNF grammar for a one-tool request.
 Recovered = the outputs of the scenarios read right, broken the ways models break them (last closer cut, text
 after the calls, first call opener left out, reasoning start repeated), that the default parse still reads as
-meant. Since snapshot = artefacts compared with snapshots/&lt;key&gt;/. Scenario cells: pass, FAIL, ERROR, n/e = not
+meant. HF export = the scenarios transformers' own parser reads as meant with the exported response_template. Since snapshot = artefacts compared with snapshots/&lt;key&gt;/. Scenario cells: pass, FAIL, ERROR, n/e = not
 expressible by this template (click FAIL or ERROR for what went wrong). Pass = passed of the expressible scenarios.
 Click a header to sort; the address can hold #sort=KEY (or -KEY), filter=TEXT and failures.</small></p>
 <p id="controls"><label>Filter <input id="filter" type="search" placeholder="name, family, handler, model"></label>

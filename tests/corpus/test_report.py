@@ -114,7 +114,7 @@ def test_html_has_sort_hooks_and_is_self_contained() -> None:
     page = render_html(ROWS)
     t = _table(page)
     assert t.keys == ["name", "family", "handler", "chat_format", "reasoning", "content", "tools", "markers",
-                      "scenario:no_tools", "scenario:one_tool", "passed", "recovered", "grammar_size", "snapshot",
+                      "scenario:no_tools", "scenario:one_tool", "passed", "recovered", "export", "grammar_size", "snapshot",
                       "errors"]
     assert t.attrs["data-rows"] == "3"
     assert re.search(r"<th data-key=\"grammar_size\" title=\"Grammar size\" data-type=\"num\">", page)
@@ -135,6 +135,19 @@ def test_pass_rates_count_expressible_scenarios_and_failures_open_on_click() -> 
     assert 'data-failing="1"' in page and page.count('data-failing="1"') == 2  # beta fails, gamma has errors
     md = render_markdown(ROWS, made_from="made from commit 0123456789ab")
     assert md.splitlines()[2] == "made from commit 0123456789ab" and "| 1/1 |" in md
+
+
+def test_the_export_column_on_real_templates() -> None:
+    # Qwen3 exports a response_template that transformers reads right on every scenario it can express;
+    # Apertus names its calls by JSON key, which that language cannot say
+    rows = {r.name: r for r in collect_rows(CORPUS, None, names=["Qwen__Qwen3-0.6B",
+                                                                 "swiss-ai__Apertus-8B-Instruct-2509"])}
+    qwen3, apertus = rows["Qwen__Qwen3-0.6B"], rows["swiss-ai__Apertus-8B-Instruct-2509"]
+    assert qwen3.export == "exported" and qwen3.transformers is not None
+    assert qwen3.transformers[0] == qwen3.transformers[1] == qwen3.expressible
+    assert apertus.export.startswith("the call's name is its JSON key") and apertus.transformers is None
+    page = render_html(list(rows.values()))
+    assert f"{qwen3.expressible}/{qwen3.expressible} (100%)" in page and "JSON key" in page
 
 
 def test_made_from_names_the_commit(tmp_path: Path) -> None:

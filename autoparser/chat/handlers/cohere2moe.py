@@ -15,7 +15,7 @@ one wrapper around the content.
 
 from __future__ import annotations
 
-from autoparser.chat.spec import Build, FormatSpec, Prefill, word
+from autoparser.chat.spec import Build, FormatSpec, Prefill, call_transform, response_fields, word
 from autoparser.peg.builder import P
 
 TURN_START = "<|START_OF_TURN_TOKEN|>"
@@ -82,9 +82,15 @@ def _build(b: Build) -> P:
     return gen_prefix + reasoning + body + turn_end + end
 
 
+# For transformers' parser: the action is a JSON list of `{"tool_call_id", "tool_name", "parameters"}`; the
+# reply's text sits between its own markers.
+_CALLS = {"open": ACTION_START, "close": ACTION_END, "content": "json", "transform_each": True,
+          "transform": call_transform("{tool_name}", "{parameters}")}
+
 SPEC = FormatSpec(
     "cohere2moe", _build, Prefill(GEN_PREFIX, THINK_START, THINK_END + TEXT_START), triggers=(word(ACTION_START),),
-    relaxes=True,
+    relaxes=True, response_fields=response_fields(_CALLS, thinking=(THINK_START, THINK_END),
+                                                      content={"open": TEXT_START, "close": TEXT_END}),
     preserved_tokens=(TURN_START, TURN_END, CHATBOT, USER, SYSTEM, THINK_START, THINK_END, TEXT_START, TEXT_END,
                       ACTION_START, ACTION_END, RESULT_START, RESULT_END),
     supports_thinking=True, thinking_start_tag=THINK_START, thinking_end_tags=(THINK_END,),

@@ -18,7 +18,16 @@ from typing import Any
 
 from autoparser.chat.params import GenerationInputs
 from autoparser.chat.request import Continuation, render_content
-from autoparser.chat.spec import Build, FormatSpec, Laziness, Rendered, SchemaRule, word
+from autoparser.chat.spec import (
+    CALL_TRANSFORM,
+    Build,
+    FormatSpec,
+    Laziness,
+    Rendered,
+    SchemaRule,
+    response_fields,
+    word,
+)
 from autoparser.chat.tools import functions, parameters
 from autoparser.peg.builder import P
 
@@ -160,9 +169,21 @@ def _build(b: Build, *, v4: bool) -> P:
     return gen_prompt + reasoning + content_before_tools + tool_calls + end
 
 
+# For transformers' parser: `<DSML invoke name="NAME">` opens a call (the section's opener, V3.2's
+# `function_calls` or V4's `tool_calls`, goes with the first), its `<DSML parameter name="K" string="...">V`
+# elements read by `xml-inline`, the values cast by the tools' schemas.
+_BLOCK = f"<{DSML}(?:function_calls|tool_calls)>"
+_CALLS = {"open_pattern": rf'(?:{_BLOCK}\s*)?<{DSML}invoke name="(?P<name>[^"]+)">',
+          "close": f"</{DSML}invoke>", "content": "xml-inline",
+          "content_args": {"tag_pattern": rf'<{DSML}parameter name="(?P<key>[^"]+)"[^>]*>(?P<value>.*?)</{DSML}parameter>',
+                           "value_parser": {"name": "text", "args": {"strip": False}}},
+          "repeats": True, "transform": CALL_TRANSFORM}
+
 V3_2 = FormatSpec(
     "deepseek", partial(_build, v4=False), partial(_prefill, v4=False), laziness=Laziness.TOOLS_NOT_REQUIRED,
     response_format=SchemaRule.OBJECT, triggers=(word(f"<{DSML}function_calls>"),), relaxes=True,
+    response_fields=response_fields(_CALLS, thinking=(THINK_START, THINK_END),
+                                        markup=(f"</{DSML}function_calls>", f"</{DSML}tool_calls>")),
     preserved_tokens=(DSML, THINK_START, THINK_END), supports_thinking=True, thinking_start_tag=THINK_START,
     thinking_end_tags=(THINK_END, f"<{DSML}function_calls>"),
     message_delimiters=(("assistant", GEN_PROMPT), ("user", "<｜User｜>")))

@@ -17,7 +17,7 @@ from typing import Any
 from autoparser.chat.builder import ChatBuilder
 from autoparser.chat.params import GenerationInputs
 from autoparser.chat.request import Continuation, render_content
-from autoparser.chat.spec import Build, FormatSpec, Rendered, SchemaRule, word
+from autoparser.chat.spec import CALL_TRANSFORM, Build, FormatSpec, Rendered, SchemaRule, response_fields, word
 from autoparser.chat.tools import functions
 from autoparser.peg.builder import P
 from autoparser.types import ChatFormat
@@ -195,9 +195,19 @@ def _build(b: Build) -> P:
     return start + p.one_or_more(message)
 
 
+# For transformers' parser: `call:NAME{k:<|"|>v<|"|>}` is JSON with bare keys and `<|"|>` quotes, which its
+# `json` parser reads with those two dialect knobs.
+_CALLS = {"open_pattern": r"<\|tool_call>call:(?P<name>[A-Za-z0-9_.\-]+)(?=\{)",
+          "close": "<tool_call|>",
+          "content": "json", "content_args": {"unquoted_keys": True, "string_delims": [['<|"|>', '<|"|>']]},
+          "repeats": True, "transform": CALL_TRANSFORM}
+
 SPEC = FormatSpec(
     "gemma4", _build, _prefill, format=ChatFormat.PEG_GEMMA4, response_format=SchemaRule.OBJECT,
     finish=_reopened_turn, triggers=(word("<|tool_call>"),), relaxes=True,
+    # (the turn of a call ends by handing over to the tool: `<|tool_response>` is no content)
+    response_fields=response_fields(_CALLS, thinking=("<|channel>thought", "<channel|>"),
+                                        markup=("<|tool_response>",)),
     preserved_tokens=("<|channel>", "<channel|>", "<|tool_call>", "<tool_call|>", "<|turn>"),
     supports_thinking=True, thinking_start_tag="<|channel>thought", thinking_end_tags=("<channel|>",),
     message_delimiters=(("user", "<|turn>user"), ("assistant", "<|turn>model")))

@@ -9,7 +9,18 @@ id embeds the function name, and the analyzer reads a call id as a separate fiel
 
 from __future__ import annotations
 
-from autoparser.chat.spec import Build, FormatSpec, Laziness, Prefill, SchemaRule, word
+import re
+
+from autoparser.chat.spec import (
+    CALL_TRANSFORM,
+    Build,
+    FormatSpec,
+    Laziness,
+    Prefill,
+    SchemaRule,
+    response_fields,
+    word,
+)
 from autoparser.chat.tools import functions
 from autoparser.peg.builder import P
 
@@ -68,8 +79,16 @@ def _build(b: Build) -> P:
     return gen_prompt + reasoning + content_before_tools + tool_calls + end
 
 
+# For transformers' parser: a call opens at its id `functions.NAME:IDX` (the name captured) and holds its JSON
+# arguments; the section's opener goes with the first call's opener, its end is markup.
+_CALLS = {"open_pattern": rf"(?:{re.escape(SECTION_BEGIN)}\s*)?{re.escape(CALL_BEGIN)}\s*functions\."
+                          rf"(?P<name>[A-Za-z0-9_.\-]+?):\d+\s*{re.escape(ARGS_BEGIN)}",
+          "close": CALL_END, "content": "json",
+          "repeats": True, "transform": CALL_TRANSFORM}
+
 SPEC = FormatSpec(
     "kimi_k2", _build, Prefill(GEN_PROMPT, THINK_START, THINK_END), laziness=Laziness.TOOLS_AUTO,
     response_format=SchemaRule.IGNORED, triggers=(word(CALL_BEGIN),), relaxes=True,
+    response_fields=response_fields(_CALLS, thinking=(THINK_START, THINK_END), markup=(SECTION_END,)),
     preserved_tokens=(SECTION_BEGIN, SECTION_END, CALL_BEGIN, ARGS_BEGIN, CALL_END, THINK_START, THINK_END),
     supports_thinking=True, thinking_start_tag=THINK_START, thinking_end_tags=(THINK_END,))

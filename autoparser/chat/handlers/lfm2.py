@@ -15,7 +15,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from typing import Any
 
-from autoparser.chat.spec import Build, FormatSpec, Prefill, SchemaRule, word
+from autoparser.chat.spec import Build, FormatSpec, Prefill, SchemaRule, call_transform, response_fields, word
 from autoparser.chat.tools import functions
 from autoparser.peg.builder import P
 
@@ -71,8 +71,15 @@ def _build(b: Build) -> P:
     return gen_prompt + reasoning + content + tool_calls + end
 
 
+# For transformers' parser: the list between the markers, read by `python-call-list` (which takes JSON's
+# true/false/null too).
+_CALLS = {"open": TOOL_CALL_START, "close": TOOL_CALL_END, "content": "python-call-list",
+          "transform": call_transform("{name}", "{arguments}"),
+          "transform_each": True}
+
 SPEC = FormatSpec(
     "lfm2", _build, Prefill(GEN_PROMPT, THINK_START, THINK_END), response_format=SchemaRule.OBJECT,
     messages=_thinking_field, triggers=(word(TOOL_CALL_START),),
+    response_fields=response_fields(_CALLS, thinking=(THINK_START, THINK_END)),
     preserved_tokens=(TOOL_CALL_START, TOOL_CALL_END, THINK_START, THINK_END), supports_thinking=True, relaxes=True,
     thinking_start_tag=THINK_START, thinking_end_tags=(THINK_END,))

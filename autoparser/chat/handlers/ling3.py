@@ -16,7 +16,16 @@ from typing import Any
 
 from autoparser.chat.builder import ChatBuilder
 from autoparser.chat.request import Continuation
-from autoparser.chat.spec import Build, FormatSpec, Laziness, Prefill, SchemaRule, word
+from autoparser.chat.spec import (
+    CALL_TRANSFORM,
+    Build,
+    FormatSpec,
+    Laziness,
+    Prefill,
+    SchemaRule,
+    response_fields,
+    word,
+)
 from autoparser.chat.tools import Parameter, functions, parameters
 from autoparser.peg.builder import P
 
@@ -113,9 +122,17 @@ def _mixed_value(p: ChatBuilder, param: Parameter, schema_rule: str, schema: Any
                            + close) | raw, "ling3-arg-string")
 
 
+# For transformers' parser: `<tool_call>NAME` opens a call, its `<arg_key>`/`<arg_value>` pairs read by
+# `xml-inline`.
+_CALLS = {"open_pattern": r"<tool_call>\s*(?P<name>[^<\s]+)", "close": CALL_END, "content": "xml-inline",
+          "content_args": {"tag_pattern": r"<arg_key>(?P<key>.*?)</arg_key>\s*<arg_value>(?P<value>.*?)</arg_value>",
+                           "value_parser": {"name": "text"}},
+          "repeats": True, "transform": CALL_TRANSFORM}
+
 SPEC = FormatSpec(
     "ling3", _build, Prefill(ROLE + "\n", THINK_START, THINK_END), laziness=Laziness.TOOLS_AUTO,
     response_format=SchemaRule.IGNORED, triggers=(word(CALL_START),), relaxes=True,
+    response_fields=response_fields(_CALLS, thinking=(THINK_START, THINK_END)),
     preserved_tokens=(THINK_START, THINK_END, CALL_START, CALL_END, ARG_KEY, ARG_KEY_END, ARG_VAL, ARG_VAL_END,
                       ROLE_END),
     additional_stops=(ROLE_END,), supports_thinking=True, thinking_start_tag=THINK_START,

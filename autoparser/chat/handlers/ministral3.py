@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from autoparser.chat.spec import Build, FormatSpec, Laziness, Prefill, word
+from autoparser.chat.spec import CALL_TRANSFORM, Build, FormatSpec, Laziness, Prefill, response_fields, word
 from autoparser.chat.tools import functions
 from autoparser.peg.builder import P
 
@@ -72,8 +72,13 @@ def _build(b: Build) -> P:
     return gp + (reasoning << p.content(p.rest()))
 
 
+# For transformers' parser: `[TOOL_CALLS]NAME[ARGS]{json}`, a call with no closer: it ends where the next begins.
+_CALLS = {"open_pattern": r"\[TOOL_CALLS\](?P<name>[A-Za-z0-9_.\-]+)\[ARGS\]", "close_pattern": r"(?=\[TOOL_CALLS\])",
+          "content": "json", "repeats": True, "transform": CALL_TRANSFORM}
+
 SPEC = FormatSpec(
     "ministral3", _build, Prefill("", "[THINK]", "[/THINK]"), laziness=Laziness.TOOLS_AUTO, relaxes=True,
     triggers=(word("[TOOL_CALLS]"),), messages=_adjusted_messages,
+    response_fields=response_fields(_CALLS, thinking=("[THINK]", "[/THINK]")),
     preserved_tokens=("[THINK]", "[/THINK]", "[TOOL_CALLS]", "[ARGS]"), supports_thinking=True,
     thinking_start_tag="[THINK]", thinking_end_tags=("[/THINK]",))

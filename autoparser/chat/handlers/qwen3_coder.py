@@ -16,7 +16,7 @@ from functools import partial
 
 from autoparser.chat.builder import ChatBuilder
 from autoparser.chat.relax import TaggedMarkers
-from autoparser.chat.spec import Build, FormatSpec, Laziness, Prefill, word
+from autoparser.chat.spec import CALL_TRANSFORM, Build, FormatSpec, Laziness, Prefill, response_fields, word
 from autoparser.chat.tools import functions, parameters
 from autoparser.peg.builder import P
 
@@ -117,9 +117,18 @@ def _mixed_value(p: ChatBuilder, types: frozenset[str], close: P, raw: P) -> P:
     return p.gbnf(p.atomic(p.tool_arg_json_value(json_value) + close) | raw, "xml-arg-string")
 
 
+# The calls for transformers' parser: `<function=NAME>` opens one (after `<tool_call>`, which Qwen3-Coder may
+# drop), its parameters read by `xml-inline`, their values cast by the tools' schemas.
+_CALLS = {"open_pattern": r"(?:<tool_call>\s*)?<function=(?P<name>[^>\s]+)>",
+          "close_pattern": r"</function>\s*</tool_call>", "content": "xml-inline",
+          "content_args": {"tag_pattern": r"<parameter=(?P<key>[^>\s]+)>(?P<value>.*?)</parameter>",
+                           "value_parser": {"name": "text"}},
+          "repeats": True, "transform": CALL_TRANSFORM}
+
 THINKING = FormatSpec(
     "qwen3_coder", partial(_build, coder=False), Prefill(GEN_PREFIX, "<think>\n", "\n</think>\n\n"),
     laziness=Laziness.TOOLS_AUTO, relaxes=True, triggers=(word("<tool_call>"),), triggers_only_when_lazy=True,
+    response_fields=response_fields(_CALLS, thinking=("<think>", "</think>")),
     preserved_tokens=("<tool_call>", "</tool_call>", "<think>", "</think>"), supports_thinking=True,
     # the newline variant first, so a forced close writes it
     thinking_start_tag="<think>", thinking_end_tags=("\n</think>", "</think>", "<tool_call>"),

@@ -1,0 +1,291 @@
+"""What the analysis derives, in the formats other engines consume: a Hugging Face `response_template`.
+
+Since transformers 5.13 a model may ship, in its tokenizer_config.json, a declarative description of where its
+output puts reasoning, content and tool calls (`transformers.utils.chat_parsing`); transformers' `parse_response`
+and vLLM's `hf` parser read it. `response_template(source)` builds one from the template's analysis, the same
+record llama.cpp's autoparser derives its parser from:
+
+- `start_anchor`: where the assistant's turn starts in the prompt (the template's generation prompt, with
+  thinking on and off), so that a generation prompt that opens the reasoning (`<think>\\n`) opens it for the
+  parser too;
+- `thinking` (the name vLLM and transformers' templates use), between the reasoning markers;
+- `content`, the implicit field: whatever no other field takes;
+- `tool_calls`, one region per call (or per section, for a list), its name captured from the opener where the
+  template writes it there, its arguments read by transformers' `json`, `xml-inline` or `python-call-list`
+  parser and arranged as `{"type": "function", "function": {"name", "arguments"}}` by a transform;
+- `markup`: markers that belong to no field (a call section's end).
+
+A hand-written format (chat/handlers) carries its own fields (`FormatSpec.response_fields`), anchored the same
+way. Where the format cannot be said in that language (a call whose name is a JSON key, calls as JSON objects
+one after another with no list around them, a hand-written format without fields), `ExportError` says why in
+one line: an export that parses wrongly would be worse than none.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import re
+from collections.abc import Mapping
+from typing import Any
+
+from autoparser.analysis import fixtures as fx
+from autoparser.analysis.analyzer import analyze_template
+from autoparser.analysis.model import (
+    CallForm,
+    CallIdPosition,
+    ContentMode,
+    ReasoningMode,
+    TemplateAnalysis,
+    ToolFormat,
+    ToolsAnalysis,
+)
+from autoparser.chat.generator import generate
+from autoparser.chat.handlers import find_handler
+from autoparser.chat.spec import (
+    CALL_TRANSFORM,
+    IMPLICIT_CONTENT,
+    FormatSpec,
+    call_transform,
+    markup_field,
+    thinking_field,
+)
+from autoparser.errors import AutoparserError
+from autoparser.template.render import normalize_source
+
+__all__ = ["ExportError", "response_template", "transformers_message"]
+
+_WS = " \t\n\v\f\r"
+# A tool's name as templates write it; `name` is the capture the transform reads.
+_NAME = r"(?P<name>[A-Za-z0-9_.:\-]+)"
+
+
+class ExportError(AutoparserError):
+    """The template's format cannot be expressed as a response_template; the message says why."""
+
+
+def _lit(marker: str) -> str:
+    """A marker as a regex: the template's text without its surrounding whitespace, which models vary."""
+    return re.escape(marker.strip(_WS))
+
+
+def _seq(*parts: str) -> str:
+    """Regex parts in order, whitespace allowed between them."""
+    return r"\s*".join(p for p in parts if p)
+
+
+def response_template(source: str, *, analysis: TemplateAnalysis | None = None) -> dict[str, Any]:
+    """The response_template of a chat template (its source text; `analysis`: its strict analysis, when the
+    caller has it already); ExportError when it cannot be expressed."""
+    source = normalize_source(source)
+    handler = find_handler(source)
+    if handler is not None:
+        return _with_anchor(source, _hand_written(handler), (handler.thinking_start_tag,))
+    if analysis is None:
+        analysis = analyze_template(source, strict=True)
+    fields: dict[str, Any] = {}
+    thinking = _thinking(analysis)
+    if thinking:
+        fields["thinking"] = thinking
+    fields["content"] = _content(analysis)
+    calls = _tool_calls(analysis)
+    if calls:
+        fields["tool_calls"] = calls
+        # a section's end after the last call (its opener goes with the first call's): no content
+        section = analysis.tools.format
+        if section.section_end.strip(_WS) and (section.per_call_start.strip(_WS)
+                                               or analysis.tools.function.name_prefix.strip(_WS)):
+            fields["markup"] = markup_field([section.section_end])
+    if len(fields) == 1 and fields["content"] == IMPLICIT_CONTENT:
+        raise ExportError("no reasoning, content markers or tool calls to describe: the whole output is content")
+    return _with_anchor(source, fields, (analysis.reasoning.start, analysis.content.start))
+
+
+def _with_anchor(source: str, fields: dict[str, Any], openers: tuple[str, ...]) -> dict[str, Any]:
+    """The response_template of `fields`, anchored where the template's generation prompt begins (`_anchors`)."""
+    spec: dict[str, Any] = {"version": 1}
+    anchors = _anchors(source, openers)
+    if anchors:
+        spec["start_anchor"] = anchors if len(anchors) > 1 else anchors[0]
+    else:  # the prompt shows no assistant start: the output alone is parsed
+        spec["start_anchor_pattern"] = r"\Z"
+    spec["fields"] = fields
+    return spec
+
+
+def _anchors(source: str, openers: tuple[str, ...]) -> list[str]:
+    """Where the assistant's turn begins in a prompt: the generation prompts the template appends (with thinking
+    on and off: they may differ, `<think>\\n` against `<think></think>`), each up to the reasoning or content
+    opener it may write (which then opens that field for the parser, from the prefix). Not the analysis's
+    assistant start, which can hold the end of the probe's user turn."""
+    anchors: list[str] = []
+    for thinking in (True, False):
+        gp = generate(source, {"messages": [{"role": "user", "content": "Hi"}], "reasoning_format": "auto",
+                               "enable_thinking": thinking}).generation_prompt
+        for marker in (m.strip(_WS) for m in openers):
+            if marker and marker in gp:
+                gp = gp[:gp.rindex(marker)]
+        if gp.strip(_WS) and gp.strip(_WS) not in anchors:
+            anchors.append(gp.strip(_WS))
+    return anchors
+
+
+def _hand_written(spec: FormatSpec) -> dict[str, Any]:
+    """A hand-written format's own fields (its handler module writes them beside its parser)."""
+    if spec.response_fields is None:
+        raise ExportError(f"the format is hand-written ({spec.name}) and has no response_template: its handler "
+                          "does not say one (chat/handlers/)")
+    fields = copy.deepcopy(dict(spec.response_fields))
+    if not spec.reasoning:
+        fields.pop("thinking", None)
+    return fields
+
+
+def _thinking(a: TemplateAnalysis) -> dict[str, Any]:
+    r = a.reasoning
+    if r.mode is ReasoningMode.NONE or not r.end.strip(_WS):
+        return {}
+    if not r.start.strip(_WS):
+        raise ExportError("the reasoning has an end marker but no start: a response_template field needs an opener "
+                          "(only the content may go without one)")
+    return thinking_field(r.start, r.end)
+
+
+def _content(a: TemplateAnalysis) -> dict[str, Any]:
+    c = a.content
+    if not (c.start.strip(_WS) and c.end.strip(_WS)):
+        return dict(IMPLICIT_CONTENT)
+    if c.mode is not ContentMode.ALWAYS_WRAPPED:
+        raise ExportError(f"the content is wrapped in {c.start.strip(_WS)!r} only after reasoning: a field is "
+                          "either opened by a marker or the implicit one, not both")
+    return {"open": c.start.strip(_WS), "close": c.end.strip(_WS)}
+
+
+# The analysis's own probe values: a marker that holds one is a misreading, no format to export.
+_NEEDLES = (fx.FUN_FIRST, fx.FUN_SECOND, fx.ARG_FIRST, fx.ARG_SECOND, fx.USER_MSG, fx.ASSISTANT_MSG,
+            fx.THINKING_CONTENT, "XXXX", "YYYY")
+
+
+def _tool_calls(a: TemplateAnalysis) -> dict[str, Any]:
+    if not a.caps.supports_tool_calls:
+        return {}
+    markers = json.dumps(a.tools.to_dict())
+    if any(needle in markers for needle in _NEEDLES):
+        raise ExportError("the analysis's tool markers hold its own probe values: it misread how the template "
+                          "renders a call")
+    if a.call_form is not None:
+        return _pythonic(a.call_form)
+    t = a.tools
+    match t.format.mode:
+        case ToolFormat.JSON_NATIVE:
+            return _json_native(t, a.caps.supports_parallel_tool_calls)
+        case ToolFormat.TAG_WITH_JSON:
+            return _tagged(t, {"content": "json"})
+        case ToolFormat.TAG_WITH_TAGGED:
+            return _tagged(t, _xml_arguments(t))
+    return {}
+
+
+def _pythonic(form: CallForm) -> dict[str, Any]:
+    """`[get_weather(city="Paris"), get_time()]`: transformers' `python-call-list` reads the list."""
+    if not form.list_wrapped:
+        raise ExportError("the calls are Python calls one per line, not a list: transformers' python-call-list "
+                          "reads a list")
+    field: dict[str, Any] = {"content": "python-call-list", "transform": call_transform("{name}", "{arguments}"),
+                             "transform_each": True}
+    if form.section_start.strip(_WS):
+        field["open_pattern"] = _lit(form.section_start) + r"\s*(?=\[)"
+        if form.section_end.strip(_WS):
+            field["close"] = form.section_end.strip(_WS)
+    else:  # a bare list: it begins where `[name(` does (the bracket stays in the region)
+        field["open_pattern"] = r"(?=\[\s*[A-Za-z_][A-Za-z0-9_.\-]*\()"
+    return field
+
+
+def _json_native(t: ToolsAnalysis, parallel: bool) -> dict[str, Any]:
+    fmt = t.format
+    if fmt.fun_name_is_key:
+        raise ExportError("the call's name is its JSON key (`{\"get_weather\": {...}}`): a transform can only read "
+                          "values")
+    name, args = fmt.name_field, fmt.args_field
+    if fmt.function_field and fmt.function_field != "function" and "." not in name:
+        name, args = f"{fmt.function_field}.{name}", f"{fmt.function_field}.{args}"
+    elif args == fmt.function_field:  # an OpenAI-style wrapper read by llama.cpp as the arguments' key
+        name, args = f"{fmt.function_field}.name", f"{fmt.function_field}.arguments"
+    field: dict[str, Any] = {"content": "json"}
+    if fmt.per_call_start.strip(_WS):
+        # one region per call: the section's markers, if any, go with the first call's opener and the last's closer
+        field["open_pattern"] = _seq(f"(?:{_lit(fmt.section_start)})?" if fmt.section_start.strip(_WS) else "",
+                                     _lit(fmt.per_call_start))
+        close = fmt.per_call_end.strip(_WS)
+        if not close:
+            raise ExportError("each call has an opener but no closer: a region of JSON would run into the next")
+        field["close"] = close
+        field["repeats"] = True
+        field["transform"] = call_transform(f"{{content.{name}}}", f"{{content.{args}}}")
+        return field
+    if fmt.section_start.strip(_WS):
+        field["open"] = fmt.section_start.strip(_WS)
+        if fmt.section_end.strip(_WS):
+            field["close"] = fmt.section_end.strip(_WS)
+    else:  # calls without markers begin with their first key
+        first = (fmt.parameter_order or (name.split(".")[0],))[0]
+        field["open_pattern"] = rf'(?=\[?\s*\{{\s*"{re.escape(first)}"\s*:)'
+    if fmt.tools_array_wrapped:
+        field["transform"] = call_transform(f"{{{name}}}", f"{{{args}}}")
+        field["transform_each"] = True
+        return field
+    if parallel:
+        raise ExportError("the calls are JSON objects one after another with no list around them: transformers' "
+                          "json parser reads one value")
+    # the template renders one call only: one object, which runs to the section's end or the output's
+    field["transform"] = call_transform(f"{{content.{name}}}", f"{{content.{args}}}")
+    field["repeats"] = True  # (a list of one)
+    return field
+
+
+def _tagged(t: ToolsAnalysis, content: dict[str, Any]) -> dict[str, Any]:
+    """One region per call, opened by the call's markers up to its name (captured), closed by its last closer."""
+    fmt, fn, cid = t.format, t.function, t.call_id
+    if not (fn.name_prefix.strip(_WS) or fmt.per_call_start.strip(_WS)):
+        raise ExportError("the call's name has no marker before it: nothing tells a call from content")
+    section = f"(?:{_lit(fmt.section_start)})?" if fmt.section_start.strip(_WS) else ""
+    per_call = _lit(fmt.per_call_start) if fmt.per_call_start.strip(_WS) else ""
+    # a call id the template writes around the name is read past (the message's ids are the caller's)
+    call_id = _seq(_lit(cid.prefix), r".*?", _lit(cid.suffix)) if cid.prefix.strip(_WS) else ""
+    before = call_id if cid.pos is CallIdPosition.PRE_FUNC_NAME else ""
+    between = call_id if cid.pos is CallIdPosition.BETWEEN_FUNC_AND_ARGS else ""
+    open_ = _seq(section, per_call, before, _lit(fn.name_prefix)) + _NAME + _seq(
+        "", _lit(fn.name_suffix), between, _lit(fn.args_separator), _lit(t.arguments.start))
+    closers = [c.strip(_WS) for c in (t.arguments.end, fn.close, fmt.per_call_end) if c.strip(_WS)]
+    if closers:
+        close = _seq(*map(re.escape, closers))
+    else:  # a call without a closer ends where the next one begins, or with the output
+        close = f"(?={_seq(per_call, _lit(fn.name_prefix))})"
+    return {"open_pattern": open_, "close_pattern": close, **content, "repeats": True,
+            "transform": dict(CALL_TRANSFORM)}
+
+
+def _xml_arguments(t: ToolsAnalysis) -> dict[str, Any]:
+    """Tagged arguments (`<parameter=K>V</parameter>`, `<arg_key>K</arg_key><arg_value>V</arg_value>`) by
+    transformers' `xml-inline`; values are text, which transformers casts with the tools' schemas."""
+    a = t.arguments
+    if not a.name_prefix.strip(_WS) or not (a.value_suffix.strip(_WS)):
+        raise ExportError("the arguments have no marker before their names or after their values")
+    after_key = [m for m in (a.name_suffix, a.value_prefix) if m.strip(_WS)]
+    if not after_key:
+        raise ExportError("nothing marks where an argument's name ends and its value begins")
+    pattern = _lit(a.name_prefix) + r"(?P<key>[^<>\s\"']+?)" + _seq(*map(_lit, after_key)) + \
+        r"(?P<value>.*?)" + _lit(a.value_suffix)
+    return {"content": "xml-inline", "content_args": {"tag_pattern": pattern, "value_parser": {"name": "text"}}}
+
+
+def transformers_message(parsed: Mapping[str, Any]) -> dict[str, Any]:
+    """A message transformers' `parse_response` gave, in our record's shape (`thinking` as the reasoning, calls
+    as name + arguments), for the same comparison rules as every other parse."""
+    calls = []
+    for call in parsed.get("tool_calls") or []:
+        fn = call.get("function", call) if isinstance(call, Mapping) else {}
+        calls.append({"name": fn.get("name", ""), "arguments": fn.get("arguments", {})})
+    return {"content": parsed.get("content") or "", "reasoning_content": parsed.get("thinking") or "",
+            "tool_calls": calls}
