@@ -12,7 +12,7 @@ from __future__ import annotations
 from typing import Any
 
 from autoparser.chat.compare import as_message, message_differences
-from autoparser.corpus.roundtrip import SCENARIOS, build_output, generate_cached, generator_request
+from autoparser.corpus.roundtrip import expressible_scenarios
 from autoparser.errors import AutoparserError
 from autoparser.export import response_template, transformers_message
 
@@ -39,14 +39,7 @@ def transformers_results(name: str, source: str) -> dict[str, str | None]:
     except AutoparserError:  # not expressible (response_template.json says why), or no analysis
         return {}
     results: dict[str, str | None] = {}
-    for scenario in SCENARIOS:
-        try:
-            built = build_output(source, scenario)
-            if built.not_expressible is not None:
-                continue
-            params = generate_cached(source, generator_request(built.request))
-        except AutoparserError:  # a template that cannot render the scenario: the round-trip suite's to report
-            continue
+    for built, params in expressible_scenarios(source):
         tools = built.request.get("tools") or None
         try:
             whole, streamed = _parsed(spec, built.output, params.prompt, tools)
@@ -56,5 +49,5 @@ def transformers_results(name: str, source: str) -> dict[str, str | None]:
                 problems.append(f"streamed: {streamed!r} is not the whole parse {whole!r}")
         except (ValueError, KeyError) as e:  # transformers' own errors: a region its parser or transform refuses
             problems = [f"transformers raised: {str(e).splitlines()[0]}"]
-        results[f"{name}::{scenario}"] = "; ".join(problems) or None
+        results[f"{name}::{built.scenario}"] = "; ".join(problems) or None
     return results

@@ -15,7 +15,7 @@ from dataclasses import dataclass, replace
 from autoparser.chat.compare import as_message, message_differences
 from autoparser.chat.params import ChatParams, TriggerType
 from autoparser.chat.recover import closers
-from autoparser.corpus.roundtrip import SCENARIOS, build_output, generate_cached, generator_request
+from autoparser.corpus.roundtrip import expressible_scenarios
 from autoparser.errors import AutoparserError
 from autoparser.types import ChatMessage
 
@@ -75,12 +75,8 @@ def recovery_counts(source: str) -> tuple[int, int]:
     """How many of this template's mutated outputs the default parse reads as meant, of how many: the outputs
     of the round-trip scenarios it reads right, broken each way that applies. Never raises."""
     ok = total = 0
-    for scenario in SCENARIOS:
+    for built, params in expressible_scenarios(source):
         try:
-            built = build_output(source, scenario)
-            if built.not_expressible is not None:
-                continue
-            params = generate_cached(source, generator_request(built.request))
             expected = as_message(built.expected)
             if message_differences(expected, params.parse(built.output), compare_ids=False):
                 continue  # the unbroken output is misread already: nothing to recover towards

@@ -19,7 +19,7 @@ from __future__ import annotations
 import copy
 import json
 import re
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from functools import lru_cache
@@ -42,6 +42,7 @@ __all__ = [
     "BuiltOutput",
     "ScenarioResult",
     "build_output",
+    "expressible_scenarios",
     "generate_cached",
     "generator_request",
     "run_roundtrip",
@@ -404,6 +405,20 @@ def _run_one(source: str, scenario: str) -> ScenarioResult:
     diffs = message_differences(as_message(built.expected), as_message(parsed), compare_ids=False)
     return ScenarioResult(scenario, "fail" if diffs else "pass", built.output, built.expected, parsed,
                           "; ".join(diffs))
+
+
+def expressible_scenarios(source: str) -> Iterator[tuple[BuiltOutput, ChatParams]]:
+    """Each scenario this template can express, rendered, with the generated parameters of its request (shared
+    through the caches); a scenario that cannot be built or generated is skipped (run_roundtrip reports it)."""
+    for scenario in SCENARIOS:
+        try:
+            built = build_output(source, scenario)
+            if built.not_expressible is not None:
+                continue
+            params = generate_cached(source, generator_request(built.request))
+        except AutoparserError:
+            continue
+        yield built, params
 
 
 def run_roundtrip(source: str) -> tuple[ScenarioResult, ...]:
