@@ -232,10 +232,15 @@ def _version() -> str:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    from autoparser.template.sandbox import time_budget
+
     args = build_parser().parse_args(argv)
     func: Command = args.func
     try:
-        return func(args)
+        if args.command == "corpus":  # (a corpus job gives each template its own budget)
+            return func(args)
+        with time_budget():  # one budget for all a command renders (AUTOPARSER_TIME_BUDGET)
+            return func(args)
     except AutoparserError as e:
         return _fail(str(e).replace("\n", " "))
     except KeyboardInterrupt:

@@ -25,6 +25,7 @@ from autoparser.template.diff import (
     trim_whitespace,
 )
 from autoparser.template.render import ChatTemplate, normalize_source
+from autoparser.template.sandbox import time_budget
 
 __all__ = ["analyze_template", "collect_preserved_tokens"]
 
@@ -44,7 +45,8 @@ def analyze_template(template: str | ChatTemplate, name: str = "<template>", *, 
     else:
         source, compiled = normalize_source(template), compile_cpp(template, name)
     try:
-        return _analyze(compiled, source, strict, caps)
+        with time_budget(phase="analysing"):
+            return _analyze(compiled, source, strict, caps)
     except AutoparserError:
         raise
     except RecursionError as err:

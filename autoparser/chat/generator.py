@@ -22,6 +22,7 @@ from autoparser.chat.spec import FormatSpec, assemble
 from autoparser.errors import AnalysisError, AutoparserError
 from autoparser.template.caps import TemplateCaps, template_caps
 from autoparser.template.render import ChatTemplate
+from autoparser.template.sandbox import time_budget as budget
 
 __all__ = ["cached_analysis", "cached_caps", "generate"]
 
@@ -57,10 +58,16 @@ def _format(source: str) -> FormatSpec:
     return derived_format(analysis)
 
 
-def generate(source: str, request: Mapping[str, object] | ChatRequest) -> ChatParams:
-    """Prompt, parser and grammar for one request on one template (`common_chat_templates_apply`)."""
+def generate(source: str, request: Mapping[str, object] | ChatRequest, *,
+             time_budget: float | None = None) -> ChatParams:
+    """Prompt, parser and grammar for one request on one template (`common_chat_templates_apply`). Every render
+    it makes shares one wall-clock budget (`time_budget` seconds, default DEFAULT_TIME_BUDGET: 10 s, or
+    AUTOPARSER_TIME_BUDGET): a template that outlasts it raises TemplateError naming what was being done."""
     req = ChatRequest.from_dict(request)
-    tmpl = _template(source)
-    inputs = prepare_inputs(tmpl, cached_caps(source), req)
-    params = assemble(_format(source), tmpl, inputs)
+    with budget(time_budget, "generating"):
+        tmpl = _template(source)
+        inputs = prepare_inputs(tmpl, cached_caps(source), req)
+        fmt = _format(source)
+        with budget(phase="rendering the prompt"):
+            params = assemble(fmt, tmpl, inputs)
     return replace(params, messages=inputs.messages, tools=tuple(inputs.tools or ()))

@@ -46,6 +46,7 @@ from autoparser.corpus.manifest import atomic_write_bytes
 from autoparser.corpus.exported import transformers_results
 from autoparser.corpus.mutations import recovery_counts
 from autoparser.corpus.roundtrip import SCENARIOS
+from autoparser.template.sandbox import time_budget
 
 __all__ = [
     "ArtefactChange",
@@ -326,7 +327,8 @@ def collect_row(entry: CorpusEntry, snapshots_dir: Path | None) -> TemplateRow:
 def _collect_one(args: tuple[CorpusEntry, Path | None]) -> TemplateRow:
     entry, snapshots_dir = args
     try:
-        return collect_row(entry, snapshots_dir)
+        with time_budget(phase=f"collecting {entry.name}"):  # one budget per template: a hostile one costs that
+            return collect_row(entry, snapshots_dir)
     except BaseException as e:  # RecursionError, SystemExit from a template... never lose the whole report
         if isinstance(e, KeyboardInterrupt):
             raise

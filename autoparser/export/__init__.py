@@ -52,6 +52,7 @@ from autoparser.chat.spec import (
 )
 from autoparser.errors import AutoparserError
 from autoparser.template.render import normalize_source
+from autoparser.template.sandbox import time_budget
 
 __all__ = ["ExportError", "response_template", "transformers_message"]
 
@@ -77,7 +78,11 @@ def _seq(*parts: str) -> str:
 def response_template(source: str, *, analysis: TemplateAnalysis | None = None) -> dict[str, Any]:
     """The response_template of a chat template (its source text; `analysis`: its strict analysis, when the
     caller has it already); ExportError when it cannot be expressed."""
-    source = normalize_source(source)
+    with time_budget(phase="exporting"):
+        return _response_template(normalize_source(source), analysis)
+
+
+def _response_template(source: str, analysis: TemplateAnalysis | None) -> dict[str, Any]:
     handler = find_handler(source)
     if handler is not None:
         return _with_anchor(source, _hand_written(handler), (handler.thinking_start_tag,))

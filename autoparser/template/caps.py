@@ -16,7 +16,7 @@ from typing import Any
 from autoparser.errors import TemplateError
 from autoparser.template.cpp import CppTemplate, compile_cpp, recording, stats_of, track, tracked_variable
 from autoparser.template.render import ChatTemplate
-from autoparser.template.sandbox import run_template
+from autoparser.template.sandbox import run_template, time_budget
 
 __all__ = ["TemplateCaps", "normalize_messages", "template_caps"]
 
@@ -111,7 +111,8 @@ def template_caps(template: ChatTemplate | CppTemplate | str, name: str = "<temp
     A ChatTemplate keeps its compiled C++ flavour, so probing it again, or analysing it, compiles nothing."""
     compiled = template.cpp if isinstance(template, ChatTemplate) else \
         template if isinstance(template, CppTemplate) else compile_cpp(template, name)
-    return _probe_all(compiled, compiled.name or name)
+    with time_budget(phase="probing capabilities"):
+        return _probe_all(compiled, compiled.name or name)
 
 
 def _probe_all(compiled: CppTemplate, name: str) -> TemplateCaps:

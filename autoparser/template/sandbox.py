@@ -13,7 +13,9 @@ from __future__ import annotations
 
 import contextlib
 import contextvars
+import functools
 import json
+import os
 import time
 import warnings
 from collections.abc import Callable, Iterator
@@ -32,12 +34,14 @@ from autoparser.errors import TemplateError
 
 __all__ = [
     "DEFAULT_MAX_OUTPUT",
+    "DEFAULT_TIME_BUDGET",
     "DEFAULT_TIME_LIMIT",
     "GuardedEnvironment",
     "compile_template",
     "make_environment",
     "parse_template",
     "run_template",
+    "time_budget",
 ]
 
 DEFAULT_TIME_LIMIT = 10.0
@@ -45,18 +49,74 @@ DEFAULT_MAX_OUTPUT = 10_000_000
 # jinja2's own limit; transformers inherits it, so parity needs the same figure.
 MAX_RANGE = jinja2.sandbox.MAX_RANGE
 
+# The wall-clock budget of one public call (generate(), an analysis, an export, a command, a corpus job's
+# template): every render the call makes shares it. AUTOPARSER_TIME_BUDGET (seconds) changes the default.
+DEFAULT_TIME_BUDGET = 10.0
+
+
+def default_budget() -> float:
+    """AUTOPARSER_TIME_BUDGET, read at each call (so a job can set it for its workers), else 10 s."""
+    try:
+        return float(os.environ.get("AUTOPARSER_TIME_BUDGET", "") or DEFAULT_TIME_BUDGET)
+    except ValueError:
+        return DEFAULT_TIME_BUDGET
+
+
+class _Budget:
+    """One call's budget: its deadline, what the call is doing (`phase`), and, once a render has hit a limit,
+    why (`spent`): the call's other renders of the same template are then refused at once."""
+
+    __slots__ = ("deadline", "phase", "seconds", "spent")
+
+    def __init__(self, seconds: float) -> None:
+        self.seconds = seconds
+        self.deadline = time.monotonic() + seconds
+        self.phase = "rendering"
+        self.spent = ""
+
+    def exhausted(self, why: str) -> str:
+        self.spent = self.spent or f"{why} while {self.phase}"
+        return self.spent
+
+
+_BUDGET: contextvars.ContextVar[_Budget | None] = contextvars.ContextVar("autoparser_time_budget", default=None)
+
+
+@contextlib.contextmanager
+def time_budget(seconds: float | None = None, phase: str = "") -> Iterator[None]:
+    """One wall-clock budget (default `default_budget()`) for every render inside, so that a hostile template
+    holds a call for that long at most, not for that long per render. A call inside another shares the
+    outermost budget; `phase` names what the enclosed work is (in the error when the budget runs out)."""
+    outer = _BUDGET.get()
+    budget = outer if outer is not None else _Budget(default_budget() if seconds is None else seconds)
+    token = _BUDGET.set(budget) if outer is None else None
+    previous, budget.phase = budget.phase, phase or budget.phase
+    try:
+        yield
+    finally:
+        budget.phase = previous
+        if token is not None:
+            _BUDGET.reset(token)
+
+
 class _Limits:
     """Per-render guard state, reachable from the environment's hooks through a context variable."""
 
-    __slots__ = ("deadline", "max_output", "now")
+    __slots__ = ("budget", "deadline", "max_output", "now")
 
-    def __init__(self, deadline: float, max_output: int, now: datetime | None) -> None:
-        self.deadline = deadline
+    def __init__(self, deadline: float, max_output: int, now: datetime | None, budget: _Budget | None) -> None:
+        self.budget = budget
+        self.deadline = deadline if budget is None else min(deadline, budget.deadline)
         self.max_output = max_output
         self.now = now
 
     def check(self) -> None:
         if time.monotonic() > self.deadline:
+            budget = self.budget
+            if budget is not None and time.monotonic() > budget.deadline:
+                raise TemplateError(budget.exhausted(f"the time budget of {budget.seconds:g} s ran out"))
+            if budget is not None:
+                budget.exhausted("a render exceeded its time limit")
             raise TemplateError("template rendering exceeded its time limit")
 
 
@@ -217,9 +277,24 @@ class GuardedEnvironment(ImmutableSandboxedEnvironment):
         return super().call_binop(context, operator, left, right)
 
 
+def _bounded(filter_fn: Callable[..., Any]) -> Callable[..., Any]:
+    """A filter whose result (a string or a list) may not outgrow the output limit, as `+` and `*` may not:
+    `|join` and `|list` would otherwise double a value on every loop step."""
+    @functools.wraps(filter_fn)  # (keeps jinja2's pass_eval_context marker)
+    def bounded(*args: Any, **kwargs: Any) -> Any:
+        out = filter_fn(*args, **kwargs)
+        limits = _LIMITS.get()
+        if limits is not None and isinstance(out, (str, list)) and len(out) > limits.max_output:
+            raise TemplateError("template built a value larger than the output limit")
+        return out
+    return bounded
+
+
 def make_environment(env_class: type[GuardedEnvironment] = GuardedEnvironment) -> GuardedEnvironment:
     """A fresh environment configured like transformers' chat-template environment."""
     env = env_class(trim_blocks=True, lstrip_blocks=True, extensions=[_GenerationExtension, jinja2.ext.loopcontrols])
+    for name in ("join", "list"):
+        env.filters[name] = _bounded(env.filters[name])
     env.filters["tojson"] = _tojson
     env.globals["raise_exception"] = _raise_exception
     env.globals["strftime_now"] = _strftime_now
@@ -255,6 +330,8 @@ def _compiling(name: str) -> Iterator[None]:
         raise _syntax_error(err, name) from err
     except (RecursionError, MemoryError) as err:
         raise TemplateError(f"{name}: template too complex to compile") from err
+    except SyntaxError as err:  # Python's own compiler on jinja2's output: `IndentationError` from deep nesting
+        raise TemplateError(f"{name}: template too deeply nested to compile ({err.msg})") from err
 
 
 def parse_template(env: jinja2.Environment, source: str, name: str) -> jinja2.nodes.Template:
@@ -273,14 +350,20 @@ def run_template(template: jinja2.Template, context: dict[str, Any], *, name: st
                  time_limit: float = DEFAULT_TIME_LIMIT, max_output: int = DEFAULT_MAX_OUTPUT,
                  now: datetime | None = None) -> str:
     """Render `template` with `context` under the guards; every failure becomes TemplateError."""
-    limits = _Limits(time.monotonic() + time_limit, max_output, now)
+    budget = _BUDGET.get()
+    if budget is not None and budget.spent:  # a render of this call hit a limit already: not once per probe
+        raise TemplateError(f"{name}: not rendered: {budget.spent}")
+    limits = _Limits(time.monotonic() + time_limit, max_output, now, budget)
     token = _LIMITS.set(limits)
     try:
+        limits.check()  # (a budget spent by the renders before this one)
         parts: list[str] = []
         size = 0
         for chunk in template.generate(context):
             size += len(chunk)
             if size > max_output:
+                if budget is not None:
+                    budget.exhausted(f"a render exceeded {max_output} characters")
                 raise TemplateError(f"{name}: rendered output exceeds {max_output} characters")
             if len(parts) & 255 == 0:
                 limits.check()
@@ -298,6 +381,8 @@ def run_template(template: jinja2.Template, context: dict[str, Any], *, name: st
     except RecursionError as err:
         raise TemplateError(f"{name}: template recursion too deep") from err
     except MemoryError as err:
+        if budget is not None:
+            budget.exhausted("a render ran out of memory")
         raise TemplateError(f"{name}: template ran out of memory") from err
     except Exception as err:
         raise TemplateError(f"{name}: {type(err).__name__}: {err}") from err
