@@ -24,7 +24,7 @@ from autoparser.template.caps import TemplateCaps, template_caps
 from autoparser.template.render import ChatTemplate
 from autoparser.template.sandbox import time_budget as budget
 
-__all__ = ["cached_analysis", "cached_caps", "generate"]
+__all__ = ["cached_analysis", "cached_caps", "generate", "strict_analysis"]
 
 
 @functools.lru_cache(maxsize=64)
@@ -42,6 +42,16 @@ def cached_caps(source: str) -> TemplateCaps:
 def cached_analysis(source: str) -> TemplateAnalysis:
     """The (non-strict) template analysis, run once per source on the capabilities already probed."""
     return analyze_template(_template(source), caps=cached_caps(source))
+
+
+def strict_analysis(source: str) -> TemplateAnalysis:
+    """The strict analysis (`autoparser analyze --json`), without analysing twice: the cached one differs from
+    it only when no analysis conversation rendered (every field but the caps a default), and only then is the
+    strict one run, to get the same result (or the same error) as the command line."""
+    analysis = cached_analysis(source)
+    if replace(analysis, caps=TemplateAnalysis().caps) == TemplateAnalysis():
+        analysis = analyze_template(source, strict=True)
+    return analysis
 
 
 @functools.lru_cache(maxsize=64)

@@ -11,7 +11,6 @@ raising, so a snapshot records the failure and a change in it shows up as a diff
 
 from __future__ import annotations
 
-import dataclasses
 import functools
 import hashlib
 import json
@@ -19,9 +18,7 @@ import re
 from collections.abc import Callable, Mapping
 from typing import Any, Protocol
 
-from autoparser.analysis.analyzer import analyze_template
-from autoparser.analysis.model import TemplateAnalysis
-from autoparser.chat.generator import cached_analysis, cached_caps, generate
+from autoparser.chat.generator import cached_caps, generate, strict_analysis
 from autoparser.export import ExportError, response_template
 from autoparser.corpus.roundtrip import NOW_TEXT, QUESTION_WEATHER, SEARCH_TOOL, WEATHER_TOOL, run_roundtrip
 
@@ -97,28 +94,16 @@ def _caps(source: str) -> str:
     return _dumps(cached_caps(source).to_dict())
 
 
-def _strict_analysis(source: str) -> TemplateAnalysis:
-    """The strict analysis (`autoparser analyze --json`), without analysing twice.
-
-    The generator's cached analysis is non-strict; it differs from the strict one only when no analysis
-    conversation rendered, and then every field but the caps is a default. Only in that case is the strict
-    analysis run, to get the same result (or the same error) as the command line.
-    """
-    analysis = cached_analysis(source)
-    if dataclasses.replace(analysis, caps=TemplateAnalysis().caps) == TemplateAnalysis():
-        analysis = analyze_template(source, strict=True)
-    return analysis
-
-
 def _analysis(source: str) -> str:
-    analysis = _strict_analysis(source)
+    """The record `autoparser analyze --json` prints."""
+    analysis = strict_analysis(source)
     return _dumps({**analysis.to_dict(), **analysis.beyond_cpp()})
 
 
 def _response_template(source: str) -> str:
     """What `autoparser export response-template` prints, or why the format cannot be expressed."""
     try:
-        return _dumps(response_template(source, analysis=_strict_analysis(source)))
+        return _dumps(response_template(source))
     except ExportError as err:
         return _dumps({"not_expressible": str(err)})
 

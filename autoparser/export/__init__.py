@@ -30,7 +30,6 @@ from collections.abc import Mapping
 from typing import Any
 
 from autoparser.analysis import fixtures as fx
-from autoparser.analysis.analyzer import analyze_template
 from autoparser.analysis.model import (
     CallForm,
     CallIdPosition,
@@ -40,7 +39,7 @@ from autoparser.analysis.model import (
     ToolFormat,
     ToolsAnalysis,
 )
-from autoparser.chat.generator import generate
+from autoparser.chat.generator import generate, strict_analysis
 from autoparser.chat.handlers import find_handler
 from autoparser.chat.spec import (
     CALL_TRANSFORM,
@@ -75,19 +74,17 @@ def _seq(*parts: str) -> str:
     return r"\s*".join(p for p in parts if p)
 
 
-def response_template(source: str, *, analysis: TemplateAnalysis | None = None) -> dict[str, Any]:
-    """The response_template of a chat template (its source text; `analysis`: its strict analysis, when the
-    caller has it already); ExportError when it cannot be expressed."""
+def response_template(source: str) -> dict[str, Any]:
+    """The response_template of a chat template (its source text); ExportError when it cannot be expressed."""
     with time_budget(phase="exporting"):
-        return _response_template(normalize_source(source), analysis)
+        return _response_template(normalize_source(source))
 
 
-def _response_template(source: str, analysis: TemplateAnalysis | None) -> dict[str, Any]:
+def _response_template(source: str) -> dict[str, Any]:
     handler = find_handler(source)
     if handler is not None:
         return _with_anchor(source, _hand_written(handler), (handler.thinking_start_tag,))
-    if analysis is None:
-        analysis = analyze_template(source, strict=True)
+    analysis = strict_analysis(source)  # (the generator's, analysed once per source)
     fields: dict[str, Any] = {}
     thinking = _thinking(analysis)
     if thinking:
