@@ -448,17 +448,16 @@ def _pythonic(d: _Derived, form: CallForm) -> P:
     else:
         section = calls + p.space()
     calls = p.trigger_rule("tool-calls", section)
-    if b.lenient and form.section_start.strip(_WS) and bare:
-        # calls written without the section marker: content stops where they follow
-        content = p.content_before_calls([form.section_start], bare, calls)
-    elif b.lenient and form.list_wrapped and bare:
+    if b.lenient and not form.section_start.strip(_WS) and form.list_wrapped and bare:
         # A bare list may begin with a call it cannot read: content also stops at a `[` the calls follow (and
         # always at a readable call's `[name(`, so a list that fails is the recovery's, not content).
         p.repair_triggers.append("[")
         at_list = p.negate(p.choice([p.literal(m) for m in bare])) + p.peek(p.literal("[")) + p.negate(calls)
         content = p.content(p.until("[")) + p.zero_or_more(at_list + p.content(p.literal("[") + p.until("[")))
+    elif form.section_start or bare:
+        # (lenient: calls written without the section marker; content stops where they follow)
+        missing = bare if b.lenient and form.section_start.strip(_WS) else []
+        content = p.content_until_calls([form.section_start] if form.section_start else bare, missing, calls)
     else:
-        markers = [form.section_start] if form.section_start else bare
-        content = p.content(p.until_one_of(markers) if len(markers) > 1 else p.until(markers[0])) if markers \
-            else p.content(p.rest())
+        content = p.content(p.rest())
     return d.reasoning + p.optional(content) + (calls if b.required else p.optional(calls)) + p.end()

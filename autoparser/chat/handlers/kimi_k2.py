@@ -53,16 +53,14 @@ def _build(b: Build) -> P:
     for f in functions(b.inputs.tools):
         tool_id = p.tool_id(p.literal("functions.") + p.tool_name(p.literal(f.name)) + p.literal(":")
                             + p.chars("[0-9]", 1, -1))
+        head = p.tool_open(tool_id + p.literal(ARGS_BEGIN)) \
+            + p.tool_args(p.schema(p.json(), f"tool-{f.name}-schema", f.schema))
         if b.lenient:
             # the optional closer outside the call: a call whole at its arguments' end stays whole while more
             # text comes (a recovered stream shows a call once whole, and never takes it back)
-            tool_parser = p.tool(p.tool_open(tool_id + p.literal(ARGS_BEGIN))
-                                 + p.tool_args(p.schema(p.json(), f"tool-{f.name}-schema", f.schema))
-                                 + p.tool_close(p.eps())) + p.optional(p.literal(CALL_END))
+            tool_parser = p.tool(head + p.tool_close(p.eps())) + p.optional(p.literal(CALL_END))
         else:
-            tool_parser = p.tool(p.tool_open(tool_id + p.literal(ARGS_BEGIN))
-                                 + p.tool_args(p.schema(p.json(), f"tool-{f.name}-schema", f.schema))
-                                 + p.tool_close(p.optional(p.literal(CALL_END))))
+            tool_parser = p.tool(head + p.tool_close(p.optional(p.literal(CALL_END))))
         tool_choice |= p.rule(f"tool-{f.name}", tool_parser)
 
     # (lenient: the first call's `<|tool_call_begin|>` may be left out; the call then begins `functions.NAME:`)

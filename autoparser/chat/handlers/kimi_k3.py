@@ -94,18 +94,16 @@ def _build(b: Build) -> P:
         tool_choices |= p.rule(f"kimi-k3-tool-{name}", call)
 
     # The message closer belongs to the trigger rule: a lazy grammar that has started on the calls must accept it.
-    if b.lenient:  # the section opener may be left out: the calls then begin `<|open|>call tool="NAME"`
-        tools_section = p.trigger_rule("kimi-k3-tool-call", p.opened(TOOLS_START, p.one_or_more(tool_choices))
-                                       + p.literal(TOOLS_END) + p.optional(p.literal(MSG_END))
-                                       + p.optional(p.literal(EOM_TOKEN)))
+    # (lenient: the section opener may be left out; the calls then begin `<|open|>call tool="NAME"`)
+    calls_opened = p.opened(TOOLS_START, p.one_or_more(tool_choices)) if b.lenient \
+        else p.literal(TOOLS_START) + p.one_or_more(tool_choices)  # (strict: the C++ evaluation order)
+    tools_section = p.trigger_rule("kimi-k3-tool-call", calls_opened + p.literal(TOOLS_END)
+                                   + p.optional(p.literal(MSG_END)) + p.optional(p.literal(EOM_TOKEN)))
+    if b.lenient:
         bare = [f'{CALL_START}{f.name}"' for f in functions(b.inputs.tools)]
         response = p.optional(p.literal(RESP_START)) \
             + p.content_until_calls([RESP_END, TOOLS_START, MSG_END], bare, tools_section) \
             + p.optional(p.literal(RESP_END))
-    else:
-        tools_section = p.trigger_rule("kimi-k3-tool-call", p.literal(TOOLS_START) + p.one_or_more(tool_choices)
-                                       + p.literal(TOOLS_END) + p.optional(p.literal(MSG_END))
-                                       + p.optional(p.literal(EOM_TOKEN)))
     calls = tools_section if b.required else p.optional(tools_section)
     return start + reasoning + response + calls + trailer + end
 
