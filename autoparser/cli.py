@@ -209,6 +209,22 @@ def build_parser() -> argparse.ArgumentParser:
                     help="also track the N most downloaded text-generation models")
     cr.add_argument("--endpoint", help="hub endpoint (default: HF_ENDPOINT or huggingface.co)")
     cr.add_argument("--report", default="reports", help="where the change report goes (JSON + Markdown)")
+    cn = csub.add_parser("nightly", help="refresh, then report what each new or changed template does differently",
+                         description="Refresh corpus/ from the hub, recompute the artefacts of every new or changed "
+                                     "template, compare them with snapshots/ and write nightly-report.md (a pull-request"
+                                     " body) and nightly-report.json. Exit 0: nothing changed; 1: templates changed "
+                                     "(report written); 2: the job failed (bad input, corpus unreadable, no repo "
+                                     "could be read).")
+    cn.add_argument("--corpus", default="corpus", help="corpus directory (default: ./corpus)")
+    cn.add_argument("--snapshots", default="snapshots", help="the committed snapshots (default: ./snapshots)")
+    cn.add_argument("--ids", help="file of hub repo ids, one per line (default: the corpus's model-ids.txt)")
+    cn.add_argument("--discover", type=int, default=0, metavar="N",
+                    help="also track the N most downloaded text-generation models")
+    cn.add_argument("--endpoint", help="hub endpoint (default: HF_ENDPOINT or huggingface.co)")
+    cn.add_argument("--report", default="reports/nightly", help="where the report goes (default: reports/nightly)")
+    cn.add_argument("--update", action="store_true",
+                    help="write the new snapshots of the added and changed templates (and drop removed ones)")
+    cn.add_argument("--jobs", "-j", type=int, default=1, metavar="N", help="worker processes (default: 1)")
     cp = csub.add_parser("report", help="write the corpus report (HTML + Markdown)")
     cp.add_argument("--corpus", default="corpus", help="corpus directory (default: ./corpus)")
     cp.add_argument("--snapshots", default="snapshots",

@@ -24,7 +24,7 @@ from autoparser.template.caps import TemplateCaps, template_caps
 from autoparser.template.render import ChatTemplate
 from autoparser.template.sandbox import time_budget as budget
 
-__all__ = ["cached_analysis", "cached_caps", "generate", "strict_analysis"]
+__all__ = ["cached_analysis", "cached_caps", "format_name", "generate", "strict_analysis"]
 
 
 @functools.lru_cache(maxsize=64)
@@ -66,6 +66,12 @@ def _format(source: str) -> FormatSpec:
         raise AnalysisError(f"Unable to generate parser for this template. Automatic parser generation failed: {e}") \
             from e
     return derived_format(analysis)
+
+
+def format_name(source: str) -> str:
+    """Which format parses this template's output: a specialised handler's name, or "autoparser" for the
+    analyzer's generic path (what the nightly report calls the handler choice)."""
+    return _format(source).name
 
 
 def generate(source: str, request: Mapping[str, object] | ChatRequest, *,

@@ -1,4 +1,4 @@
-"""`autoparser corpus refresh|report`: the command-line side of the corpus jobs."""
+"""`autoparser corpus refresh|nightly|report`: the command-line side of the corpus jobs."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from pathlib import Path
 
 from autoparser.errors import CorpusError
 
-__all__ = ["run_corpus", "run_refresh", "run_report"]
+__all__ = ["run_corpus", "run_nightly", "run_refresh", "run_report"]
 
 
 def _fail(message: str, code: int = 2) -> int:
@@ -33,6 +33,37 @@ def run_refresh(args: argparse.Namespace) -> int:
           f" {len(report.failed)} failed ({report.repos_checked} repos, {report.repos_unchanged} unchanged);"
           f" report in {args.report}/")
     return 0 if report.ok else 1
+
+
+def run_nightly(args: argparse.Namespace) -> int:
+    """Refresh, then report what the changed templates do differently: exit 0 nothing changed, 1 something
+    changed (report written), 2 the job itself failed (bad input, corpus unreadable, nothing fetched)."""
+    from autoparser.corpus.fetcher import HubFetcher
+    from autoparser.corpus.nightly import NIGHTLY_MD, nightly
+    from autoparser.corpus.refresh import read_repo_ids
+
+    corpus = Path(args.corpus)
+    ids_path = Path(args.ids) if args.ids else corpus / "model-ids.txt"
+    jobs = int(args.jobs)
+    if jobs < 1:
+        return _fail("corpus nightly: --jobs must be >= 1")
+    snapshots = Path(args.snapshots)
+    if snapshots.exists() and not snapshots.is_dir():
+        return _fail(f"corpus nightly: --snapshots {snapshots} is not a directory")
+    try:
+        ids = read_repo_ids(ids_path)
+        if not ids and not args.discover:
+            return _fail(f"corpus nightly: no repo ids in {ids_path} (and no --discover)")
+        report = nightly(corpus, ids, HubFetcher(endpoint=args.endpoint), snapshots=snapshots,
+                         report_dir=Path(args.report), update=bool(args.update), discover=int(args.discover or 0),
+                         jobs=jobs)
+    except CorpusError as e:
+        return _fail(f"corpus nightly: {e}")
+    where = f"; report in {Path(args.report) / NIGHTLY_MD}" if report.worth_writing() else ""
+    print(f"corpus nightly: {report.summary_line()}{where}")
+    if report.nothing_fetched:
+        print("autoparser: error: corpus nightly: no repo could be read (see the report's failures)", file=sys.stderr)
+    return report.exit_code
 
 
 def run_report(args: argparse.Namespace) -> int:
@@ -83,6 +114,8 @@ def run_corpus(args: argparse.Namespace) -> int:
     command = getattr(args, "corpus_command", None)
     if command == "refresh":
         return run_refresh(args)
+    if command == "nightly":
+        return run_nightly(args)
     if command == "report":
         return run_report(args)
     return _fail(f"unknown corpus command {command!r}")

@@ -7,6 +7,10 @@ whose bytes differ from its sha256. Before the first change of a run, the old st
 change is saved in `.refresh-journal.json`; the report is computed from that journal against the final
 manifest, so a run killed half way and resumed still reports every change once. The journal goes away when
 the report is written. A run that changes nothing writes nothing under corpus/.
+
+With a snapshots directory (the nightly job), the journal also keeps each changed template's snapshot files as
+they were before the run, so the behaviour diff of a resumed run compares with the same old side even when the
+first run had already rewritten some snapshots.
 """
 
 from __future__ import annotations
@@ -14,7 +18,7 @@ from __future__ import annotations
 import difflib
 import json
 import sys
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
@@ -34,7 +38,7 @@ from autoparser.corpus.manifest import (
 )
 from autoparser.errors import CorpusError
 
-__all__ = ["JOURNAL_NAME", "ChangeReport", "CorpusUpdater", "read_repo_ids", "refresh"]
+__all__ = ["JOURNAL_NAME", "ChangeReport", "CorpusUpdater", "read_repo_ids", "read_snapshot_folder", "refresh"]
 
 JOURNAL_NAME = ".refresh-journal.json"
 REPORT_JSON = "corpus-change-report.json"
@@ -47,6 +51,23 @@ def hub_origin(repo_id: str, template_name: str) -> str:
 
 def _now() -> str:
     return datetime.now(timezone.utc).replace(microsecond=0).isoformat().replace("+00:00", "Z")
+
+
+def read_snapshot_folder(snapshots: Path, name: str) -> dict[str, str] | None:
+    """A template's snapshot files (file name -> text, read as the snapshot suite writes them), or None when
+    it has no folder."""
+    from autoparser.corpus.artefacts import snapshot_key
+
+    folder = snapshots / snapshot_key(_Name(name))
+    if not folder.is_dir():
+        return None
+    return {p.name: p.read_bytes().decode("utf-8", "surrogateescape")
+            for p in sorted(folder.iterdir()) if p.is_file() and not p.name.startswith(".")}
+
+
+@dataclass(frozen=True)
+class _Name:
+    name: str
 
 
 def read_repo_ids(path: Path) -> list[str]:
@@ -71,6 +92,7 @@ class ChangeReport:
     failed: list[dict[str, Any]] = field(default_factory=list)
     repos_checked: int = 0
     repos_unchanged: int = 0
+    repos_unreadable: int = 0  # the repo itself could not be read (its templates unknown, kept as they were)
     generated_at: str = ""
     endpoint: str = ""
     offline: bool = False
@@ -83,6 +105,7 @@ class ChangeReport:
         return {
             "generated_at": self.generated_at, "endpoint": self.endpoint, "offline": self.offline,
             "repos_checked": self.repos_checked, "repos_unchanged": self.repos_unchanged,
+            "repos_unreadable": self.repos_unreadable,
             "summary": {"added": len(self.added), "changed": len(self.changed), "removed": len(self.removed),
                         "failed": len(self.failed)},
             "added": self.added, "changed": self.changed, "removed": self.removed, "failed": self.failed,
@@ -126,8 +149,9 @@ class ChangeReport:
 class CorpusUpdater:
     """Applies RepoFetch results to a corpus directory, one crash-safe commit per repo."""
 
-    def __init__(self, root: Path) -> None:
+    def __init__(self, root: Path, snapshots: Path | None = None) -> None:
         self.root = root
+        self.snapshots = snapshots
         (root / TEMPLATES_DIR).mkdir(parents=True, exist_ok=True)
         self.manifest = Manifest.read_or_empty(root)
         self.journal_path = root / JOURNAL_NAME
@@ -135,6 +159,7 @@ class CorpusUpdater:
         self.failures: list[Failure] = []
         self.checked = 0
         self.unchanged = 0
+        self.unreadable = 0
 
     def _read_journal(self) -> dict[str, dict[str, Any]]:
         try:
@@ -166,6 +191,7 @@ class CorpusUpdater:
             self.unchanged += 1
             return
         if fetch.revision is None:  # the repo itself failed: keep what we had, record why
+            self.unreadable += 1
             if old_failures != fetch.failures:
                 m.failures = [f for f in m.failures if f.repo_id != repo] + list(fetch.failures)
                 m.write(self.root)
@@ -277,6 +303,8 @@ class CorpusUpdater:
                 "repo_id": repo, "template": tname, "sha256": old["sha256"] if old else None,
                 "name": entry.name if entry else None, "text": text,
             }
+            if self.snapshots is not None and entry is not None:
+                self.journal[origin]["snapshot"] = read_snapshot_folder(self.snapshots, entry.name)
             changed = True
         if changed:
             data = json.dumps({"version": 1, "origins": self.journal}, indent=1, ensure_ascii=False).encode()
@@ -286,7 +314,7 @@ class CorpusUpdater:
 
     def report(self, endpoint: str, offline: bool) -> ChangeReport:
         r = ChangeReport(generated_at=_now(), endpoint=endpoint, offline=offline, repos_checked=self.checked,
-                         repos_unchanged=self.unchanged,
+                         repos_unchanged=self.unchanged, repos_unreadable=self.unreadable,
                          failed=[f.to_json() for f in sorted(self.failures, key=lambda f: (f.repo_id, f.file or ""))])
         by_origin = {o: e for e in self.manifest.templates for o in e.origins}
         for origin in sorted(self.journal):
@@ -335,9 +363,15 @@ def refresh(
     *,
     discover: int = 0,
     progress: bool | None = None,
+    snapshots: Path | None = None,
+    then: Callable[[ChangeReport, CorpusUpdater], None] | None = None,
 ) -> ChangeReport:
-    """Refresh `corpus` from the hub for `repo_ids` (+ the `discover` most downloaded text-generation models)."""
-    updater = CorpusUpdater(corpus)
+    """Refresh `corpus` from the hub for `repo_ids` (+ the `discover` most downloaded text-generation models).
+
+    `then(report, updater)` runs once the corpus is updated and before the journal goes (the nightly job's
+    behaviour diff): if it is killed, the next run reports the same changes again. `snapshots` makes the
+    journal keep the old snapshot files of every changed template (see the module docstring)."""
+    updater = CorpusUpdater(corpus, snapshots)
     ids = list(dict.fromkeys(repo_ids))
     if discover > 0:
         try:
@@ -357,6 +391,8 @@ def refresh(
             updater.apply(fetcher.fetch_repo(repo_id, updater.manifest.repos.get(repo_id),
                                              skip_if_revision=updater.skip_revision(repo_id)))
         report = updater.report(fetcher.endpoint, fetcher.offline)
+        if then is not None:
+            then(report, updater)
         if report_dir is not None:
             report.write(report_dir)
         updater.finish()
