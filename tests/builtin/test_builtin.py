@@ -1,6 +1,7 @@
 """llama.cpp's built-in chat formats (autoparser.builtin) against llama.cpp: the cases of its
 tests/test-chat-template.cpp, and what its library renders for each built-in name and detects for each test
 template and each corpus template (tests/data/builtin/, written by tools/port_builtin_cases.py; README there).
+The test file's Jinja half (the same cases through `common_chat_templates_apply`) runs through `generate`.
 
 Every case runs; one we cannot match must be listed, with its reason, in tests/data/ratchet/builtin.json.
 """
@@ -14,6 +15,7 @@ from typing import Any
 
 import pytest
 
+from autoparser import generate
 from autoparser.builtin import (
     LLM_CHAT_TEMPLATES,
     LlamaChatMessage,
@@ -91,6 +93,35 @@ def test_cpp_case_detection(case_id: str) -> None:
     RATCHET.check(f"detect:{case_id}", failure)
 
 
+JINJA_CASES = sorted(c["id"] for c in CPP_TEST["cases"] if c["supported_with_jinja"])
+
+
+@pytest.mark.parametrize("case_id", JINJA_CASES)
+def test_cpp_case_jinja_prompt(case_id: str) -> None:
+    """The test's other half: the same conversation through the Jinja path (`common_chat_templates_apply` with
+    use_jinja, our `generate`), against `expected_output_jinja` (or `expected_output` where the test leaves it
+    empty: both paths agree)."""
+    case = CASES[case_id]
+    messages = [{"role": r, "content": c} for r, c in CPP_TEST["conversation"] + case["extra_conversation"]]
+    want = case["expected_output_jinja"] or case["expected_output"]
+    try:
+        got = generate(case["template_str"], {"messages": messages, "add_generation_prompt": True}).prompt
+    except AutoparserError as e:
+        RATCHET.check(f"jinja:{case_id}", f"{type(e).__name__}: {e}")
+        return
+    failure = None if got == want else _first_difference(want, got)
+    tokens = [t for t in (case["bos_token"], case["eos_token"]) if t]
+    if failure and tokens:
+        # generate() renders with empty BOS/EOS tokens (a request carries none); the C++ test sets the case's.
+        # That must be the whole difference, as the ratchet says: anything else fails here, listed or not.
+        stripped = want
+        for token in tokens:
+            stripped = stripped.replace(token, "")
+        assert got == stripped, f"beyond the missing tokens {tokens}: {_first_difference(stripped, got)}"
+        failure = f"rendered without the tokens {tokens}: {failure}"
+    RATCHET.check(f"jinja:{case_id}", failure)
+
+
 def test_invalid_template_is_rejected() -> None:
     invalid = CPP_TEST["invalid_template"]
     assert llm_chat_detect_template(invalid) is LlmChatTemplate.UNKNOWN
@@ -148,6 +179,7 @@ def test_corpus_reference_covers_the_corpus() -> None:
 
 def test_ratchet_names_existing_cases() -> None:
     RATCHET.check_known([f"case:{c}" for c in CASES] + [f"detect:{c}" for c in CASES]
+                        + [f"jinja:{c}" for c in JINJA_CASES]
                         + [f"name:{n}" for n in REFERENCE["builtin_templates"]]
                         + [f"corpus:{n}" for n in REFERENCE["corpus"]])
 
