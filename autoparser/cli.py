@@ -1,4 +1,4 @@
-"""`autoparser analyze | parse | gbnf | corpus ...`: thin command-line entry points over the public API.
+"""`autoparser analyze | parse | render | gbnf | corpus ...`: thin command-line entry points over the public API.
 
 Every command turns our own errors into a one-line message on stderr and an exit code (2 for bad input, 1 for
 output that does not parse or a job that had failures), never a traceback.
@@ -154,6 +154,28 @@ def cmd_export(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_render(args: argparse.Namespace) -> int:
+    """Print the prompt llama.cpp's built-in format NAME renders for a conversation file, exactly (no newline
+    added)."""
+    import json
+
+    from autoparser.builtin import llm_chat_apply_template, llm_chat_template_from_str, messages_from_openai
+
+    try:
+        fmt = llm_chat_template_from_str(args.builtin)
+        conversation = json.loads(read_text_input(args.conversation, "conversation"))
+    except json.JSONDecodeError as e:
+        return _fail(f"{args.conversation}: invalid JSON: {e}")
+    except AutoparserError as e:  # (an unknown name, or a file that cannot be read: both say which)
+        return _fail(str(e))
+    try:
+        messages = messages_from_openai(conversation)
+    except AutoparserError as e:
+        return _fail(f"{args.conversation}: {e}")
+    sys.stdout.write(llm_chat_apply_template(fmt, messages, args.add_generation_prompt))
+    return 0
+
+
 def cmd_corpus(args: argparse.Namespace) -> int:
     """Corpus jobs: refresh from the hub, report."""
     from autoparser.corpus.cli import run_corpus
@@ -188,6 +210,17 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--strict", action="store_true",
                    help="parse as llama.cpp does: no repairs, exit 1 on an output it rejects")
     r.set_defaults(func=cmd_parse)
+
+    rb = sub.add_parser("render", help="print the prompt a llama.cpp built-in chat format renders",
+                        description="Print the prompt llama.cpp renders without --jinja in the built-in format NAME "
+                                    "(`--chat-template NAME`) for CONVERSATION, a JSON list of messages or "
+                                    "{\"messages\": [...]}; exactly, no newline added.")
+    rb.add_argument("conversation", help="JSON file with the messages")
+    rb.add_argument("--builtin", required=True, metavar="NAME",
+                    help="a llama.cpp built-in format name (chatml, llama3, mistral-v7, ...)")
+    rb.add_argument("--add-generation-prompt", action=argparse.BooleanOptionalAction, default=True,
+                    help="end with the assistant's generation prompt (default: on; formats without one ignore it)")
+    rb.set_defaults(func=cmd_render)
 
     e = sub.add_parser("export", help="export what the analysis derives for other engines")
     esub = e.add_subparsers(dest="export_command", required=True)

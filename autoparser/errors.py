@@ -16,6 +16,7 @@ __all__ = [
     "SchemaError",
     "SerializationError",
     "TemplateError",
+    "UnknownBuiltinTemplateError",
     "read_text_input",
 ]
 
@@ -26,6 +27,11 @@ class AutoparserError(Exception):
 
 class TemplateError(AutoparserError):
     """A chat template could not be compiled or rendered (syntax error, raise_exception, sandbox limit)."""
+
+
+class UnknownBuiltinTemplateError(TemplateError):
+    """llama.cpp's built-in (non-Jinja) path has no format for this: a name not in its list, or a template text
+    none of its detection heuristics recognises (llama.cpp returns -1 and asks for --jinja)."""
 
 
 class AnalysisError(AutoparserError):

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import autoparser
 
-LAYERS = ["errors", "types", "peg", "gbnf", "template", "analysis", "chat", "export", "corpus", "testing",
+LAYERS = ["errors", "types", "peg", "gbnf", "template", "builtin", "analysis", "chat", "export", "corpus", "testing",
           "cli", "__main__", "__init__"]
 RANK = {name: i for i, name in enumerate(LAYERS)}
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ast
 import re
 from pathlib import Path
 
@@ -39,3 +40,22 @@ def test_readme_recovery_example_says_what_it_shows(monkeypatch: pytest.MonkeyPa
     assert shown, block
     assert repr([d.message for d in msg.diagnostics]) == shown.group(1).replace("\n#  ", " ")  # type: ignore[attr-defined]
     assert [(c.name, c.arguments) for c in msg.tool_calls] == [("get_weather", '{"city": "Paris"}')]  # type: ignore[attr-defined]
+
+
+def test_readme_builtin_example_says_what_it_shows(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The built-in formats example runs after the first one (it reuses its template) and each line gives the
+    value its comment opens with (a trailing "..." : a prefix of it)."""
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    blocks = re.findall(r"```python\n(.*?)```", readme, re.DOTALL)
+    block = next(b for b in blocks if "autoparser.builtin" in b)
+    monkeypatch.chdir(ROOT)
+    scope: dict[str, object] = {}
+    exec(compile(blocks[0], "README.md", "exec"), scope)
+    exec(compile(block, "README.md", "exec"), scope)
+    shown = [line.split("#", 1) for line in block.splitlines() if "#" in line]
+    assert len(shown) == 2, block
+    for code, comment in shown:
+        literal = re.match(r"\s*('(?:[^'\\]|\\.)*')", comment)
+        assert literal, comment
+        value, want = eval(code, scope), ast.literal_eval(literal.group(1))
+        assert value.startswith(want[:-3]) if want.endswith("...") else value == want, (value, want)

@@ -10,9 +10,14 @@ from typing import Any
 
 from autoparser.analysis.analyzer import analyze_template
 from autoparser.analysis.model import TemplateAnalysis
+from autoparser.builtin import detect_builtin
 from autoparser.errors import AutoparserError, TemplateError, read_text_input
 
-__all__ = ["format_table", "run_analyze"]
+__all__ = ["builtin_line", "format_table", "run_analyze"]
+
+# The key of `analyze --json` that says what llama.cpp does with the text without --jinja. Beside the C++ record,
+# not in it: the record is the Jinja analysis, compared field by field with llama.cpp's.
+BUILTIN_KEY = "builtin_format"
 
 
 def _fail(message: str) -> int:
@@ -43,9 +48,24 @@ def run_analyze(args: argparse.Namespace) -> int:
         return _fail(str(err))
     except Exception as err:
         return _fail(f"{path}: {type(err).__name__}: {err}")
-    print(json.dumps({**analysis.to_dict(), **analysis.beyond_cpp()}, ensure_ascii=False, indent=2) if as_json
-          else format_table(analysis))
+    if as_json:
+        builtin = detect_builtin(source)
+        detected = builtin.label if builtin.supported else None  # null: llama.cpp rejects it without --jinja
+        record = {**analysis.to_dict(), **analysis.beyond_cpp(), BUILTIN_KEY: detected}
+        print(json.dumps(record, ensure_ascii=False, indent=2))
+    else:
+        print(format_table(analysis))
+        print(builtin_line(source))
     return 0
+
+
+def builtin_line(source: str) -> str:
+    """One line: the built-in format llama.cpp renders this template's text as without --jinja (its legacy
+    path detects a format from substrings and never runs the template), or that it rejects it."""
+    builtin = detect_builtin(source)
+    if builtin.supported:
+        return f"== Built-in format (llama.cpp without --jinja): {builtin.label}"
+    return "== Built-in format (llama.cpp without --jinja): none (rejected: \"this custom template is not supported\")"
 
 
 def _rows(prefix: str, d: dict[str, Any]) -> list[tuple[str, str]]:

@@ -1,6 +1,7 @@
 """`autoparser corpus report`: one self-contained HTML page and a Markdown summary over the whole corpus.
 
-Per template: its family, formats and markers (from the analyzer and `generate`), the round-trip scenario
+Per template: its family, formats and markers (from the analyzer and `generate`), the llama.cpp built-in
+format its text maps to without --jinja (autoparser.builtin), the round-trip scenario
 results (autoparser.corpus.roundtrip), the size of the one-tool grammar, and which artefacts differ from the
 committed snapshot (autoparser.corpus.artefacts + snapshots/<key>/<file>).
 
@@ -32,6 +33,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from autoparser.builtin import detect_builtin
 from autoparser.chat.generator import generate
 from autoparser.corpus import Corpus, CorpusEntry
 from autoparser.corpus.artefacts import (
@@ -92,6 +94,7 @@ class TemplateRow:
     model: str = ""  # repo id / model hint / package source, for display
     handler: str = ""  # "autoparser" or the specialised handler's name
     chat_format: str = ""  # ChatParams.format of the one-tool request
+    builtin: str = ""  # the llama.cpp built-in format its legacy (no --jinja) path detects; "none": rejected
     reasoning: str = ""  # reasoning mode (analysis)
     content: str = ""  # content mode
     tools: str = ""  # tool-call format
@@ -285,6 +288,7 @@ def collect_row(entry: CorpusEntry, snapshots_dir: Path | None) -> TemplateRow:
     except Exception as e:
         return TemplateRow(**fields, errors=(_err("read", e),))
     arts = template_artefacts(source)  # never raises: a failing stage is an error artefact
+    fields["builtin"] = detect_builtin(source).label  # (substring checks on the text: nothing rendered)
 
     failed = _artefact_error(arts[ANALYSIS_FILE])
     if failed:
@@ -488,7 +492,7 @@ class _Col:
 def _columns(scenarios: Sequence[str]) -> list[_Col]:
     return [
         _Col("name", "Template"), _Col("family", "Family"), _Col("handler", "Handler"),
-        _Col("chat_format", "Format"), _Col("reasoning", "Reasoning"), _Col("content", "Content"),
+        _Col("chat_format", "Format"), _Col("builtin", "Built-in"), _Col("reasoning", "Reasoning"), _Col("content", "Content"),
         _Col("tools", "Tool calls"), _Col("markers", "Markers", numeric=True),
         *(_Col(f"scenario:{s}", s) for s in scenarios),
         _Col("passed", "Pass", numeric=True), _Col("recovered", "Recovered", numeric=True),
@@ -520,6 +524,7 @@ def _row_html(r: TemplateRow, scenarios: Sequence[str]) -> str:
     cells = [
         _td(r.name, f"<b>{_e(r.name)}</b><br><small>{_e(r.model)}</small>"),
         _td(r.family, _e(r.family)), _td(r.handler, _e(r.handler)), _td(r.chat_format, _e(r.chat_format)),
+        _td(r.builtin, _e(r.builtin)),
         _td(r.reasoning, _e(r.reasoning)), _td(r.content, _e(r.content)), _td(r.tools, _e(r.tools)),
     ]
     if r.markers:
@@ -604,7 +609,8 @@ def render_html(rows: Sequence[TemplateRow], *, title: str = "autoparser corpus 
 <p><small>Families: {fams}</small></p>
 <p><small>Family = first known family keyword in the model name (repo id / model hint / template name), else in
 its org or package, else "other". Grammar size = characters of the GBNF grammar for a one-tool request.
-Recovered = the outputs of the scenarios read right, broken the ways models break them (last closer cut, text
+Built-in = the format llama.cpp renders the template as without --jinja (its built-in formats, detected from the
+text; none = rejected). Recovered = the outputs of the scenarios read right, broken the ways models break them (last closer cut, text
 after the calls, first call opener left out, reasoning start repeated), that the default parse still reads as
 meant. HF export = the scenarios transformers' own parser reads as meant with the exported response_template. Since snapshot = artefacts compared with snapshots/&lt;key&gt;/. Scenario cells: pass, FAIL, ERROR, n/e = not
 expressible by this template (click FAIL or ERROR for what went wrong). Pass = passed of the expressible scenarios.
@@ -651,13 +657,14 @@ def render_markdown(rows: Sequence[TemplateRow], *, title: str = "autoparser cor
         lines += [f"- {_md(r.name)}: {_md('; '.join(r.errors))}" for r in failing]
         lines.append("")
     lines += ["## Templates", "",
-              "| template | family | handler | format | reasoning | tools | pass | recovered | grammar | snapshot |",
-              "|---|---|---|---|---|---|---|---|---|---|"]
+              "| template | family | handler | format | built-in | reasoning | tools | pass | recovered | grammar |"
+              " snapshot |",
+              "|---|---|---|---|---|---|---|---|---|---|---|"]
     for r in rows:
         passed = f"{r.count('pass')}/{r.expressible}" if r.expressible else ""
         gs = "" if r.grammar_size is None else str(r.grammar_size)
         lines.append(f"| {_md(r.name)} | {_md(r.family)} | {_md(r.handler)} | {_md(r.chat_format)} |"
-                     f" {_md(r.reasoning)} | {_md(r.tools)} | {passed} | {_md(_recovered_text(r.recovered))} |"
+                     f" {_md(r.builtin)} | {_md(r.reasoning)} | {_md(r.tools)} | {passed} | {_md(_recovered_text(r.recovered))} |"
                      f" {gs} | {_md(r.snapshot)} |")
     return "\n".join(lines) + "\n"
 

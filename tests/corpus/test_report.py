@@ -4,6 +4,7 @@ page as headless Chromium sees it (the sort script included)."""
 from __future__ import annotations
 
 import dataclasses
+import json
 import os
 import re
 import shutil
@@ -39,7 +40,7 @@ EVIL = '<script>alert("x")</script>&amp;|`'
 ROWS = (
     TemplateRow(
         name="beta", family="Qwen", model="Qwen/Beta", handler="autoparser", chat_format="peg-native",
-        reasoning="TAG_BASED", content="PLAIN", tools="TAG_WITH_JSON",
+        builtin="chatml", reasoning="TAG_BASED", content="PLAIN", tools="TAG_WITH_JSON",
         markers=(("reasoning.start", "<think>"), ("reasoning.end", "</think>")),
         scenarios=(ScenarioCell("no_tools", "pass"), ScenarioCell("one_tool", "fail", EVIL)),
         grammar_size=120, grammar_rules=4, recovered=(3, 4), snapshot="same",
@@ -113,7 +114,7 @@ def test_html_escapes_everything_from_the_corpus() -> None:
 def test_html_has_sort_hooks_and_is_self_contained() -> None:
     page = render_html(ROWS)
     t = _table(page)
-    assert t.keys == ["name", "family", "handler", "chat_format", "reasoning", "content", "tools", "markers",
+    assert t.keys == ["name", "family", "handler", "chat_format", "builtin", "reasoning", "content", "tools", "markers",
                       "scenario:no_tools", "scenario:one_tool", "passed", "recovered", "export", "grammar_size", "snapshot",
                       "errors"]
     assert t.attrs["data-rows"] == "3"
@@ -185,9 +186,10 @@ def test_markdown_summary_and_escaping() -> None:
     assert "| one_tool | 0 | 1 | 1 | 0 |" in lines
     table = [ln for ln in lines if ln.startswith("| ") and ln.count(" | ") >= 8]
     assert len(table) == 1 + 3  # header + one line per template
-    # no cell text can open a new cell or inject markup: every row splits into exactly 10 cells
+    # no cell text can open a new cell or inject markup: every row splits into exactly 11 cells
     for ln in table:
-        assert len(re.split(r"(?<!\\)\|", ln.strip())[1:-1]) == 10, ln
+        assert len(re.split(r"(?<!\\)\|", ln.strip())[1:-1]) == 11, ln
+    assert "| peg-native | chatml |" in md
     assert "| 3/4 (75%) |" in md
     assert "<script>" not in md
     assert "## Changed since the last snapshot" in md and "grammar-one-tool.gbnf (changed)" in md
@@ -278,11 +280,17 @@ def test_cli_end_to_end_on_real_templates(tmp_path: Path, capsys: pytest.Capture
     by_name = {r[0]: dict(zip(t.keys, r)) for r in t.rows}
     assert by_name["Qwen__QwQ-32B"]["reasoning"] == "TAG_BASED"
     assert by_name["axolotl__chatml"]["tools"] == "NONE"
+    # the built-in format is what llama.cpp's library renders each text as (tests/data/builtin/reference.json)
+    reference = json.loads((ROOT.parent / "tests" / "data" / "builtin" / "reference.json").read_text(encoding="utf-8"))
+    assert {n: row["builtin"] for n, row in by_name.items()} == \
+        {n: (reference["corpus"][n]["builtin"] or ["none"])[0] for n in REAL}
+    assert "none" not in {row["builtin"] for row in by_name.values()}  # three formats llama.cpp knows
     assert all(row["errors"] == "0" for row in by_name.values()), by_name
     # none of the three round-trips an output to break (QwQ's prompt is no prefix of its renders): no share
     assert [row["recovered"] for row in by_name.values()] == ["-1"] * 3
     md = (out / "report.md").read_text(encoding="utf-8")
     assert all(f"| {n} |" in md for n in REAL)
+    assert all(f"| {row['builtin']} |" in md for row in by_name.values())
 
 
 def test_changes_since_the_snapshot(tmp_path: Path) -> None:
