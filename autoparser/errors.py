@@ -10,6 +10,7 @@ __all__ = [
     "AnalysisError",
     "AutoparserError",
     "CorpusError",
+    "GGUFError",
     "GrammarError",
     "HubError",
     "ParseError",
@@ -26,6 +27,11 @@ class AutoparserError(Exception):
 
 class TemplateError(AutoparserError):
     """A chat template could not be compiled or rendered (syntax error, raise_exception, sandbox limit)."""
+
+
+class GGUFError(TemplateError):
+    """A chat template could not be read from a GGUF header: not a GGUF file, a truncated or malformed header,
+    no chat template in it, or no template of the variant asked for."""
 
 
 class AnalysisError(AutoparserError):
