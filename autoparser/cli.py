@@ -253,6 +253,23 @@ def _version() -> str:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    """Run one command; its exit code. Output cut short by its reader (`autoparser analyze T | head`) ends the
+    command quietly, as Python's documentation recommends for SIGPIPE (signal module, "Note on SIGPIPE"):
+    stdout is pointed at devnull so that the interpreter's final flush does not raise again, and the exit code
+    is 1."""
+    try:
+        code = _run(argv)
+        sys.stdout.flush()  # (inside the try: the last buffered output is where a closed pipe usually shows)
+        return code
+    except BrokenPipeError:
+        import os
+
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        return 1
+
+
+def _run(argv: Sequence[str] | None) -> int:
     from autoparser.template.sandbox import time_budget
 
     args = build_parser().parse_args(argv)

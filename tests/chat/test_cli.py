@@ -184,3 +184,17 @@ def test_a_template_error_names_the_file(tmp_path: Path) -> None:
     bad.write_text("{% for m in messages %}{{ m.content }")
     for command in ("parse", "analyze"):
         _one_line_exit_2(run(command, str(bad), stdin="hi"), f"{bad}: syntax error at line 1")
+
+
+def test_output_into_a_closed_pipe_ends_quietly() -> None:
+    """`autoparser analyze T | head`: the reader goes away; no BrokenPipeError traceback, exit code 1."""
+    import os
+
+    read_end, write_end = os.pipe()
+    os.close(read_end)  # the reader is gone before the first byte: every write gets EPIPE
+    try:
+        r = subprocess.run([sys.executable, "-m", "autoparser", "analyze", _qwen3()], stdout=write_end,
+                           stderr=subprocess.PIPE, text=True, timeout=120)
+    finally:
+        os.close(write_end)
+    assert (r.returncode, r.stderr) == (1, "")
