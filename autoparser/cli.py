@@ -176,10 +176,11 @@ def cmd_corpus(args: argparse.Namespace) -> int:
 
 
 def _template_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("template", help="a .jinja chat template, or a .gguf model file (its header's template)")
+    p.add_argument("template", help="a .jinja chat template, a .gguf model file (its header's template), or a "
+                                     "hub repo: hf://org/name[#variant] (or org/name where no such file exists)")
     p.add_argument("--variant", metavar="NAME",
-                   help="a named template of a GGUF (tokenizer.chat_template.NAME, e.g. tool_use) instead of the "
-                        "default")
+                   help="a named template of a GGUF or hub repo (tokenizer.chat_template.NAME, "
+                        "additional_chat_templates/NAME.jinja; e.g. tool_use) instead of the default")
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from autoparser.corpus.manifest import Failure, RepoRecord
-from autoparser.errors import HubError
+from autoparser.errors import HubError, TemplateError
 
 __all__ = [
     "ADDITIONAL_DIR",
@@ -63,6 +63,26 @@ class RepoFetch:
     templates: list[Extracted] = field(default_factory=list)
     failures: list[Failure] = field(default_factory=list)
     unchanged: bool = False
+
+    def select(self, variant: str | None = None) -> Extracted:
+        """The template a user means by this repo (and `variant`): the named template, else the default; a
+        GGUF-only repo's come from its GGUF (`<file>.gguf`, `<file>.gguf:<variant>`). HubError with the repo's
+        own failure (gated, missing, no template file) or TemplateError naming the templates it has."""
+        if self.revision is None or not self.templates:
+            failure = self.failures[0] if self.failures else Failure(self.repo_id, "no_template",
+                                                                     "no chat template in the repo")
+            raise HubError(failure.message, repo_id=self.repo_id, kind=failure.kind)
+        by_name = {t.template_name: t for t in self.templates}
+        want = variant or "default"
+        if want in by_name:
+            return by_name[want]
+        ggufs = [t for t in self.templates if t.source_file.endswith(".gguf") and t.template_name == t.source_file]
+        for g in ggufs:
+            found = by_name.get(g.template_name if variant is None else f"{g.template_name}:{variant}")
+            if found is not None:
+                return found
+        raise TemplateError(f"{self.repo_id}: no chat template {want!r} in the repo; it has "
+                            f"{', '.join(sorted(by_name))}")
 
 
 # -- extraction (pure) --------------------------------------------------------------------------------------
@@ -250,6 +270,26 @@ class HubFetcher:
 
         return Path(self._call(run, repo_id, filename))
 
+    def _cached_record(self, repo_id: str) -> RepoRecord | None:
+        """What the hub cache holds of a repo no manifest recorded (the command line reading `org/name` under
+        HF_HUB_OFFLINE): the commit `main` pointed at when the user's tools downloaded it (refs/main), else the
+        snapshot written last (this fetcher downloads at a commit sha, which records no ref), and its files."""
+        from huggingface_hub import constants
+        from huggingface_hub.file_download import repo_folder_name
+
+        root = Path(self.cache_dir or constants.HF_HUB_CACHE) / repo_folder_name(repo_id=repo_id, repo_type="model")
+        try:
+            revision = (root / "refs" / "main").read_text(encoding="utf-8").strip()
+        except OSError:
+            snapshots = sorted((p for p in (root / "snapshots").glob("*") if p.is_dir()),
+                               key=lambda p: p.stat().st_mtime)
+            revision = snapshots[-1].name if snapshots else ""
+        snapshot = root / "snapshots" / revision
+        if not revision or not snapshot.is_dir():
+            return None
+        return RepoRecord(revision=revision, files=sorted(p.relative_to(snapshot).as_posix()
+                                                          for p in snapshot.rglob("*") if p.is_file()))
+
     def _limit(self, filename: str) -> int:
         return self.max_config_bytes if filename == TOKENIZER_CONFIG else self.max_template_bytes
 
@@ -258,6 +298,7 @@ class HubFetcher:
         """Fetch one repo. With skip_if_revision equal to the hub's current sha, nothing is downloaded."""
         sizes: dict[str, int | None] = {}
         if self.offline:
+            known = known or self._cached_record(repo_id)
             if known is None:
                 return RepoFetch(repo_id, None, failures=[Failure(
                     repo_id, "offline", "offline mode and no earlier fetch recorded: revision unknown")])

@@ -641,3 +641,73 @@ def test_two_templates_swap_texts(hub: FakeHub, make_fetcher: Callable[..., HubF
     assert c.by_origin("hub:org/gamma#default").read_text() == GAMMA_RAG
     assert c.by_origin("hub:org/gamma#rag").read_text() == GAMMA
     assert len(c.entries) == 2
+
+
+# -- a hub repo id as a command's template ----------------------------------------------------------------
+
+
+@pytest.fixture
+def hub_env(hub: FakeHub, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> FakeHub:
+    """The commands read the hub as a user's environment says: HF_ENDPOINT here, the hub fixture's cache."""
+    monkeypatch.setenv("HF_ENDPOINT", hub.url)
+    monkeypatch.chdir(tmp_path)  # (a bare org/name is a file first: none here)
+    return hub
+
+
+def _cli(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
+    code = cli_main(list(argv))
+    out = capsys.readouterr()
+    return code, out.out, out.err
+
+
+def _as_file(tmp_path: Path, text: str) -> str:
+    path = tmp_path / f"t{abs(hash(text))}.jinja"
+    path.write_text(text, encoding="utf-8")
+    return str(path)
+
+
+def test_a_hub_repo_is_a_template(hub_env: FakeHub, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    # chat_template.jinja is alpha's default (it overrides tokenizer_config's), tool_use its named template
+    for argv, text in ((["hf://org/alpha"], ALPHA_JINJA), (["org/alpha"], ALPHA_JINJA),
+                       (["hf://org/alpha#tool_use"], ALPHA_TOOLS), (["org/alpha", "--variant", "tool_use"], ALPHA_TOOLS),
+                       (["org/gamma#rag"], GAMMA_RAG)):
+        code, out, err = _cli(capsys, "analyze", "--json", *argv)
+        assert (code, out) == _cli(capsys, "analyze", "--json", _as_file(tmp_path, text))[:2], err
+    assert any("/org/alpha/resolve/" in p for p in hub_env.paths())
+
+
+def test_a_file_comes_before_a_repo_of_the_same_name(hub_env: FakeHub, tmp_path: Path,
+                                                     capsys: pytest.CaptureFixture[str]) -> None:
+    (tmp_path / "org").mkdir()
+    (tmp_path / "org" / "alpha").write_text(GAMMA, encoding="utf-8")
+    assert _cli(capsys, "analyze", "--json", "org/alpha")[1] == _cli(capsys, "analyze", "--json",
+                                                                     _as_file(tmp_path, GAMMA))[1]
+    assert hub_env.requests == []
+
+
+def test_hub_template_errors_are_one_line(hub_env: FakeHub, capsys: pytest.CaptureFixture[str]) -> None:
+    for argv, needle in ((["hf://org/nope"], "org/nope: "), (["hf://org/gated"], "org/gated: "),
+                         (["hf://org/base"], "org/base: no chat template file in the repo"),
+                         (["hf://org/alpha#rag"], "org/alpha: no chat template 'rag' in the repo; it has default, "
+                                                  "tokenizer_config, tool_use"),
+                         (["hf://org/alpha#rag", "--variant", "tool_use"], "names the template 'rag', --variant"),
+                         (["hf://not a repo"], "not a hub repo id")):
+        for command in (["analyze"], ["parse"], ["export", "response-template"]):
+            code, out, err = _cli(capsys, *command, *argv)
+            assert code == 2 and out == "" and err.count("\n") == 1 and needle in err, (argv, err)
+
+
+def test_hub_template_honours_token_and_offline(hub_env: FakeHub, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                capsys: pytest.CaptureFixture[str]) -> None:
+    gated = _cli(capsys, "analyze", "--json", _as_file(tmp_path, GAMMA + " gated"))[1]
+    monkeypatch.setenv("HF_TOKEN", "hf_good")
+    assert _cli(capsys, "analyze", "--json", "hf://org/gated")[:2] == (0, gated)
+    # offline, the hub cache answers (the revision main pointed at, the files cached at it), no request is made
+    hub_env.requests.clear()
+    hub_env.inject(r".", 500, times=10**6)
+    monkeypatch.setattr(hf_constants, "HF_HUB_OFFLINE", True)
+    r = _cli(capsys, "analyze", "--json", "hf://org/gated")
+    assert r[:2] == (0, gated), r[2]
+    code, _, err = _cli(capsys, "analyze", "hf://org/alpha")
+    assert code == 2 and "org/alpha: offline mode and no earlier fetch recorded" in err
+    assert hub_env.requests == []
