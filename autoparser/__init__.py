@@ -10,6 +10,7 @@ from autoparser.errors import (
     AnalysisError,
     AutoparserError,
     CorpusError,
+    GGUFError,
     GrammarError,
     HubError,
     ParseError,
@@ -17,6 +18,7 @@ from autoparser.errors import (
     SerializationError,
     TemplateError,
 )
+from autoparser.template.source import TemplateSource, load_template
 from autoparser.types import ChatMessage, MessageDelta, ToolCall
 
 __all__ = [
@@ -25,6 +27,7 @@ __all__ = [
     "ChatMessage",
     "ChatParams",
     "CorpusError",
+    "GGUFError",
     "GrammarError",
     "GrammarTrigger",
     "HubError",
@@ -33,7 +36,9 @@ __all__ = [
     "SchemaError",
     "SerializationError",
     "TemplateError",
+    "TemplateSource",
     "ToolCall",
     "compute_deltas",
     "generate",
+    "load_template",
 ]

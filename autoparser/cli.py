@@ -9,11 +9,14 @@ from __future__ import annotations
 import argparse
 import sys
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from autoparser.errors import AutoparserError, read_text_input
 
 Command = Callable[[argparse.Namespace], int]
+
+if TYPE_CHECKING:
+    from autoparser.template.source import TemplateSource
 
 
 def _fail(message: str, code: int = 2) -> int:
@@ -44,6 +47,13 @@ def cmd_gbnf(args: argparse.Namespace) -> int:
     return 0
 
 
+def _template(args: argparse.Namespace) -> TemplateSource:
+    """The template a command's TEMPLATE argument (and --variant) names: one resolver for every command."""
+    from autoparser.corpus.source import resolve_template
+
+    return resolve_template(args.template, variant=args.variant)
+
+
 def cmd_analyze(args: argparse.Namespace) -> int:
     """Analyse a template: capabilities, modes and markers (table, or --json in the C++ record shape), and the
     parser generated for a plain request (table, or --json with --tools)."""
@@ -55,19 +65,20 @@ def cmd_analyze(args: argparse.Namespace) -> int:
     from autoparser.chat.cli import read_tools
 
     try:
+        template = _template(args)
         tools = read_tools(args.tools) if args.tools else []
     except AutoparserError as e:
         return _fail(str(e))
     out = io.StringIO()
     with contextlib.redirect_stdout(out):
-        code = int(run_analyze(args))
+        code = int(run_analyze(template.source, template.name, as_json=args.json))
     if code != 0:
         sys.stdout.write(out.getvalue())  # --json: the C++ record of a template that failed every render
         return code
     if args.json and not args.tools:
         sys.stdout.write(out.getvalue())  # the C++ record alone: nothing generated is shown
         return 0
-    generated = _generated(args.template, tools)
+    generated = _generated(template, tools)
     failed = isinstance(generated, str)
     if args.json:
         record = json.loads(out.getvalue())
@@ -100,17 +111,16 @@ def _print_generated(generated: dict[str, Any]) -> None:
         print("  grammar: none (no tools or response format constrain this request)")
 
 
-def _generated(template: str, tools: list[object]) -> dict[str, Any] | str:
+def _generated(template: TemplateSource, tools: list[object]) -> dict[str, Any] | str:
     """What `generate` builds for a plain request on this template with these tools, or why it could not (one
     line)."""
     from autoparser.chat.generator import generate
 
-    source = read_text_input(template, "template")
     request = {"messages": [{"role": "user", "content": "Hey there!"}], "tools": tools, "reasoning_format": "auto"}
     try:
-        params = generate(source, request)
+        params = generate(template.source, request)
     except AutoparserError as e:
-        return str(e).replace("\n", " ").replace("<template>", template)  # (generate() names it so)
+        return str(e).replace("\n", " ").replace("<template>", template.name)  # (generate() names it so)
     info = params.to_dict()
     info["handler"] = params.handler
     info["parser"] = str(params.parser) if params.parser is not None else ""
@@ -121,7 +131,11 @@ def cmd_parse(args: argparse.Namespace) -> int:
     """Parse model output (stdin) with the parser generated for a template; print the message as JSON."""
     from autoparser.chat.cli import run_parse
 
-    return int(run_parse(args))
+    try:
+        template = _template(args)
+    except AutoparserError as e:
+        return _fail(str(e))
+    return int(run_parse(args, template.source, template.name))
 
 
 def cmd_export(args: argparse.Namespace) -> int:
@@ -133,7 +147,7 @@ def cmd_export(args: argparse.Namespace) -> int:
 
     from autoparser.export import response_template
 
-    spec = response_template(read_text_input(args.template, "template"))
+    spec = response_template(_template(args).source)
     text = json.dumps(spec, ensure_ascii=False, indent=2)
     if not args.write:
         print(text)
@@ -183,6 +197,14 @@ def cmd_corpus(args: argparse.Namespace) -> int:
     return run_corpus(args)
 
 
+def _template_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("template", help="a .jinja chat template, a .gguf model file (its header's template), or a "
+                                     "hub repo: hf://org/name[#variant] (or org/name where no such file exists)")
+    p.add_argument("--variant", metavar="NAME",
+                   help="a named template of a GGUF or hub repo (tokenizer.chat_template.NAME, "
+                        "additional_chat_templates/NAME.jinja; e.g. tool_use) instead of the default")
+
+
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="autoparser", description=__doc__.splitlines()[0] if __doc__ else None)
     p.add_argument("--version", action="version", version=f"%(prog)s {_version()}")
@@ -193,7 +215,7 @@ def build_parser() -> argparse.ArgumentParser:
     g.set_defaults(func=cmd_gbnf)
 
     a = sub.add_parser("analyze", help="analyse a chat template")
-    a.add_argument("template", help="path to a .jinja chat template")
+    _template_arguments(a)
     a.add_argument("--json", action="store_true", help="print the analysis as JSON (C++ record shape)")
     a.add_argument("--tools", help="JSON file with OpenAI-style tools, to show the generated parser and grammar")
     a.set_defaults(func=cmd_analyze)
@@ -201,7 +223,7 @@ def build_parser() -> argparse.ArgumentParser:
     r = sub.add_parser("parse", help="parse model output read from stdin",
                        description="Parse the model output read from stdin (e.g. `autoparser parse T.jinja < "
                                    "out.txt`) with the parser generated for TEMPLATE; print the message as JSON.")
-    r.add_argument("template", help="path to a .jinja chat template")
+    _template_arguments(r)
     r.add_argument("--tools", help="JSON file with OpenAI-style tools")
     r.add_argument("--reasoning-format", default="auto", choices=["none", "auto", "deepseek"])
     r.add_argument("--no-thinking", action="store_true", help="render with enable_thinking=false")
@@ -228,7 +250,7 @@ def build_parser() -> argparse.ArgumentParser:
                          description="Print the JSON to put under \"response_template\" in a tokenizer_config.json "
                                      "(transformers' parse_response, vLLM's hf parser); exit 2 with the reason when "
                                      "the format cannot be expressed in that language.")
-    er.add_argument("template", help="path to a .jinja chat template")
+    _template_arguments(er)
     er.add_argument("--write", metavar="TOKENIZER_CONFIG",
                     help="merge it into this tokenizer_config.json instead (other keys untouched)")
     e.set_defaults(func=cmd_export)
@@ -281,6 +303,23 @@ def _version() -> str:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    """Run one command; its exit code. Output cut short by its reader (`autoparser analyze T | head`) ends the
+    command quietly, as Python's documentation recommends for SIGPIPE (signal module, "Note on SIGPIPE"):
+    stdout is pointed at devnull so that the interpreter's final flush does not raise again, and the exit code
+    is 1."""
+    try:
+        code = _run(argv)
+        sys.stdout.flush()  # (inside the try: the last buffered output is where a closed pipe usually shows)
+        return code
+    except BrokenPipeError:
+        import os
+
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        return 1
+
+
+def _run(argv: Sequence[str] | None) -> int:
     from autoparser.template.sandbox import time_budget
 
     args = build_parser().parse_args(argv)

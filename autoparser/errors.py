@@ -10,6 +10,7 @@ __all__ = [
     "AnalysisError",
     "AutoparserError",
     "CorpusError",
+    "GGUFError",
     "GrammarError",
     "HubError",
     "ParseError",
@@ -32,6 +33,11 @@ class TemplateError(AutoparserError):
 class UnknownBuiltinTemplateError(TemplateError):
     """llama.cpp's built-in (non-Jinja) path has no format for this: a name not in its list, or a template text
     none of its detection heuristics recognises (llama.cpp returns -1 and asks for --jinja)."""
+
+
+class GGUFError(TemplateError):
+    """A chat template could not be read from a GGUF header: not a GGUF file, a truncated or malformed header,
+    no chat template in it, or no template of the variant asked for."""
 
 
 class AnalysisError(AutoparserError):

@@ -1,8 +1,7 @@
-"""`autoparser analyze PATH [--json]`: print a template's analysis as a table or as the C++ record JSON."""
+"""`autoparser analyze TEMPLATE [--json]`: print a template's analysis as a table or as the C++ record JSON."""
 
 from __future__ import annotations
 
-import argparse
 import dataclasses
 import json
 import sys
@@ -11,7 +10,7 @@ from typing import Any
 from autoparser.analysis.analyzer import analyze_template
 from autoparser.analysis.model import TemplateAnalysis
 from autoparser.builtin import detect_builtin
-from autoparser.errors import AutoparserError, TemplateError, read_text_input
+from autoparser.errors import AutoparserError, TemplateError
 
 __all__ = ["builtin_line", "format_table", "run_analyze"]
 
@@ -25,13 +24,8 @@ def _fail(message: str) -> int:
     return 2
 
 
-def run_analyze(args: argparse.Namespace) -> int:
-    path = str(args.template)
-    try:
-        source = read_text_input(path, "template")
-    except AutoparserError as err:
-        return _fail(str(err))
-    as_json = bool(getattr(args, "json", False))
+def run_analyze(source: str, path: str, *, as_json: bool = False) -> int:
+    """Print the analysis of `source` (named `path` in messages); 0, or 2 with a one-line error on stderr."""
     analysis: TemplateAnalysis | None = None
     try:
         analysis = analyze_template(source, name=path)

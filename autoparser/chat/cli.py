@@ -38,11 +38,11 @@ def read_tools(path: str) -> list[object]:
     return tools
 
 
-def run_parse(args: argparse.Namespace) -> int:
+def run_parse(args: argparse.Namespace, source: str, name: str) -> int:
+    """Parse stdin with the parser generated for `source` (the template named `name` in messages)."""
     from autoparser.chat.generator import generate
 
     try:
-        source = read_text_input(args.template, "template")
         tools = read_tools(args.tools) if args.tools else []
     except AutoparserError as e:
         return _error(str(e), 2)
@@ -53,14 +53,14 @@ def run_parse(args: argparse.Namespace) -> int:
         params = generate(source, request)
     except AutoparserError as e:
         # (generate() compiles a source text, whose errors name it `<template>`: here it has a file name)
-        return _error(str(e).splitlines()[0].replace("<template>", args.template), 2)
+        return _error(str(e).splitlines()[0].replace("<template>", name), 2)
     if sys.stdin.isatty():  # (a user who typed only the command would otherwise wait on a silent terminal)
         print("autoparser: reading the model output from stdin; end it with Ctrl-D", file=sys.stderr)
     output = sys.stdin.buffer.read().decode("utf-8", "surrogateescape")
     try:
         msg = params.parse(output, is_partial=args.partial, strict=args.strict)
     except ParseError as e:
-        print(f"autoparser: error: {args.template}: {e}", file=sys.stderr)
+        print(f"autoparser: error: {name}: {e}", file=sys.stderr)
         return 1
     print(json.dumps(msg.to_dict(), ensure_ascii=False, indent=2))
     # What was repaired to read a malformed output, one line each; the output was read, so the exit code is 0.

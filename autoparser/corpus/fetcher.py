@@ -1,8 +1,10 @@
-"""Fetch chat templates from the Hugging Face hub, through huggingface_hub only (no hand-written HTTP).
+"""Fetch chat templates from the Hugging Face hub, through huggingface_hub only (its API, downloads and session).
 
 For one repo: `model_info` gives the commit sha and the file list; every template file present is downloaded
 at that exact commit with `hf_hub_download` (so the hub cache serves re-runs and offline mode), parsed, and
-every template in it extracted. Everything downloaded is untrusted: sizes are capped, JSON is validated, and
+every template in it extracted. A repo with GGUF files also gives the templates in its first GGUF's header
+that its template files do not hold: the header is read with HTTP Range requests through huggingface_hub's
+session and auth headers (template/gguf.py parses it), never the multi-GB file. Everything downloaded is untrusted: sizes are capped, JSON is validated, and
 the text is returned as bytes to be stored, never rendered.
 
 huggingface_hub reads HF_* variables at import time, so the endpoint is passed explicitly on every call.
@@ -14,13 +16,21 @@ import json
 import os
 import re
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
 
 from autoparser.corpus.manifest import Failure, RepoRecord
-from autoparser.errors import HubError
+from autoparser.errors import GGUFError, HubError, TemplateError
+from autoparser.template.gguf import (
+    CHAT_TEMPLATE_KEY,
+    FIRST_CHUNK,
+    GGUFHeader,
+    gguf_templates,
+    read_gguf_file,
+    read_gguf_header,
+)
 
 __all__ = [
     "ADDITIONAL_DIR",
@@ -63,6 +73,26 @@ class RepoFetch:
     templates: list[Extracted] = field(default_factory=list)
     failures: list[Failure] = field(default_factory=list)
     unchanged: bool = False
+
+    def select(self, variant: str | None = None) -> Extracted:
+        """The template a user means by this repo (and `variant`): the named template, else the default; a
+        GGUF-only repo's come from its GGUF (`<file>.gguf`, `<file>.gguf:<variant>`). HubError with the repo's
+        own failure (gated, missing, no template file) or TemplateError naming the templates it has."""
+        if self.revision is None or not self.templates:
+            failure = self.failures[0] if self.failures else Failure(self.repo_id, "no_template",
+                                                                     "no chat template in the repo")
+            raise HubError(failure.message, repo_id=self.repo_id, kind=failure.kind)
+        by_name = {t.template_name: t for t in self.templates}
+        want = variant or "default"
+        if want in by_name:
+            return by_name[want]
+        ggufs = [t for t in self.templates if t.source_file.endswith(".gguf") and t.template_name == t.source_file]
+        for g in ggufs:
+            found = by_name.get(g.template_name if variant is None else f"{g.template_name}:{variant}")
+            if found is not None:
+                return found
+        raise TemplateError(f"{self.repo_id}: no chat template {want!r} in the repo; it has "
+                            f"{', '.join(sorted(by_name))}")
 
 
 # -- extraction (pure) --------------------------------------------------------------------------------------
@@ -155,6 +185,7 @@ class HubFetcher:
         backoff: float = 2.0,
         max_template_bytes: int = MAX_TEMPLATE_BYTES,
         max_config_bytes: int = MAX_CONFIG_BYTES,
+        gguf_first_chunk: int = FIRST_CHUNK,
     ) -> None:
         from huggingface_hub import HfApi, constants
 
@@ -167,6 +198,7 @@ class HubFetcher:
         self.backoff = backoff
         self.max_template_bytes = max_template_bytes
         self.max_config_bytes = max_config_bytes
+        self.gguf_first_chunk = gguf_first_chunk
         self.api = HfApi(endpoint=self.endpoint, token=self.token)
 
     # -- retry ----------------------------------------------------------------------------------------------
@@ -250,6 +282,26 @@ class HubFetcher:
 
         return Path(self._call(run, repo_id, filename))
 
+    def _cached_record(self, repo_id: str) -> RepoRecord | None:
+        """What the hub cache holds of a repo no manifest recorded (the command line reading `org/name` under
+        HF_HUB_OFFLINE): the commit `main` pointed at when the user's tools downloaded it (refs/main), else the
+        snapshot written last (this fetcher downloads at a commit sha, which records no ref), and its files."""
+        from huggingface_hub import constants
+        from huggingface_hub.file_download import repo_folder_name
+
+        root = Path(self.cache_dir or constants.HF_HUB_CACHE) / repo_folder_name(repo_id=repo_id, repo_type="model")
+        try:
+            revision = (root / "refs" / "main").read_text(encoding="utf-8").strip()
+        except OSError:
+            snapshots = sorted((p for p in (root / "snapshots").glob("*") if p.is_dir()),
+                               key=lambda p: p.stat().st_mtime)
+            revision = snapshots[-1].name if snapshots else ""
+        snapshot = root / "snapshots" / revision
+        if not revision or not snapshot.is_dir():
+            return None
+        return RepoRecord(revision=revision, files=sorted(p.relative_to(snapshot).as_posix()
+                                                          for p in snapshot.rglob("*") if p.is_file()))
+
     def _limit(self, filename: str) -> int:
         return self.max_config_bytes if filename == TOKENIZER_CONFIG else self.max_template_bytes
 
@@ -258,6 +310,7 @@ class HubFetcher:
         """Fetch one repo. With skip_if_revision equal to the hub's current sha, nothing is downloaded."""
         sizes: dict[str, int | None] = {}
         if self.offline:
+            known = known or self._cached_record(repo_id)
             if known is None:
                 return RepoFetch(repo_id, None, failures=[Failure(
                     repo_id, "offline", "offline mode and no earlier fetch recorded: revision unknown")])
@@ -277,8 +330,9 @@ class HubFetcher:
                 sizes[s.rfilename] = s.size
         files = [f for f in TEMPLATE_FILES if f in sizes]
         files += sorted(f for f in sizes if f.startswith(ADDITIONAL_DIR) and f.endswith(".jinja"))
-        result = RepoFetch(repo_id, revision, files=files)
-        if not files:
+        gguf = first_gguf(sizes)
+        result = RepoFetch(repo_id, revision, files=[*files, gguf] if gguf else files)
+        if not files and not gguf:
             result.failures.append(Failure(repo_id, "no_template", "no chat template file in the repo"))
             return result
         for filename in files:
@@ -298,8 +352,115 @@ class HubFetcher:
                 result.failures.append(Failure(repo_id, "error", f"cannot read download: {e.strerror or e}",
                                                filename))
         result.templates = _dedupe_defaults(result.templates)
+        if gguf:
+            self._add_gguf_templates(result, gguf)
         return result
 
+    def _add_gguf_templates(self, result: RepoFetch, filename: str) -> None:
+        """The templates in a GGUF's header that the repo's template files do not already hold (a GGUF-only
+        repo's, or a GGUF converted with another template), named `<file>` and `<file>:<variant>`."""
+        repo_id, revision = result.repo_id, result.revision
+        assert revision is not None
+        try:
+            header = self._gguf_header(repo_id, filename, revision)
+            found = gguf_templates(header, name=filename)
+        except HubError as e:
+            result.failures.append(Failure(repo_id, e.kind, _hub_message(e, repo_id), filename))
+            return
+        except GGUFError as e:
+            kind = "no_template" if not result.templates and "no chat template" in str(e) else "malformed"
+            result.failures.append(Failure(repo_id, kind, str(e).removeprefix(f"{filename}: "), filename))
+            return
+        known = {t.data for t in result.templates}
+        for variant, text in found.templates.items():
+            data = text.encode("utf-8", "surrogateescape")
+            if data in known:
+                continue
+            key = CHAT_TEMPLATE_KEY if variant == "default" else f"{CHAT_TEMPLATE_KEY}.{variant}"
+            result.templates.append(Extracted(gguf_template_name(filename, variant), filename, key, data))
+
+    def _gguf_header(self, repo_id: str, filename: str, revision: str) -> GGUFHeader:
+        """The header of a GGUF on the hub, read with HTTP Range requests (a first chunk, then more only while
+        the header goes on), never the multi-GB file; from the hub cache when the whole file is there."""
+        from huggingface_hub import (
+            constants,
+            get_hf_file_metadata,
+            get_session,
+            hf_hub_url,
+            hf_raise_for_status,
+            try_to_load_from_cache,
+        )
+        from huggingface_hub.utils._headers import build_hf_headers  # (public, but re-exported lazily: typed here)
+
+        cached = try_to_load_from_cache(repo_id, filename, cache_dir=self.cache_dir, revision=revision)
+        if isinstance(cached, str):
+            return read_gguf_file(cached, first_chunk=self.gguf_first_chunk)
+        if self.offline:
+            raise HubError("offline mode and the GGUF is not in the cache (its header is read over the network)",
+                           repo_id=repo_id, kind="offline")
+        url = hf_hub_url(repo_id, filename, revision=revision, endpoint=self.endpoint)
+        meta = self._call(lambda: get_hf_file_metadata(url, token=self.token, endpoint=self.endpoint),
+                          repo_id, filename)
+        location = meta.location or url
+        headers = build_hf_headers(token=self.token)
+        if _origin(location) != _origin(url):  # a signed CDN url: the token stays on the hub (as hf_hub_download)
+            headers.pop("authorization", None)
+
+        def read_at(offset: int, size: int) -> bytes:
+            def run() -> bytes:
+                request = {**headers, "Range": f"bytes={offset}-{offset + size - 1}"}
+                with get_session().stream("GET", location, headers=request, follow_redirects=True,
+                                          timeout=constants.HF_HUB_DOWNLOAD_TIMEOUT) as response:
+                    if response.status_code == 416:  # the range starts at or after the end: the file ends here
+                        return b""
+                    hf_raise_for_status(response)
+                    skip = 0
+                    if response.status_code == 206:
+                        start = response.headers.get("Content-Range", "").removeprefix("bytes ").split("-")[0]
+                        if start != str(offset):
+                            raise HubError(f"asked for bytes from {offset}, got Content-Range "
+                                           f"{response.headers.get('Content-Range')!r}", kind="malformed")
+                    else:  # the server ignored the Range: read on to the range, and no further
+                        skip = offset
+                    data = bytearray()
+                    for chunk in response.iter_bytes():
+                        data += chunk
+                        if len(data) >= skip + size:
+                            break
+                    return bytes(data[skip:skip + size])
+
+            return self._call(run, repo_id, filename)
+
+        return read_gguf_header(read_at, name=filename, first_chunk=self.gguf_first_chunk)
+
+
+
+def gguf_template_name(filename: str, variant: str) -> str:
+    """How a GGUF's template is named among a repo's (and in its origin, `hub:org/name#<file>[:<variant>]`)."""
+    return filename if variant == "default" else f"{filename}:{variant}"
+
+
+_SHARD = re.compile(r"-(\d{5})-of-\d{5}\.gguf$")
+
+
+def first_gguf(files: Iterable[str]) -> str | None:
+    """The GGUF whose header a repo's template is read from: the first by name, leaving out projector files
+    (mmproj-*.gguf: a vision encoder, no chat template) and shards after the first (only the first of a split
+    model holds the key/value metadata)."""
+    for name in sorted(files):
+        base = name.rsplit("/", 1)[-1]
+        shard = _SHARD.search(base)
+        if base.endswith(".gguf") and not base.lower().startswith("mmproj") and (shard is None or
+                                                                                shard.group(1) == "00001"):
+            return name
+    return None
+
+
+def _origin(url: str) -> tuple[str, str]:
+    from urllib.parse import urlsplit
+
+    parts = urlsplit(url)
+    return parts.scheme, parts.netloc.lower()
 
 
 def _hub_message(e: HubError, repo_id: str) -> str:

@@ -127,11 +127,15 @@ def _one_line_exit_2(r: subprocess.CompletedProcess[str], *needles: str) -> None
 
 def test_a_binary_or_non_utf8_file_is_one_line(tmp_path: Path) -> None:
     binary = tmp_path / "model.bin"
-    binary.write_bytes(b"GGUF\x03\x00\x00\x00" + bytes(range(256)))
+    binary.write_bytes(b"PK\x03\x04\x14\x00\x00\x00" + bytes(range(256)))
+    gguf = tmp_path / "model.bin.1"  # the GGUF magic makes a file a GGUF whatever its name: garbage after it
+    gguf.write_bytes(b"GGUF\x03\x00\x00\x00" + bytes(range(256)))
     latin1 = tmp_path / "t.jinja"
     latin1.write_bytes("{# café #}{{ messages }}".encode("latin-1"))
     for command in (["analyze", str(binary)], ["parse", str(binary)], ["gbnf", str(binary)]):
         _one_line_exit_2(run(*command, stdin="hi"), str(binary), "byte 5 is NUL")
+    for command in (["analyze", str(gguf)], ["parse", str(gguf)]):
+        _one_line_exit_2(run(*command, stdin="hi"), f"{gguf}: malformed GGUF header")
     _one_line_exit_2(run("analyze", str(latin1)), "byte 6 (0xe9) is not UTF-8")
     _one_line_exit_2(run("parse", _qwen3(), "--tools", str(binary), stdin="hi"), "not a tools file")
 
@@ -180,3 +184,17 @@ def test_a_template_error_names_the_file(tmp_path: Path) -> None:
     bad.write_text("{% for m in messages %}{{ m.content }")
     for command in ("parse", "analyze"):
         _one_line_exit_2(run(command, str(bad), stdin="hi"), f"{bad}: syntax error at line 1")
+
+
+def test_output_into_a_closed_pipe_ends_quietly() -> None:
+    """`autoparser analyze T | head`: the reader goes away; no BrokenPipeError traceback, exit code 1."""
+    import os
+
+    read_end, write_end = os.pipe()
+    os.close(read_end)  # the reader is gone before the first byte: every write gets EPIPE
+    try:
+        r = subprocess.run([sys.executable, "-m", "autoparser", "analyze", _qwen3()], stdout=write_end,
+                           stderr=subprocess.PIPE, text=True, timeout=120)
+    finally:
+        os.close(write_end)
+    assert (r.returncode, r.stderr) == (1, "")

@@ -1,8 +1,9 @@
 """A small fake Hugging Face hub for the fetcher tests: a real HTTP/1.1 server on 127.0.0.1.
 
 It implements what huggingface_hub 2.4 calls (TOOLING.md B.1): model listing, model info (with siblings and
-sizes), HEAD/GET resolve with X-Repo-Commit / ETag / Content-Length, X-Error-Code on errors, and LFS-style
-302 redirects to a second listener acting as the CDN. Faults are injected per path pattern.
+sizes), HEAD/GET resolve with X-Repo-Commit / ETag / Content-Length, X-Error-Code on errors, LFS-style
+302 redirects to a second listener acting as the CDN, and Range requests (206 + Content-Range, 416). Faults
+are injected per path pattern.
 """
 
 from __future__ import annotations
@@ -58,6 +59,7 @@ class FakeHub:
         self.valid_tokens = valid_tokens
         self.faults: list[Fault] = []
         self.requests: list[tuple[str, str, dict[str, str]]] = []
+        self.served: dict[str, int] = {}  # file name -> body bytes sent for it (every listener, every request)
         self.on_request: Callable[[str, str], None] | None = None
         self._lock = threading.Lock()
         hub = self
@@ -227,5 +229,23 @@ class FakeHub:
                 "X-Repo-Commit": sha, "X-Linked-Etag": etag, "X-Linked-Size": str(len(data)), "ETag": etag,
             }, head=head)
             return
-        self._send(h, 200, data, {"Content-Type": "application/octet-stream", "X-Repo-Commit": sha, "ETag": etag},
-                   head=head, truncate=truncate and not head)
+        headers = {"Content-Type": "application/octet-stream", "X-Repo-Commit": sha, "ETag": etag,
+                   "Accept-Ranges": "bytes"}
+        wanted = re.fullmatch(r"bytes=(\d+)-(\d*)", h.headers.get("Range", "").strip())
+        if wanted and not head:  # a ranged read (RFC 9110 14.2): 206 with the part, 416 past the end
+            start = int(wanted.group(1))
+            end = min(int(wanted.group(2)) if wanted.group(2) else len(data) - 1, len(data) - 1)
+            if start >= len(data):
+                self._send(h, 416, b"", {"Content-Range": f"bytes */{len(data)}"})
+                return
+            part = data[start:end + 1]
+            self._record_served(filename, len(part))
+            self._send(h, 206, part, {**headers, "Content-Range": f"bytes {start}-{end}/{len(data)}"})
+            return
+        if not head:
+            self._record_served(filename, len(data))
+        self._send(h, 200, data, headers, head=head, truncate=truncate and not head)
+
+    def _record_served(self, filename: str, n: int) -> None:
+        with self._lock:
+            self.served[filename] = self.served.get(filename, 0) + n

@@ -35,6 +35,7 @@ from autoparser.corpus.fetcher import HubFetcher, extract_templates
 from autoparser.corpus.manifest import Manifest, entry_name, safe_template_path, sanitize_component, sha256_hex
 from autoparser.corpus.refresh import JOURNAL_NAME, ChangeReport, refresh
 from autoparser.errors import CorpusError, HubError
+from autoparser.template.gguf import read_gguf_header
 
 ALPHA_DEFAULT = "{% for m in messages %}<|{{ m.role }}|>{{ m.content }}\n{% endfor %}"
 ALPHA_TOOLS = "{%- if tools %}{{ tools | tojson }}{% endif %}{% for m in messages %}{{ m.content }}{% endfor %}"
@@ -641,3 +642,160 @@ def test_two_templates_swap_texts(hub: FakeHub, make_fetcher: Callable[..., HubF
     assert c.by_origin("hub:org/gamma#default").read_text() == GAMMA_RAG
     assert c.by_origin("hub:org/gamma#rag").read_text() == GAMMA
     assert len(c.entries) == 2
+
+
+# -- a hub repo id as a command's template ----------------------------------------------------------------
+
+
+@pytest.fixture
+def hub_env(hub: FakeHub, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> FakeHub:
+    """The commands read the hub as a user's environment says: HF_ENDPOINT here, the hub fixture's cache."""
+    monkeypatch.setenv("HF_ENDPOINT", hub.url)
+    monkeypatch.chdir(tmp_path)  # (a bare org/name is a file first: none here)
+    return hub
+
+
+def _cli(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
+    code = cli_main(list(argv))
+    out = capsys.readouterr()
+    return code, out.out, out.err
+
+
+def _as_file(tmp_path: Path, text: str) -> str:
+    path = tmp_path / f"t{abs(hash(text))}.jinja"
+    path.write_text(text, encoding="utf-8")
+    return str(path)
+
+
+def test_a_hub_repo_is_a_template(hub_env: FakeHub, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    # chat_template.jinja is alpha's default (it overrides tokenizer_config's), tool_use its named template
+    for argv, text in ((["hf://org/alpha"], ALPHA_JINJA), (["org/alpha"], ALPHA_JINJA),
+                       (["hf://org/alpha#tool_use"], ALPHA_TOOLS), (["org/alpha", "--variant", "tool_use"], ALPHA_TOOLS),
+                       (["org/gamma#rag"], GAMMA_RAG)):
+        code, out, err = _cli(capsys, "analyze", "--json", *argv)
+        assert (code, out) == _cli(capsys, "analyze", "--json", _as_file(tmp_path, text))[:2], err
+    assert any("/org/alpha/resolve/" in p for p in hub_env.paths())
+
+
+def test_a_file_comes_before_a_repo_of_the_same_name(hub_env: FakeHub, tmp_path: Path,
+                                                     capsys: pytest.CaptureFixture[str]) -> None:
+    (tmp_path / "org").mkdir()
+    (tmp_path / "org" / "alpha").write_text(GAMMA, encoding="utf-8")
+    assert _cli(capsys, "analyze", "--json", "org/alpha")[1] == _cli(capsys, "analyze", "--json",
+                                                                     _as_file(tmp_path, GAMMA))[1]
+    assert hub_env.requests == []
+
+
+def test_hub_template_errors_are_one_line(hub_env: FakeHub, capsys: pytest.CaptureFixture[str]) -> None:
+    for argv, needle in ((["hf://org/nope"], "org/nope: "), (["hf://org/gated"], "org/gated: "),
+                         (["hf://org/base"], "org/base: no chat template file in the repo"),
+                         (["hf://org/alpha#rag"], "org/alpha: no chat template 'rag' in the repo; it has default, "
+                                                  "tokenizer_config, tool_use"),
+                         (["hf://org/alpha#rag", "--variant", "tool_use"], "names the template 'rag', --variant"),
+                         (["hf://not a repo"], "not a hub repo id")):
+        for command in (["analyze"], ["parse"], ["export", "response-template"]):
+            code, out, err = _cli(capsys, *command, *argv)
+            assert code == 2 and out == "" and err.count("\n") == 1 and needle in err, (argv, err)
+
+
+def test_hub_template_honours_token_and_offline(hub_env: FakeHub, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                capsys: pytest.CaptureFixture[str]) -> None:
+    gated = _cli(capsys, "analyze", "--json", _as_file(tmp_path, GAMMA + " gated"))[1]
+    monkeypatch.setenv("HF_TOKEN", "hf_good")
+    assert _cli(capsys, "analyze", "--json", "hf://org/gated")[:2] == (0, gated)
+    # offline, the hub cache answers (the revision main pointed at, the files cached at it), no request is made
+    hub_env.requests.clear()
+    hub_env.inject(r".", 500, times=10**6)
+    monkeypatch.setattr(hf_constants, "HF_HUB_OFFLINE", True)
+    r = _cli(capsys, "analyze", "--json", "hf://org/gated")
+    assert r[:2] == (0, gated), r[2]
+    code, _, err = _cli(capsys, "analyze", "hf://org/alpha")
+    assert code == 2 and "org/alpha: offline mode and no earlier fetch recorded" in err
+    assert hub_env.requests == []
+
+
+# -- GGUF repos: the template from the first GGUF's header, read with Range requests ----------------------
+
+GGUF_T = "{% for m in messages %}<|{{ m.role }}|>{{ m.content }}{% endfor %}{{ eos_token }}"
+GGUF_TOOLS = "{{ tools | tojson }}" + GGUF_T
+PAYLOAD = 8 * 1024 * 1024
+
+
+@pytest.fixture
+def gguf_repo(hub: FakeHub, tmp_path: Path, gguf_writer: Callable[..., Path]) -> bytes:
+    """org/model-GGUF: quantisations and a projector, all served through the CDN listener (as LFS files are);
+    each GGUF has 8 MiB of tensor data behind a header longer than the fetcher's first chunk in these tests."""
+    tokens = ["<unk>", "<s>", "</s>", *(f"token-{i}" for i in range(2000))]
+    data = gguf_writer(tmp_path / "m.gguf", templates={"default": GGUF_T, "tool_use": GGUF_TOOLS}, tokens=tokens,
+                       tensor_bytes=PAYLOAD).read_bytes()
+    projector = gguf_writer(tmp_path / "p.gguf", templates={"default": "projector"}).read_bytes()
+    files = {"README.md": b"# GGUF", "model-Q4_K_M.gguf": data, "model-Q8_0.gguf": data,
+             "mmproj-model-f16.gguf": projector}
+    hub.repos["org/model-GGUF"] = FakeRepo(files, lfs=frozenset(f for f in files if f.endswith(".gguf")))
+    return data
+
+
+def _entry(corpus: Path, origin: str) -> manifest_mod.ManifestEntry:
+    return next(e for e in Manifest.read(corpus).templates if origin in e.origins)
+
+
+def test_a_gguf_repo_gives_the_templates_in_its_header(hub: FakeHub, gguf_repo: bytes, tmp_path: Path,
+                                                       make_fetcher: Callable[..., HubFetcher]) -> None:
+    corpus = tmp_path / "corpus"
+    report = run(corpus, ["org/model-GGUF"], make_fetcher(gguf_first_chunk=4096))
+    assert report.ok, report.failed
+    sha = hub.repos["org/model-GGUF"].sha
+    for origin, text, key in (("hub:org/model-GGUF#model-Q4_K_M.gguf", GGUF_T, "tokenizer.chat_template"),
+                              ("hub:org/model-GGUF#model-Q4_K_M.gguf:tool_use", GGUF_TOOLS,
+                               "tokenizer.chat_template.tool_use")):
+        entry = _entry(corpus, origin)
+        assert (corpus / entry.file).read_text(encoding="utf-8") == text
+        assert (entry.repo_id, entry.revision, entry.source_file, entry.source_key) == \
+            ("org/model-GGUF", sha, "model-Q4_K_M.gguf", key)
+    assert Manifest.read(corpus).repos["org/model-GGUF"].files == ["model-Q4_K_M.gguf"]
+    # Only the header of the first model GGUF was read, in ranges; never its tensor data, nor any other file.
+    header = read_gguf_header(lambda offset, size: gguf_repo[offset:offset + size], name="m").size
+    gets = [{k.lower(): v for k, v in hdrs.items()} for m, p, hdrs in hub.requests if m == "GET" and ".gguf" in p]
+    assert len(gets) > 1 and all(g.get("range", "").startswith("bytes=") for g in gets)
+    assert set(hub.served) == {"model-Q4_K_M.gguf"}
+    starts = [int(g["range"].removeprefix("bytes=").split("-")[0]) for g in gets]
+    assert max(starts) < header  # each request was for bytes the header still needed
+    assert header <= hub.served["model-Q4_K_M.gguf"] < 2 * header + 4096 < PAYLOAD // 50
+    # unchanged on the next run, nothing read again
+    hub.served.clear()
+    assert run(corpus, ["org/model-GGUF"], make_fetcher()).repos_unchanged == 1 and hub.served == {}
+
+
+def test_a_gguf_template_is_its_own_origin_only_when_it_differs(hub: FakeHub, gguf_repo: bytes, tmp_path: Path,
+                                                                make_fetcher: Callable[..., HubFetcher]) -> None:
+    hub.repos["org/same"] = FakeRepo({"chat_template.jinja": GGUF_T.encode(), "m.gguf": gguf_repo})
+    hub.repos["org/other"] = FakeRepo({"chat_template.jinja": GAMMA.encode(), "m.gguf": gguf_repo})
+    corpus = tmp_path / "corpus"
+    assert run(corpus, ["org/model-GGUF", "org/same", "org/other"], make_fetcher()).ok
+    m = Manifest.read(corpus)
+    assert set(m.repos["org/same"].templates) == {"default", "m.gguf:tool_use"}  # the default is the GGUF's too
+    assert set(m.repos["org/other"].templates) == {"default", "m.gguf", "m.gguf:tool_use"}
+    # deduplicated by sha256: one file for the GGUF template wherever it comes from
+    entry = _entry(corpus, "hub:org/model-GGUF#model-Q4_K_M.gguf")
+    assert sorted(entry.origins) == ["hub:org/model-GGUF#model-Q4_K_M.gguf", "hub:org/other#m.gguf",
+                                     "hub:org/same#default"]
+    assert sum(e.sha256 == sha256_hex(GGUF_T.encode()) for e in m.templates) == 1
+
+
+def test_a_gguf_without_a_template_or_a_broken_one_is_a_failure(hub: FakeHub, gguf_repo: bytes, tmp_path: Path,
+                                                                 gguf_writer: Callable[..., Path],
+                                                                 make_fetcher: Callable[..., HubFetcher]) -> None:
+    bare = gguf_writer(tmp_path / "bare.gguf").read_bytes()
+    hub.repos["org/bare"] = FakeRepo({"bare.gguf": bare})
+    hub.repos["org/cut"] = FakeRepo({"cut.gguf": gguf_repo[:5000]})
+    report = run(tmp_path / "corpus", ["org/bare", "org/cut"], make_fetcher(gguf_first_chunk=1024))
+    assert [(f["repo_id"], f["file"], f["kind"]) for f in report.failed] == \
+        [("org/bare", "bare.gguf", "no_template"), ("org/cut", "cut.gguf", "malformed")]
+    assert "truncated GGUF header: the file ends at byte 5000" in report.failed[1]["message"]
+
+
+def test_a_gguf_repo_is_a_command_template(hub_env: FakeHub, gguf_repo: bytes, tmp_path: Path,
+                                           capsys: pytest.CaptureFixture[str]) -> None:
+    for argv, text in ((["hf://org/model-GGUF"], GGUF_T), (["org/model-GGUF", "--variant", "tool_use"], GGUF_TOOLS)):
+        code, out, err = _cli(capsys, "analyze", "--json", *argv)
+        assert (code, out) == _cli(capsys, "analyze", "--json", _as_file(tmp_path, text))[:2], err
