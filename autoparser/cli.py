@@ -190,6 +190,13 @@ def cmd_render(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_conformance(args: argparse.Namespace) -> int:
+    """llama.cpp as a live oracle (autoparser.testing.cpp_oracle)."""
+    from autoparser.testing.cpp_oracle import run_conformance
+
+    return run_conformance(args)
+
+
 def cmd_corpus(args: argparse.Namespace) -> int:
     """Corpus jobs: refresh from the hub, report."""
     from autoparser.corpus.cli import run_corpus
@@ -255,6 +262,22 @@ def build_parser() -> argparse.ArgumentParser:
                     help="merge it into this tokenizer_config.json instead (other keys untouched)")
     e.set_defaults(func=cmd_export)
 
+    k = sub.add_parser("conformance", help="run the corpus through a llama.cpp build and report every divergence",
+                       description="Run every corpus template (analysis) and round-trip scenario (prompt, grammar, "
+                                   "parse) through the C++ driver of tools/cpp_oracle and through autoparser; write "
+                                   "cpp-divergences.md/.json. Exit 1 on a divergence the ratchet does not know.")
+    k.add_argument("--cpp", required=True, metavar="DRIVER", help="the driver built by python -m tools.cpp_oracle")
+    k.add_argument("--only", nargs="+", metavar="GLOB", help="only these templates (names or patterns)")
+    k.add_argument("--jobs", "-j", type=int, default=1, metavar="N", help="driver processes (default: 1)")
+    k.add_argument("--corpus", help="corpus directory (default: the project's corpus)")
+    k.add_argument("--known", default="tests/data/ratchet/cpp_oracle.json",
+                   help="ratchet of known divergences (default: tests/data/ratchet/cpp_oracle.json)")
+    k.add_argument("--report", default="reports/conformance", help="where the report goes")
+    k.add_argument("--regenerate", action="store_true",
+                   help="rewrite the C++-made goldens under --data from the driver instead")
+    k.add_argument("--data", default="tests/data", help="the goldens' directory (default: tests/data)")
+    k.set_defaults(func=cmd_conformance)
+
     c = sub.add_parser("corpus", help="template corpus jobs")
     csub = c.add_subparsers(dest="corpus_command", required=True)
     cr = csub.add_parser("refresh", help="refresh corpus/ from the Hugging Face hub and write a change report")
@@ -289,6 +312,8 @@ def build_parser() -> argparse.ArgumentParser:
                     help="only these templates (names or patterns such as 'Qwen__*')")
     cp.add_argument("--limit", type=int, metavar="N", help="only the first N (selected) templates")
     cp.add_argument("--jobs", "-j", type=int, default=1, metavar="N", help="worker processes (default: 1)")
+    cp.add_argument("--cpp-divergences", default="reports/conformance/cpp-divergences.json", metavar="FILE",
+                    help="the last `autoparser conformance` run, shown as a section when the file exists")
     c.set_defaults(func=cmd_corpus)
     return p
 
@@ -325,7 +350,7 @@ def _run(argv: Sequence[str] | None) -> int:
     args = build_parser().parse_args(argv)
     func: Command = args.func
     try:
-        if args.command == "corpus":  # (a corpus job gives each template its own budget)
+        if args.command in ("corpus", "conformance"):  # (a corpus-wide job gives each template its own budget)
             return func(args)
         with time_budget():  # one budget for all a command renders (AUTOPARSER_TIME_BUDGET)
             return func(args)

@@ -10,7 +10,7 @@ Sections (each skipped with a note when the stage it measures does not exist yet
   4 bytes at a time through ChatParams.stream(), the same loop feeding a stream that does nothing (the floor
   under any streamed time: the issue's "streamed <= 10x full" cannot hold where this loop alone exceeds it),
   and the same stream re-parsed whole at every step (what llama.cpp does), with their ratios and the C++
-  full-parse and streamed figures. With `--cpp BINARY` (built from tools/cpp_bench, see its CMakeLists.txt)
+  full-parse and streamed figures. With `--cpp BINARY` (python -m tools.cpp_oracle --bench)
   the C++ figures are measured on this machine in the same run, right before and after ours on each input;
   without, they are those of ../shared/bench/README.md (another machine: only the order of magnitude
   compares).
@@ -127,7 +127,7 @@ README_CPP = {"qwen3-reasoning-content-4k": (88e-6, 52.5e-3), "qwen3-reasoning-t
 
 
 def cpp_figures(binary: str, cases: list[dict[str, Any]], templates: dict[str, Path]) -> dict[str, tuple[float, float]]:
-    """Run tools/cpp_bench's bench_chat on the same requests: {id: (full parse, streamed total)} in seconds."""
+    """Run tools/cpp_oracle's bench_chat on the same requests: {id: (full parse, streamed total)} in seconds."""
     with tempfile.NamedTemporaryFile("w", suffix=".jsonl", encoding="utf-8", delete=False) as f:
         for case in cases:
             f.write(json.dumps(dict(case, template=str(templates[case["id"]])), ensure_ascii=False) + "\n")
@@ -254,10 +254,10 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("sections", nargs="*", default=["engine", "analysis", "parse"],
                     help="engine, analysis and/or parse (default: all)")
     ap.add_argument("--cpp", metavar="BINARY",
-                    help="tools/cpp_bench's bench_chat: C++ parse figures measured on this machine, in this run")
+                    help="tools/cpp_oracle's bench_chat: C++ parse figures measured on this machine, in this run")
     args = ap.parse_args(argv)
     if args.cpp and not Path(args.cpp).is_file():
-        ap.error(f"--cpp {args.cpp}: no such file (build it from tools/cpp_bench)")
+        ap.error(f"--cpp {args.cpp}: no such file (build it: python -m tools.cpp_oracle --bench)")
     sections: dict[str, Callable[[], list[str]]] = {
         "engine": lambda: _pairs(bench_engine()), "analysis": lambda: _pairs(bench_analysis()),
         "parse": lambda: bench_parse(args.cpp)}

@@ -101,8 +101,11 @@ def run_report(args: argparse.Namespace) -> int:
     with tqdm(total=len(selected), unit="template", desc="corpus report", disable=None) as bar:
         rows = collect_rows(corpus, snapshots, names=only, limit=limit, jobs=jobs,
                             progress=lambda done, _total: bar.update(done - bar.n))
+    from autoparser.corpus.report import CppDivergences
+
+    divergences = CppDivergences.read(Path(args.cpp_divergences)) if getattr(args, "cpp_divergences", None) else None
     try:
-        html_path, md_path = write_report(rows, Path(args.out), stamp=made_from(corpus_dir))
+        html_path, md_path = write_report(rows, Path(args.out), stamp=made_from(corpus_dir), divergences=divergences)
     except OSError as e:
         return _fail(f"corpus report: cannot write to {args.out}: {e.strerror or e}")
     print(f"corpus report: wrote {html_path} and {md_path} in {time.monotonic() - started:.1f}s")

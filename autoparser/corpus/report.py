@@ -51,6 +51,7 @@ from autoparser.corpus.roundtrip import SCENARIOS
 from autoparser.template.sandbox import time_budget
 
 __all__ = [
+    "CppDivergences",
     "ArtefactChange",
     "ScenarioCell",
     "TemplateRow",
@@ -691,11 +692,57 @@ def made_from(where: Path, now: datetime.datetime | None = None) -> str:
     return f"made from {source} on {when}"
 
 
-def write_report(rows: Sequence[TemplateRow], out_dir: Path | str, *, stamp: str = "") -> tuple[Path, Path]:
-    """report.html and report.md in out_dir (created), each written atomically; `stamp`: `made_from(...)`."""
+@dataclass(frozen=True)
+class CppDivergences:
+    """What the last `autoparser conformance --cpp` run found (its cpp-divergences.json), per template."""
+
+    driver: str
+    by_template: Mapping[str, tuple[int, int]]  # template -> (known, new)
+
+    @classmethod
+    def read(cls, path: Path) -> CppDivergences | None:
+        """None when there is no such file (no conformance run yet) or it is not one of ours."""
+        try:
+            raw = json.loads(path.read_text(encoding="utf-8"))
+            items = raw["items"]
+        except (OSError, ValueError, KeyError, TypeError):
+            return None
+        counts: dict[str, list[int]] = {}
+        for item in items:
+            c = counts.setdefault(str(item["case"]).split("/", 1)[0], [0, 0])
+            c[0 if item.get("known") else 1] += 1
+        return cls(str(raw.get("driver", "")), {k: (v[0], v[1]) for k, v in sorted(counts.items())})
+
+    def markdown(self, names: Iterable[str]) -> list[str]:
+        shown = [(n, self.by_template[n]) for n in names if n in self.by_template]
+        out = ["## llama.cpp divergences", "",
+               f"From `autoparser conformance --cpp {_md(self.driver)}` (reports/conformance/cpp-divergences.md has "
+               f"every field): {len(shown)} templates differ.", "", "| template | known | new |", "|---|---|---|"]
+        return out + [f"| {_md(n)} | {k} | {'**' + str(w) + '**' if w else 0} |" for n, (k, w) in shown] + [""]
+
+    def html(self, names: Iterable[str]) -> str:
+        shown = [(n, self.by_template[n]) for n in names if n in self.by_template]
+        body = "".join(f"<tr><td>{_e(n)}</td><td class=\"num\">{k}</td><td class=\"num\">{w}</td></tr>"
+                       for n, (k, w) in shown)
+        return (f'<h2 id="cpp-divergences">llama.cpp divergences</h2><p><small>From <code>autoparser conformance '
+                f'--cpp {_e(self.driver)}</code>: {len(shown)} templates differ (known: in '
+                f'tests/data/ratchet/cpp_oracle.json with a reason).</small></p><table><thead><tr><th>Template</th>'
+                f'<th>known</th><th>new</th></tr></thead><tbody>{body}</tbody></table>')
+
+
+def write_report(rows: Sequence[TemplateRow], out_dir: Path | str, *, stamp: str = "",
+                 divergences: CppDivergences | None = None) -> tuple[Path, Path]:
+    """report.html and report.md in out_dir (created), each written atomically; `stamp`: `made_from(...)`;
+    `divergences`: a section with the last live-oracle run's counts for these templates."""
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     html_path, md_path = out / "report.html", out / "report.md"
-    atomic_write_bytes(html_path, render_html(rows, made_from=stamp).encode("utf-8"))
-    atomic_write_bytes(md_path, render_markdown(rows, made_from=stamp).encode("utf-8"))
+    names = [r.name for r in rows]
+    html = render_html(rows, made_from=stamp)
+    md = render_markdown(rows, made_from=stamp)
+    if divergences is not None:
+        html = html.replace("<script>", divergences.html(names) + "\n<script>", 1)
+        md += "\n" + "\n".join(divergences.markdown(names))
+    atomic_write_bytes(html_path, html.encode("utf-8"))
+    atomic_write_bytes(md_path, md.encode("utf-8"))
     return html_path, md_path

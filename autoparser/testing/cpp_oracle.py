@@ -1,0 +1,473 @@
+"""The C++ as a live oracle: run corpus templates and round-trip scenarios through llama.cpp and through us.
+
+tools/cpp_oracle builds a small driver against llama.cpp's `common` (any source tree; by default the one
+vendored in the llama-cpp-python sdist the project pins). It reads JSON lines (template, requests, outputs) and
+writes what llama.cpp makes of them: the analysis record, prompt, generation prompt, grammar and triggers, and
+the parsed messages, or the C++ error. This module feeds it, computes the same fields with autoparser, and
+reports each field where the two differ, as *known* (a ratchet entry with its reason) or *new*:
+
+    divergences = compare_corpus(Path("build/cpp_oracle/cpp_oracle"), Corpus.load(), only=["Qwen__*"])
+
+`regenerate_goldens` rewrites the goldens under tests/data (analysis records, the chat cases' `cpp` fields,
+the round-trip goldens' `oracle`) from the driver's output: moving the reference to a newer llama.cpp is
+point at its source, build, regenerate, read the diff.
+"""
+
+from __future__ import annotations
+
+import concurrent.futures
+import fnmatch
+import gzip
+import hashlib
+import json
+import re
+import subprocess
+import tempfile
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from autoparser.chat.compare import as_message, message_differences
+from autoparser.chat.generator import generate, strict_analysis
+from autoparser.corpus import Corpus, CorpusEntry
+from autoparser.corpus.roundtrip import NOW_TEXT, expressible_scenarios, generator_request
+from autoparser.errors import AutoparserError
+from autoparser.template.sandbox import time_budget
+
+__all__ = [
+    "REQUEST_FIELDS",
+    "Divergence",
+    "DriverError",
+    "compare_corpus",
+    "known_reason",
+    "regenerate_goldens",
+    "run_driver",
+    "stale_entries",
+]
+
+# What both sides say about one request, in the goldens' order (tests/data/chat_cases.jsonl "cpp").
+REQUEST_FIELDS = ("format", "prompt", "generation_prompt", "grammar", "grammar_lazy", "grammar_triggers",
+                  "preserved_tokens", "additional_stops", "thinking_start_tag", "thinking_end_tags")
+
+
+class DriverError(AutoparserError):
+    """The driver could not be run, or answered something that is not its protocol."""
+
+
+# --- running the driver ---------------------------------------------------------------------------------------
+
+def _run_chunk(driver: str, jobs: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    with tempfile.TemporaryFile("w+b") as stdin:
+        for job in jobs:
+            stdin.write((json.dumps(job, ensure_ascii=False) + "\n").encode("utf-8", "surrogateescape"))
+        stdin.seek(0)
+        try:
+            done = subprocess.run([driver], stdin=stdin, capture_output=True, check=False)
+        except OSError as e:
+            raise DriverError(f"cannot run the C++ driver {driver}: {e.strerror or e}") from None
+    if done.returncode != 0:
+        tail = done.stderr.decode("utf-8", "replace").strip().splitlines()[-3:]
+        raise DriverError(f"the C++ driver {driver} exited with {done.returncode}: {' '.join(tail)}")
+    out = [json.loads(line) for line in done.stdout.decode("utf-8", "replace").splitlines() if line.strip()]
+    if [o.get("id") for o in out] != [j["id"] for j in jobs]:
+        raise DriverError(f"the C++ driver {driver} answered {len(out)} lines for {len(jobs)} jobs, or out of order")
+    return out
+
+
+def run_driver(driver: Path, jobs: Sequence[Mapping[str, Any]], *, workers: int = 1,
+               progress: Callable[[int, int], None] | None = None) -> list[dict[str, Any]]:
+    """The driver's answer to each job, in order; `workers` driver processes share the jobs, a few at a time
+    (a template that crashes the C++ outright loses only its chunk's answers, with the driver's message)."""
+    chunks = [list(jobs[i:i + 8]) for i in range(0, len(jobs), 8)]
+    results: list[list[dict[str, Any]]] = [[] for _ in chunks]
+    done = 0
+    with concurrent.futures.ThreadPoolExecutor(max_workers=max(1, workers)) as pool:
+        futures = {pool.submit(_run_chunk, str(driver), c): i for i, c in enumerate(chunks)}
+        for fut in concurrent.futures.as_completed(futures):
+            i = futures[fut]
+            try:
+                results[i] = fut.result()
+            except DriverError as e:
+                results[i] = [{"id": j["id"], "error": f"driver failed: {e}"} for j in chunks[i]]
+            done += len(chunks[i])
+            if progress:
+                progress(done, len(jobs))
+    return [r for chunk in results for r in chunk]
+
+
+# --- our side -------------------------------------------------------------------------------------------------
+
+def our_request(source: str, params: Mapping[str, Any], outputs: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+    """What autoparser makes of one request, in the driver's shape (the parse is llama.cpp's: strict)."""
+    try:
+        p = generate(source, params)
+    except AutoparserError as e:
+        return {"error": str(e)}
+    out: dict[str, Any] = {
+        "format": p.format.value, "prompt": p.prompt, "generation_prompt": p.generation_prompt,
+        "grammar": p.grammar, "grammar_lazy": p.grammar_lazy,
+        "grammar_triggers": [t.to_dict() for t in p.grammar_triggers],
+        "preserved_tokens": list(p.preserved_tokens), "additional_stops": list(p.additional_stops),
+        "thinking_start_tag": p.thinking_start_tag, "thinking_end_tags": list(p.thinking_end_tags),
+    }
+    parsed: list[dict[str, Any]] = []
+    for o in outputs:
+        try:
+            parsed.append(p.parse(o["text"], is_partial=bool(o.get("is_partial")), strict=True).to_dict())
+        except AutoparserError as e:
+            parsed.append({"error": str(e)})
+    out["parsed"] = parsed
+    return out
+
+
+def our_analysis(source: str) -> dict[str, Any]:
+    try:
+        return strict_analysis(source).to_dict()
+    except AutoparserError as e:
+        return {"error": str(e)}
+
+
+# --- comparing ------------------------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class Divergence:
+    """One field where llama.cpp and autoparser differ: `case` is "<template>" or "<template>/<scenario>",
+    `field` a dotted path ("analysis.reasoning.end", "grammar", "parsed")."""
+
+    case: str
+    field: str
+    cpp: Any
+    ours: Any
+    reason: str | None = None  # the ratchet's reason: a known divergence
+
+    @property
+    def key(self) -> str:
+        return f"{self.case}:{self.field}"
+
+    def to_json(self) -> dict[str, Any]:
+        return {"case": self.case, "field": self.field, "cpp": self.cpp, "ours": self.ours, "known": self.reason}
+
+
+def _leaf_differences(cpp: Any, ours: Any, path: str) -> Iterator[tuple[str, Any, Any]]:
+    if isinstance(cpp, dict) and isinstance(ours, dict) and "error" not in cpp and "error" not in ours:
+        for k in dict.fromkeys([*cpp, *ours]):
+            yield from _leaf_differences(cpp.get(k), ours.get(k), f"{path}.{k}" if path else k)
+    elif cpp != ours:
+        yield path, cpp, ours
+
+
+_NODE_RULE = re.compile(r"\b(ac|until)-(\d+)(?=\b|-)")
+
+
+def _without_node_ids(grammar: str) -> list[str]:
+    """A grammar's rules with every `ac-<id>` / `until-<id>` family renamed after its own definition.
+
+    llama.cpp names the automaton of an until-delimiter match after the PEG node's id in its arena; two
+    arenas that number their nodes differently give the same grammar under other names. Each family (the
+    rule and its `-NN` states) is renamed to a digest of its definitions with its own name blanked out."""
+    lines = grammar.splitlines()
+    families: dict[str, list[str]] = {}
+    for line in lines:
+        m = _NODE_RULE.match(line)
+        if m:
+            families.setdefault(m.group(0), []).append(line)
+    names: dict[str, str] = {}
+    for name, body in families.items():
+        own = re.compile(re.escape(name) + r"(?=\b|-)")
+        digest = hashlib.sha256("\n".join(sorted(own.sub("@", b) for b in body)).encode()).hexdigest()[:12]
+        names[name] = f"{name.split('-', 1)[0]}-{digest}"
+    return sorted(_NODE_RULE.sub(lambda m: names.get(m.group(0), m.group(0)), line) for line in lines)
+
+
+def node_ids_only(cpp: Any, ours: Any) -> bool:
+    """The two grammars differ only in the node ids of their `ac-` / `until-` rule names."""
+    return isinstance(cpp, str) and isinstance(ours, str) and cpp != ours and \
+        _without_node_ids(cpp) == _without_node_ids(ours)
+
+
+def _parsed_differences(cpp: Any, ours: Any) -> str | None:
+    """The C++ test's rules (whitespace at the ends ignored, arguments compared as JSON); None when equal."""
+    cpp_failed, we_failed = isinstance(cpp, dict) and "error" in cpp, isinstance(ours, dict) and "error" in ours
+    if cpp_failed or we_failed:
+        return None if cpp_failed == we_failed else "one side failed"
+    diffs = message_differences(as_message(cpp), as_message(ours), compare_ids=False)
+    return "; ".join(diffs) or None
+
+
+def compare_case(case: str, cpp: Mapping[str, Any], ours: Mapping[str, Any]) -> list[Divergence]:
+    """The divergences of one request (or one analysis when the records hold "analysis")."""
+    out: list[Divergence] = []
+    if "analysis" in cpp:
+        out += [Divergence(case, f"analysis.{p}" if p else "analysis", c, o)
+                for p, c, o in _leaf_differences(cpp["analysis"], ours["analysis"], "")]
+        return out
+    if "error" in cpp or "error" in ours:
+        if ("error" in cpp) != ("error" in ours):
+            out.append(Divergence(case, "error", cpp.get("error"), ours.get("error")))
+        return out
+    for f in REQUEST_FIELDS:
+        if cpp.get(f) != ours.get(f):
+            # a grammar equal up to node ids is its own kind: the same language, other rule names
+            name = "grammar.node_ids" if f == "grammar" and node_ids_only(cpp.get(f), ours.get(f)) else f
+            out.append(Divergence(case, name, cpp.get(f), ours.get(f)))
+    for i, (c, o) in enumerate(zip(cpp.get("parsed", []), ours.get("parsed", []))):
+        why = _parsed_differences(c, o)
+        if why:
+            out.append(Divergence(case, "parsed" if i == 0 else f"parsed.{i}", c, o))
+    return out
+
+
+def _selected(corpus: Corpus, only: Sequence[str] | None) -> list[CorpusEntry]:
+    if not only:
+        return list(corpus.entries)
+    return [e for e in corpus.entries if any(fnmatch.fnmatchcase(e.name, g) for g in only)]
+
+
+def _scenario_jobs(entry: CorpusEntry) -> tuple[dict[str, Any], dict[str, Any]]:
+    """The driver's job for one template (analysis + every expressible round-trip scenario) and ours."""
+    source = entry.read_text()
+    requests = []
+    ours: dict[str, Any] = {"analysis": {}, "requests": []}
+    with time_budget(phase=f"comparing {entry.name} with llama.cpp"):  # one budget per template, as the report
+        ours["analysis"] = our_analysis(source)
+        try:
+            scenarios = list(expressible_scenarios(source))
+        except AutoparserError:
+            scenarios = []
+        for built, _params in scenarios:
+            params = generator_request(built.request)
+            outputs = [{"text": built.output, "is_partial": False}]
+            requests.append({"id": built.scenario, "params": params, "now": NOW_TEXT, "outputs": outputs})
+            ours["requests"].append({"id": built.scenario, **our_request(source, params, outputs)})
+    job = {"id": entry.name, "template": str(entry.path), "analyze": True, "requests": requests}
+    return job, ours
+
+
+def compare_corpus(driver: Path, corpus: Corpus, *, only: Sequence[str] | None = None, workers: int = 1,
+                   known: Mapping[str, str] | None = None,
+                   progress: Callable[[int, int], None] | None = None) -> list[Divergence]:
+    """Every divergence between the driver and autoparser over the selected templates: the analysis and each
+    round-trip scenario the template expresses (prompt, grammar, triggers, parse of the rendered output)."""
+    entries = _selected(corpus, only)
+    jobs, ours = [], {}
+    for i, e in enumerate(entries, 1):
+        job, mine = _scenario_jobs(e)
+        jobs.append(job)
+        ours[e.name] = mine
+        if progress:  # our side is the first half of the work, the driver's the second
+            progress(i, 2 * len(entries))
+    answers = run_driver(driver, jobs, workers=workers,
+                         progress=(lambda done, n: progress(n + done, 2 * n)) if progress else None)
+    known = known or {}
+    out: list[Divergence] = []
+    for job, ans in zip(jobs, answers):
+        name = job["id"]
+        if "error" in ans and "analysis" not in ans:
+            out.append(Divergence(name, "driver", ans["error"], None))
+            continue
+        found = compare_case(name, {"analysis": ans.get("analysis", {})}, {"analysis": ours[name]["analysis"]})
+        mine = {r["id"]: r for r in ours[name]["requests"]}
+        for r in ans.get("requests", []):
+            found += compare_case(f"{name}/{r['id']}", r, mine.get(r["id"], {"error": "not run"}))
+        out += [Divergence(d.case, d.field, d.cpp, d.ours, known_reason(known, d)) for d in found]
+    return out
+
+
+def known_reason(known: Mapping[str, str], d: Divergence) -> str | None:
+    """The ratchet's reason for a divergence: keyed "<template>/<scenario>:<field>" for one case, or
+    "<template>:<field>" for that field in every case of the template."""
+    template = d.case.split("/", 1)[0]
+    return known.get(d.key) or known.get(f"{template}:{d.field}")
+
+
+def stale_entries(known: Mapping[str, str], divs: Sequence[Divergence], templates: Iterable[str]) -> list[str]:
+    """Ratchet entries of the compared templates that no divergence uses any more (to remove: it got better)."""
+    used = {d.key for d in divs} | {f"{d.case.split('/', 1)[0]}:{d.field}" for d in divs}
+    names = set(templates)
+    return sorted(k for k in known if k.split(":", 1)[0].split("/", 1)[0] in names and k not in used)
+
+
+# --- regenerating the goldens ---------------------------------------------------------------------------------
+
+def _dumps(row: Mapping[str, Any]) -> str:
+    return json.dumps(row, ensure_ascii=True)  # the goldens' own style (json.dumps defaults)
+
+
+def _seed_path(corpus: Corpus, folder: str, name: str) -> str:
+    return str(corpus.by_origin(f"seed:{folder}/{name}").path)
+
+
+def regenerate_goldens(driver: Path, data: Path, corpus: Corpus, *, workers: int = 1,
+                       progress: Callable[[int, int], None] | None = None) -> dict[str, int]:
+    """Rewrite the C++-made fields of the goldens under `data` from the driver; returns, per file, how many
+    rows changed. A file whose rows did not change is not touched (its bytes, gzip header included, stay)."""
+    changed: dict[str, int] = {}
+    analysis_files = {"analysis.jsonl": "templates", "analysis_packages.jsonl": "packages",
+                      "analysis_hub.jsonl": "hub"}
+    for fname, folder in analysis_files.items():
+        rows = [json.loads(line) for line in (data / fname).read_text(encoding="utf-8").splitlines()]
+        jobs = [{"id": str(i), "template": _seed_path(corpus, folder, r["template"]), "analyze": True}
+                for i, r in enumerate(rows)]
+        answers = run_driver(driver, jobs, workers=workers, progress=progress)
+        new = [{"template": r["template"], **a["analysis"]} for r, a in zip(rows, answers)]
+        changed[fname] = _write_lines(data / fname, rows, new)
+
+    cases = [json.loads(line) for line in (data / "chat_cases.jsonl").read_text(encoding="utf-8").splitlines()]
+    jobs = [{"id": str(i), "template": _seed_path(corpus, "templates", c["template"]),
+             "requests": [{"id": "0", "params": c["params"], "now": c.get("now", ""),
+                           "outputs": [{"text": c["input"], "is_partial": c["is_partial"]}]}]}
+            for i, c in enumerate(cases)]
+    answers = run_driver(driver, jobs, workers=workers, progress=progress)
+    new_cases = []
+    for c, a in zip(cases, answers):
+        r = a["requests"][0] if a.get("requests") else {"error": a.get("error", "no answer")}
+        cpp = {f: r[f] for f in REQUEST_FIELDS if f in r}
+        if "parsed" in r:
+            cpp["parsed"] = r["parsed"][0]
+        if "error" in r:
+            cpp = {"error": r["error"]}
+        new_cases.append({**c, "cpp": cpp})
+    changed["chat_cases.jsonl"] = _write_lines(data / "chat_cases.jsonl", cases, new_cases)
+
+    for path in sorted((data / "roundtrip").glob("roundtrip_*.jsonl.gz")):
+        with gzip.open(path, "rt", encoding="utf-8") as f:
+            rows = [json.loads(line) for line in f.read().splitlines()]
+        sets = {"llamacpp": "templates", "packages": "packages", "hub": "hub"}
+        jobs = [{"id": str(i), "template": _seed_path(corpus, sets[r["set"]], r["template"]),
+                 "requests": [{"id": "0", "params": generator_request(r["request"]), "now": NOW_TEXT,
+                               "outputs": [{"text": r["output"], "is_partial": False}]}]}
+                for i, r in enumerate(rows)]
+        answers = run_driver(driver, jobs, workers=workers, progress=progress)
+        new_rows = []
+        for r, a in zip(rows, answers):
+            req = a["requests"][0] if a.get("requests") else {}
+            parsed = req.get("parsed") if "error" not in req else None
+            # the round-trip goldens keep an assistant message's own fields only
+            parsed = [m if "error" in m else {k: m[k] for k in ("role", "content", "reasoning_content", "tool_calls")}
+                      for m in parsed] if parsed is not None else None
+            row = {**r, "oracle": {"parsed": parsed}}
+            if parsed != r["oracle"]["parsed"]:
+                # the C++ reads this output differently now: whether that is what the output means is decided
+                # by the C++ test's rules; the old failure class (the golden generator's diagnosis) no longer holds
+                why = ("the C++ gave no parse" if not parsed or "error" in parsed[0] else
+                       "; ".join(message_differences(as_message(r["expected_from_output"]), as_message(parsed[0]),
+                                                     compare_ids=False)))
+                row["oracle_matches_output_expectation"] = not why
+                row["failure_class"] = f"regenerated: {why}" if why else None
+            new_rows.append(row)
+        changed[f"roundtrip/{path.name}"] = _write_lines(path, rows, new_rows)
+    return changed
+
+
+def _write_lines(path: Path, old: Sequence[Mapping[str, Any]], new: Sequence[Mapping[str, Any]]) -> int:
+    n = sum(1 for a, b in zip(old, new) if _dumps(a) != _dumps(b))
+    if n == 0:
+        return 0
+    text = "".join(_dumps(r) + "\n" for r in new)
+    if path.suffix == ".gz":
+        with gzip.open(path, "wt", encoding="utf-8") as f:
+            f.write(text)
+    else:
+        path.write_text(text, encoding="utf-8")
+    return n
+
+
+def load_known(path: Path) -> dict[str, str]:
+    """The ratchet of known divergences: {"<case>:<field>" or "<case>": reason}."""
+    try:
+        raw = json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        return {}
+    return {str(k): str(v) for k, v in raw.items() if not str(k).startswith("_")}
+
+
+def selected_names(corpus: Corpus, only: Iterable[str] | None) -> list[str]:
+    return [e.name for e in _selected(corpus, list(only or []))]
+
+
+# --- the command --------------------------------------------------------------------------------------------------
+
+REPORT_JSON = "cpp-divergences.json"
+REPORT_MD = "cpp-divergences.md"
+
+
+def _short(value: Any, width: int = 160) -> str:
+    text = json.dumps(value, ensure_ascii=False)
+    return text if len(text) <= width else text[:width - 1] + "…"
+
+
+def write_divergence_report(divs: Sequence[Divergence], out_dir: Path, *, driver: str, templates: int) -> Path:
+    """cpp-divergences.json (every field, whole) + cpp-divergences.md (per template, values trimmed)."""
+    out_dir.mkdir(parents=True, exist_ok=True)
+    new = [d for d in divs if d.reason is None]
+    payload = {"driver": driver, "templates": templates, "divergences": len(divs), "new": len(new),
+               "items": [d.to_json() for d in divs]}
+    (out_dir / REPORT_JSON).write_text(json.dumps(payload, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
+    lines = ["# llama.cpp vs autoparser", "",
+             f"Driver `{driver}`: {templates} templates, {len(divs)} divergences, {len(new)} new.", ""]
+    by_case: dict[str, list[Divergence]] = {}
+    for d in divs:
+        by_case.setdefault(d.case.split("/", 1)[0], []).append(d)
+    for template, items in sorted(by_case.items(), key=lambda kv: (all(d.reason for d in kv[1]), kv[0])):
+        lines += [f"## `{template}`", "", "| case | field | llama.cpp | autoparser | known |", "|---|---|---|---|---|"]
+        for d in items:
+            cells = [d.case, d.field, _short(d.cpp), _short(d.ours), d.reason or "**new**"]
+            lines.append("| " + " | ".join(c.replace("|", "\\|").replace("\n", " ") for c in cells) + " |")
+        lines.append("")
+    md = out_dir / REPORT_MD
+    md.write_text("\n".join(lines), encoding="utf-8")
+    return md
+
+
+def run_conformance(args: Any) -> int:
+    """`autoparser conformance --cpp DRIVER`: exit 0 when every divergence is known, 1 on a new one, 2 on bad
+    input (no driver, no corpus)."""
+    import sys
+
+    from tqdm import tqdm
+
+    driver = Path(args.cpp)
+    if not driver.is_file():
+        print(f"autoparser: error: conformance: no C++ driver at {driver} (build it: python -m tools.cpp_oracle)",
+              file=sys.stderr)
+        return 2
+    try:
+        corpus = Corpus.load(Path(args.corpus)) if args.corpus else Corpus.load()
+    except AutoparserError as e:
+        print(f"autoparser: error: conformance: {e}", file=sys.stderr)
+        return 2
+    jobs = max(1, int(args.jobs or 1))
+    if args.regenerate:
+        data = Path(args.data)
+        with tqdm(unit="job", desc="regenerating goldens", disable=None) as bar:
+            def tick(done: int, total: int) -> None:
+                bar.total = total
+                bar.update(done - bar.n if done >= bar.n else done)
+
+            try:
+                changed = regenerate_goldens(driver, data, corpus, workers=jobs, progress=tick)
+            except AutoparserError as e:
+                print(f"autoparser: error: conformance: {e}", file=sys.stderr)
+                return 2
+        for name, n in changed.items():
+            print(f"conformance: {data / name}: {n} rows changed" if n else f"conformance: {data / name}: unchanged")
+        return 0
+    names = selected_names(corpus, args.only)
+    if args.only and not names:
+        print(f"autoparser: error: conformance: no template matches --only {' '.join(args.only)}", file=sys.stderr)
+        return 2
+    known = load_known(Path(args.known))
+    with tqdm(total=2 * len(names), unit="step", desc="llama.cpp vs autoparser", disable=None) as bar:
+        divs = compare_corpus(driver, corpus, only=args.only, workers=jobs, known=known,
+                              progress=lambda done, _n: bar.update(done - bar.n))
+    md = write_divergence_report(divs, Path(args.report), driver=str(driver), templates=len(names))
+    new = [d for d in divs if d.reason is None]
+    stale = stale_entries(known, divs, names)
+    print(f"conformance: {len(names)} templates, {len(divs)} divergences ({len(divs) - len(new)} known, {len(new)} new);"
+          f" report in {md}")
+    for d in new[:20]:
+        print(f"  new: {d.case} {d.field}: llama.cpp {_short(d.cpp, 80)} / autoparser {_short(d.ours, 80)}")
+    for key in stale:
+        print(f"  now agrees, remove from {args.known}: {key}")
+    return 1 if new or stale else 0

@@ -1,0 +1,92 @@
+"""Build llama.cpp's side of our comparisons against a llama.cpp source tree: the live oracle driver
+(oracle.cpp) and, with --bench, the parse benchmark's C++ figures (bench_chat.cpp).
+
+    python -m tools.cpp_oracle                          # llama.cpp from the pinned llama-cpp-python sdist
+    python -m tools.cpp_oracle --llama-cpp ~/llama.cpp  # any checkout
+    autoparser conformance --cpp build/cpp_oracle/cpp_oracle
+    python -m tools.cpp_oracle --bench && tox -e bench -- parse --cpp build/cpp_oracle/bench_chat
+
+The sdist is downloaded once with pip (the machine's index settings apply) and the build tree is kept in
+the user cache ($XDG_CACHE_HOME or ~/.cache, /autoparser/cpp_oracle/), keyed by the source tree, so a second
+run (CI on the same machine included) only relinks what changed. The binaries are copied next to --out. cmake and ninja
+come from PATH (tox -e cpp-conformance installs both from PyPI). Only llama.cpp's `common` library and the
+parts of ggml it links are built: no CPU backend (nothing here runs a model), no tests, tools or server.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import os
+import shutil
+import subprocess
+import sys
+import tarfile
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parent.parent
+PINNED = ("llama-cpp-python", "0.3.36")  # the package pyproject.toml pins for the grammar oracle
+
+
+def cache_root() -> Path:
+    return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "autoparser" / "cpp_oracle"
+
+
+def pinned_source(cache: Path) -> Path:
+    """vendor/llama.cpp of the pinned sdist, downloaded once into the cache by pip (so the machine's index
+    settings, mirrors and certificates apply, as for every other package of the project)."""
+    name, version = PINNED
+    tree = cache / f"{name}-{version}"
+    src = tree / f"{name.replace('-', '_')}-{version}" / "vendor" / "llama.cpp"
+    if (src / "common" / "chat.h").is_file():
+        return src
+    tree.mkdir(parents=True, exist_ok=True)
+    print(f"cpp_oracle: downloading the {name}=={version} sdist", file=sys.stderr)
+    subprocess.run([sys.executable, "-m", "pip", "download", "--no-deps", "--no-binary", ":all:", "-d", str(tree),
+                    f"{name}=={version}"], check=True)
+    archive = next(tree.glob(f"{name.replace('-', '_')}-{version}.tar.gz"))
+    with tarfile.open(archive) as t:
+        t.extractall(tree, filter="data")
+    archive.unlink()
+    return src
+
+
+def build(llama_cpp: Path, build_dir: Path, jobs: int, targets: list[str]) -> None:
+    for tool in ("cmake", "ninja"):
+        if shutil.which(tool) is None:
+            raise SystemExit(f"cpp_oracle: {tool} not found on PATH (pip install cmake ninja)")
+    if not (build_dir / "build.ninja").is_file():
+        subprocess.run(["cmake", "-S", str(HERE), "-B", str(build_dir), "-G", "Ninja",
+                        f"-DLLAMA_CPP_DIR={llama_cpp}"], check=True)
+    subprocess.run(["ninja", "-C", str(build_dir), f"-j{jobs}", *targets], check=True)
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(prog="python -m tools.cpp_oracle", description=__doc__.splitlines()[0])
+    ap.add_argument("--llama-cpp", type=Path, help="llama.cpp source tree (default: the pinned sdist's)")
+    ap.add_argument("--out", type=Path, default=ROOT / "build" / "cpp_oracle" / "cpp_oracle",
+                    help="where the driver is copied (default: build/cpp_oracle/cpp_oracle)")
+    ap.add_argument("--bench", action="store_true", help="also build bench_chat (the parse benchmark's C++ side)")
+    ap.add_argument("--jobs", "-j", type=int, default=os.cpu_count() or 2)
+    args = ap.parse_args(argv)
+    cache = cache_root()
+    source = (args.llama_cpp or pinned_source(cache)).resolve()
+    if not (source / "common" / "chat.h").is_file():
+        raise SystemExit(f"cpp_oracle: {source} is not a llama.cpp source tree (no common/chat.h)")
+    key = hashlib.sha256(str(source).encode()).hexdigest()[:12]
+    targets = ["cpp_oracle", *(["bench_chat"] if args.bench else [])]
+    build_dir = cache / f"build-{key}"
+    build(source, build_dir, args.jobs, targets)
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    # the binaries link llama.cpp's shared libraries by their build-tree rpath, which stays in the cache
+    shutil.copy2(build_dir / "cpp_oracle", args.out)
+    print(args.out)
+    if args.bench:
+        shutil.copy2(build_dir / "bench_chat", args.out.parent / "bench_chat")
+        print(args.out.parent / "bench_chat")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
