@@ -93,6 +93,7 @@ class TemplateRow:
     name: str
     family: str
     model: str = ""  # repo id / model hint / package source, for display
+    origins: tuple[str, ...] = ()  # where its text comes from: hub repo (#template or #file.gguf), seed, package
     handler: str = ""  # "autoparser" or the specialised handler's name
     chat_format: str = ""  # ChatParams.format of the one-tool request
     builtin: str = ""  # the llama.cpp built-in format its legacy (no --jinja) path detects; "none": rejected
@@ -283,7 +284,8 @@ def collect_row(entry: CorpusEntry, snapshots_dir: Path | None) -> TemplateRow:
     and exactly what the snapshots hold), so the report and the snapshot suite can never disagree.
     """
     errors: list[str] = []
-    fields: dict[str, Any] = {"name": entry.name, "family": family_of(entry), "model": _model_label(entry)}
+    fields: dict[str, Any] = {"name": entry.name, "family": family_of(entry), "model": _model_label(entry),
+                              "origins": tuple(entry.origins)}
     try:
         source = entry.read_text()
     except Exception as e:
@@ -523,7 +525,9 @@ def _td(value: str, body: str, cls: str = "") -> str:
 
 def _row_html(r: TemplateRow, scenarios: Sequence[str]) -> str:
     cells = [
-        _td(r.name, f"<b>{_e(r.name)}</b><br><small>{_e(r.model)}</small>"),
+        _td(r.name, f"<b>{_e(r.name)}</b><br><small>{_e(r.model)}</small>" + (
+            f"<details><summary><small>{len(r.origins)} origin{'s' if len(r.origins) != 1 else ''}</small></summary>"
+            f"<ul>{''.join(f'<li><code>{_e(o)}</code></li>' for o in r.origins)}</ul></details>" if r.origins else "")),
         _td(r.family, _e(r.family)), _td(r.handler, _e(r.handler)), _td(r.chat_format, _e(r.chat_format)),
         _td(r.builtin, _e(r.builtin)),
         _td(r.reasoning, _e(r.reasoning)), _td(r.content, _e(r.content)), _td(r.tools, _e(r.tools)),
@@ -658,13 +662,13 @@ def render_markdown(rows: Sequence[TemplateRow], *, title: str = "autoparser cor
         lines += [f"- {_md(r.name)}: {_md('; '.join(r.errors))}" for r in failing]
         lines.append("")
     lines += ["## Templates", "",
-              "| template | family | handler | format | built-in | reasoning | tools | pass | recovered | grammar |"
-              " snapshot |",
-              "|---|---|---|---|---|---|---|---|---|---|---|"]
+              "| template | origins | family | handler | format | built-in | reasoning | tools | pass | recovered |"
+              " grammar | snapshot |",
+              "|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for r in rows:
         passed = f"{r.count('pass')}/{r.expressible}" if r.expressible else ""
         gs = "" if r.grammar_size is None else str(r.grammar_size)
-        lines.append(f"| {_md(r.name)} | {_md(r.family)} | {_md(r.handler)} | {_md(r.chat_format)} |"
+        lines.append(f"| {_md(r.name)} | {_md(', '.join(r.origins))} | {_md(r.family)} | {_md(r.handler)} | {_md(r.chat_format)} |"
                      f" {_md(r.builtin)} | {_md(r.reasoning)} | {_md(r.tools)} | {passed} | {_md(_recovered_text(r.recovered))} |"
                      f" {gs} | {_md(r.snapshot)} |")
     return "\n".join(lines) + "\n"

@@ -186,9 +186,9 @@ def test_markdown_summary_and_escaping() -> None:
     assert "| one_tool | 0 | 1 | 1 | 0 |" in lines
     table = [ln for ln in lines if ln.startswith("| ") and ln.count(" | ") >= 8]
     assert len(table) == 1 + 3  # header + one line per template
-    # no cell text can open a new cell or inject markup: every row splits into exactly 11 cells
+    # no cell text can open a new cell or inject markup: every row splits into exactly 12 cells
     for ln in table:
-        assert len(re.split(r"(?<!\\)\|", ln.strip())[1:-1]) == 11, ln
+        assert len(re.split(r"(?<!\\)\|", ln.strip())[1:-1]) == 12, ln
     assert "| peg-native | chatml |" in md
     assert "| 3/4 (75%) |" in md
     assert "<script>" not in md
@@ -291,6 +291,11 @@ def test_cli_end_to_end_on_real_templates(tmp_path: Path, capsys: pytest.Capture
     md = (out / "report.md").read_text(encoding="utf-8")
     assert all(f"| {n} |" in md for n in REAL)
     assert all(f"| {row['builtin']} |" in md for row in by_name.values())
+    # where each text comes from, as the manifest records it (hub repo, GGUF file, seed folder, package)
+    for n in REAL:
+        origins = ", ".join(CORPUS.by_name(n).origins)
+        assert origins and f"| {n} | {origins} |" in md
+    assert "<code>" + CORPUS.by_name(REAL[0]).origins[0] + "</code>" in (out / "report.html").read_text()
 
 
 def test_changes_since_the_snapshot(tmp_path: Path) -> None:
