@@ -212,6 +212,15 @@ def _template_arguments(p: argparse.ArgumentParser) -> None:
                         "additional_chat_templates/NAME.jinja; e.g. tool_use) instead of the default")
 
 
+def _refresh_arguments(p: argparse.ArgumentParser) -> None:
+    """What `corpus refresh` and `corpus nightly` both take: the corpus, and which repos of which hub."""
+    p.add_argument("--corpus", default="corpus", help="corpus directory (default: ./corpus)")
+    p.add_argument("--ids", help="file of hub repo ids, one per line (default: the corpus's model-ids.txt)")
+    p.add_argument("--discover", type=int, default=0, metavar="N",
+                   help="also track the N most downloaded text-generation models")
+    p.add_argument("--endpoint", help="hub endpoint (default: HF_ENDPOINT or huggingface.co)")
+
+
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="autoparser", description=__doc__.splitlines()[0] if __doc__ else None)
     p.add_argument("--version", action="version", version=f"%(prog)s {_version()}")
@@ -281,11 +290,7 @@ def build_parser() -> argparse.ArgumentParser:
     c = sub.add_parser("corpus", help="template corpus jobs")
     csub = c.add_subparsers(dest="corpus_command", required=True)
     cr = csub.add_parser("refresh", help="refresh corpus/ from the Hugging Face hub and write a change report")
-    cr.add_argument("--corpus", default="corpus", help="corpus directory (default: ./corpus)")
-    cr.add_argument("--ids", help="file of hub repo ids, one per line (default: the corpus's model-ids.txt)")
-    cr.add_argument("--discover", type=int, default=0, metavar="N",
-                    help="also track the N most downloaded text-generation models")
-    cr.add_argument("--endpoint", help="hub endpoint (default: HF_ENDPOINT or huggingface.co)")
+    _refresh_arguments(cr)
     cr.add_argument("--report", default="reports", help="where the change report goes (JSON + Markdown)")
     cn = csub.add_parser("nightly", help="refresh, then report what each new or changed template does differently",
                          description="Refresh corpus/ from the hub, recompute the artefacts of every new or changed "
@@ -293,12 +298,8 @@ def build_parser() -> argparse.ArgumentParser:
                                      " body) and nightly-report.json. Exit 0: nothing changed; 1: templates changed "
                                      "(report written); 2: the job failed (bad input, corpus unreadable, no repo "
                                      "could be read).")
-    cn.add_argument("--corpus", default="corpus", help="corpus directory (default: ./corpus)")
+    _refresh_arguments(cn)
     cn.add_argument("--snapshots", default="snapshots", help="the committed snapshots (default: ./snapshots)")
-    cn.add_argument("--ids", help="file of hub repo ids, one per line (default: the corpus's model-ids.txt)")
-    cn.add_argument("--discover", type=int, default=0, metavar="N",
-                    help="also track the N most downloaded text-generation models")
-    cn.add_argument("--endpoint", help="hub endpoint (default: HF_ENDPOINT or huggingface.co)")
     cn.add_argument("--report", default="reports/nightly", help="where the report goes (default: reports/nightly)")
     cn.add_argument("--update", action="store_true",
                     help="write the new snapshots of the added and changed templates (and drop removed ones)")

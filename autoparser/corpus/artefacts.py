@@ -19,8 +19,8 @@ from collections.abc import Callable, Mapping
 from typing import Any, Protocol
 
 from autoparser.chat.generator import cached_caps, generate, strict_analysis
-from autoparser.export import ExportError, response_template
 from autoparser.corpus.roundtrip import NOW_TEXT, QUESTION_WEATHER, SEARCH_TOOL, WEATHER_TOOL, run_roundtrip
+from autoparser.export import ExportError, response_template
 
 __all__ = [
     "ANALYSIS_FILE",

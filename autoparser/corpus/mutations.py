@@ -9,6 +9,7 @@ its reasoning start), never from a model name. `recovered` checks a parse agains
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Iterator
 from dataclasses import dataclass, replace
 
@@ -85,8 +86,6 @@ def recovery_counts(source: str) -> tuple[int, int]:
             continue
         for m in broken:
             total += 1
-            try:
+            with contextlib.suppress(AutoparserError):  # (a raise counts as not recovered)
                 ok += not recovered(m, params.parse(m.output))
-            except AutoparserError:
-                pass
     return ok, total

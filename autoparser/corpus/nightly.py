@@ -16,10 +16,8 @@ template without snapshots, the artefacts of its old text. The journal goes only
 
 from __future__ import annotations
 
-import concurrent.futures
 import difflib
 import json
-import multiprocessing
 import shutil
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
@@ -38,6 +36,7 @@ from autoparser.corpus.artefacts import (
 from autoparser.corpus.fetcher import HubFetcher
 from autoparser.corpus.manifest import atomic_write_bytes
 from autoparser.corpus.refresh import ChangeReport, CorpusUpdater, read_snapshot_folder, refresh
+from autoparser.corpus.workers import map_templates
 from autoparser.errors import AutoparserError
 
 __all__ = [
@@ -252,24 +251,6 @@ def _compute(source: str) -> _Computed:
     with time_budget(phase="computing the nightly artefacts"):
         arts = template_artefacts(source)
     return _Computed(arts, _handler(source))
-
-
-def _compute_all(sources: Sequence[str], jobs: int, progress: Callable[[int, int], None] | None) -> list[_Computed]:
-    out: list[_Computed] = []
-    if jobs <= 1 or len(sources) <= 1:
-        for i, s in enumerate(sources, 1):
-            out.append(_compute(s))
-            if progress:
-                progress(i, len(sources))
-        return out
-    # spawn, as the corpus report does: no fork of a process that may hold threads (the hub client's)
-    ctx = multiprocessing.get_context("spawn")
-    with concurrent.futures.ProcessPoolExecutor(max_workers=jobs, mp_context=ctx) as pool:
-        for i, c in enumerate(pool.map(_compute, sources), 1):
-            out.append(c)
-            if progress:
-                progress(i, len(sources))
-    return out
 
 
 # --- the report -----------------------------------------------------------------------------------------------
@@ -492,7 +473,7 @@ def behaviour_of(refresh_report: ChangeReport, updater: CorpusUpdater, snapshots
     # each template now in the corpus that the run touched, computed once however many origins it has
     live = list(dict.fromkeys(k[2] for k in keys if k[0] != "removed" and k[2] in by_name))
     sources = [(updater.root / by_name[n].file).read_bytes().decode("utf-8", "surrogateescape") for n in live]
-    computed = dict(zip(live, _compute_all(sources, jobs, progress)))
+    computed = dict(zip(live, map_templates(_compute, sources, jobs=jobs, progress=progress), strict=True))
     out: list[TemplateChange] = []
     for key in keys:
         kind, old_name, name = key

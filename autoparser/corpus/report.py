@@ -19,13 +19,11 @@ model part names none, the same search over the org / package part, then a small
 
 from __future__ import annotations
 
-import concurrent.futures
 import datetime
 import difflib
 import fnmatch
 import html
 import json
-import multiprocessing
 import re
 from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -38,21 +36,22 @@ from autoparser.chat.generator import generate
 from autoparser.corpus import Corpus, CorpusEntry
 from autoparser.corpus.artefacts import (
     ANALYSIS_FILE,
-    RESPONSE_TEMPLATE_FILE,
     GRAMMAR_REQUESTS,
+    RESPONSE_TEMPLATE_FILE,
     ROUNDTRIP_FILE,
     snapshot_key,
     template_artefacts,
 )
-from autoparser.corpus.manifest import atomic_write_bytes
 from autoparser.corpus.exported import transformers_results
+from autoparser.corpus.manifest import atomic_write_bytes
 from autoparser.corpus.mutations import recovery_counts
 from autoparser.corpus.roundtrip import SCENARIOS
+from autoparser.corpus.workers import map_templates
 from autoparser.template.sandbox import time_budget
 
 __all__ = [
-    "CppDivergences",
     "ArtefactChange",
+    "CppDivergences",
     "ScenarioCell",
     "TemplateRow",
     "collect_row",
@@ -361,22 +360,7 @@ def collect_rows(corpus: Corpus, snapshots_dir: Path | str | None, *, names: Ite
     """One row per selected template, in corpus (name) order. jobs > 1 uses worker processes."""
     snaps = Path(snapshots_dir) if snapshots_dir is not None else None
     entries = select_entries(corpus, names, limit)
-    work = [(e, snaps) for e in entries]
-    rows: list[TemplateRow] = []
-    if jobs <= 1 or len(work) <= 1:
-        for i, w in enumerate(work, 1):
-            rows.append(_collect_one(w))
-            if progress:
-                progress(i, len(work))
-        return rows
-    # spawn: no fork of a process that may hold threads/locks; the worker imports what it needs
-    ctx = multiprocessing.get_context("spawn")
-    with concurrent.futures.ProcessPoolExecutor(max_workers=jobs, mp_context=ctx) as pool:
-        for i, row in enumerate(pool.map(_collect_one, work, chunksize=4), 1):
-            rows.append(row)
-            if progress:
-                progress(i, len(work))
-    return rows
+    return map_templates(_collect_one, [(e, snaps) for e in entries], jobs=jobs, chunksize=4, progress=progress)
 
 
 # --- summary ------------------------------------------------------------------------------------------------------

@@ -32,6 +32,7 @@ from autoparser.chat.compare import as_message, message_differences
 from autoparser.chat.generator import generate, strict_analysis
 from autoparser.corpus import Corpus, CorpusEntry
 from autoparser.corpus.roundtrip import NOW_TEXT, expressible_scenarios, generator_request
+from autoparser.corpus.workers import map_templates
 from autoparser.errors import AutoparserError
 from autoparser.template.sandbox import time_budget
 
@@ -250,13 +251,11 @@ def compare_corpus(driver: Path, corpus: Corpus, *, only: Sequence[str] | None =
     """Every divergence between the driver and autoparser over the selected templates: the analysis and each
     round-trip scenario the template expresses (prompt, grammar, triggers, parse of the rendered output)."""
     entries = _selected(corpus, only)
-    jobs, ours = [], {}
-    for i, e in enumerate(entries, 1):
-        job, mine = _scenario_jobs(e)
-        jobs.append(job)
-        ours[e.name] = mine
-        if progress:  # our side is the first half of the work, the driver's the second
-            progress(i, 2 * len(entries))
+    # our side is the first half of the work (in worker processes too), the driver's the second
+    pairs = map_templates(_scenario_jobs, entries, jobs=workers, chunksize=4,
+                          progress=(lambda done, n: progress(done, 2 * n)) if progress else None)
+    jobs = [job for job, _ in pairs]
+    ours = {job["id"]: mine for job, mine in pairs}
     answers = run_driver(driver, jobs, workers=workers,
                          progress=(lambda done, n: progress(n + done, 2 * n)) if progress else None)
     known = known or {}

@@ -10,7 +10,7 @@ import pytest
 
 
 @pytest.fixture
-def hub_env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+def hf_isolated(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     """huggingface_hub pointed at a fresh cache, online, with no token or endpoint from the machine; its own
     429 back-off does not sleep. huggingface_hub reads HF_* at import, so the constants are patched too.
     Returns the cache directory."""

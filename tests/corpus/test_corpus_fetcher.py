@@ -23,7 +23,6 @@ from pathlib import Path
 from typing import Any
 
 import huggingface_hub.constants as hf_constants
-import huggingface_hub.utils._http as hf_http
 import pytest
 from corpus_fakehub import FakeHub, FakeRepo
 
@@ -75,15 +74,7 @@ GOOD = ["org/alpha", "org/beta", "org/gamma"]
 
 
 @pytest.fixture
-def hub(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[FakeHub]:
-    monkeypatch.setattr(hf_constants, "HF_HUB_CACHE", str(tmp_path / "hf-cache"))
-    monkeypatch.setattr(hf_constants, "HF_HUB_OFFLINE", False)
-    monkeypatch.setattr(hf_constants, "HF_HUB_DISABLE_TELEMETRY", True)
-    monkeypatch.setattr(hf_constants, "HF_HUB_DISABLE_IMPLICIT_TOKEN", True)
-    monkeypatch.setenv("HF_HOME", str(tmp_path / "hf-home"))
-    monkeypatch.delenv("HF_TOKEN", raising=False)
-    monkeypatch.delenv("HF_ENDPOINT", raising=False)
-    monkeypatch.setattr(hf_http.time, "sleep", lambda s: None)  # type: ignore[attr-defined]  # the library's own 429 backoff
+def hub(hf_isolated: Path) -> Iterator[FakeHub]:  # (hf_isolated: tests/corpus/conftest.py)
     with FakeHub(fixture_repos()) as h:
         yield h
 

@@ -41,7 +41,7 @@ def _config(template: str) -> bytes:
 
 
 @pytest.fixture
-def hub(hub_env: Path) -> Iterator[FakeHub]:
+def hub(hf_isolated: Path) -> Iterator[FakeHub]:
     repos = {
         "org/reasoner": FakeRepo({"tokenizer_config.json": _config(QWEN3)}),
         "org/chat": FakeRepo({"chat_template.jinja": CHATML.encode()}),
@@ -53,9 +53,9 @@ def hub(hub_env: Path) -> Iterator[FakeHub]:
 
 
 @pytest.fixture
-def fetcher(hub: FakeHub, hub_env: Path) -> Callable[[], HubFetcher]:
+def fetcher(hub: FakeHub, hf_isolated: Path) -> Callable[[], HubFetcher]:
     # no back-off sleeps between retries of a 5xx
-    return lambda: HubFetcher(endpoint=hub.url, cache_dir=hub_env, offline=False, sleep=lambda s: None)
+    return lambda: HubFetcher(endpoint=hub.url, cache_dir=hf_isolated, offline=False, sleep=lambda s: None)
 
 
 def _tree(root: Path) -> dict[str, tuple[int, int]]:

@@ -129,7 +129,7 @@ def test_pass_rates_count_expressible_scenarios_and_failures_open_on_click() -> 
     page = render_html(ROWS, made_from="made from commit 0123456789ab on 2026-11-25 23:40 UTC")
     t = _table(page)
     # alpha cannot express one_tool: 1 of 1, not 1 of 2
-    assert [c for c in page.split("</tr>") if 't-beta"' in c][0].count("1/2") == 1
+    assert next(c for c in page.split("</tr>") if 't-beta"' in c).count("1/2") == 1
     assert _column(t, "passed") == ["0.5000", "1.0000", "-1"]
     assert '<details class="cell"><summary>FAIL</summary><small>&lt;script&gt;' in page
     assert 'id="made-from"><small>made from commit 0123456789ab on 2026-11-25 23:40 UTC' in page

@@ -31,6 +31,7 @@ from typing import Any
 
 import pytest
 
+from autoparser.chat.compare import as_message, message_differences
 from autoparser.corpus import Corpus
 from autoparser.corpus.roundtrip import (
     SCENARIOS,
@@ -40,7 +41,6 @@ from autoparser.corpus.roundtrip import (
     run_roundtrip,
     scenario_request,
 )
-from autoparser.chat.compare import as_message, message_differences
 from autoparser.testing.ratchet import Ratchet
 from autoparser.testing.streaming import stream_mismatch
 
