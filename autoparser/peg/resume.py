@@ -69,17 +69,25 @@ def _until_check(delimiters: tuple[str, ...]) -> tuple[Check, int]:
     if not usable:
         return (lambda window: True), 0
     # The scan stops at a delimiter, and also before a delimiter cut off by the end of the input (a proper
-    # prefix of one ending the text): one search finds either. None lies wholly inside the lookback, or the
-    # scan would have stopped there already.
-    alternatives = [re.escape(d) for d in usable]
-    if cut := cut_delimiter_pattern(usable):
-        alternatives.append(cut)
-    stops = re.compile("|".join(alternatives)).search
+    # prefix of one ending the text). None lies wholly inside the lookback, or the scan would have stopped
+    # there already. Cheapest first, as a check runs per streamed token: both a delimiter and a cut-off one begin
+    # with a delimiter's first character, and most windows hold none (one character-class scan settles
+    # them); then a delimiter anywhere; then a proper prefix of one ending the window, looked for only where
+    # it can start (an alternation of every prefix tried at every position costs several times more).
+    starts = re.compile("[" + "".join(sorted({re.escape(d[0]) for d in usable})) + "]").search
+    found = re.compile("|".join(re.escape(d) for d in usable)).search
+    cut_source = cut_delimiter_pattern(usable)
+    cut = re.compile(cut_source).search if cut_source else None
+    lookback = len(usable[-1]) - 1
 
     def check(window: str) -> bool:
-        return stops(window) is None
+        if starts(window) is None:
+            return True
+        if found(window) is not None:
+            return False
+        return cut is None or cut(window, max(0, len(window) - lookback)) is None
 
-    return check, len(usable[-1]) - 1
+    return check, lookback
 
 
 @cache

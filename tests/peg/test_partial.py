@@ -7,6 +7,8 @@ from __future__ import annotations
 from collections.abc import Callable
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from autoparser.peg import Builder, P, ResultType, build_peg_parser
 
@@ -158,3 +160,22 @@ def test_parse_from_start_offset() -> None:
     assert parser.parse("ab", start=1).type == F  # start() only matches position 0
     r = build_peg_parser(lambda p: p.literal("b")).parse("ab", start=1)
     assert (r.type, r.start, r.end) == (S, 1, 2)
+
+
+@given(delimiters=st.lists(st.text("<>/ab\n", min_size=1, max_size=6), min_size=1, max_size=4),
+       window=st.text("<>/ab\nxy", max_size=24))
+@settings(max_examples=600, deadline=None)
+def test_a_resumed_until_stops_where_the_one_search_did(delimiters: list[str], window: str) -> None:
+    # The streaming check of an `until` (peg/resume.py) tries a first-character scan, the delimiters, then a
+    # cut-off delimiter near the end only; it must decide as one search for a delimiter anywhere or a proper
+    # prefix of one ending the window does.
+    import re
+
+    from autoparser.peg.engine import cut_delimiter_pattern
+    from autoparser.peg.resume import _until_check
+
+    usable = sorted(set(delimiters), key=len)
+    one = [re.escape(d) for d in usable] + ([cut] if (cut := cut_delimiter_pattern(usable)) else [])
+    check, lookback = _until_check(tuple(delimiters))
+    assert check(window) == (re.search("|".join(one), window) is None)
+    assert lookback == max(len(d) for d in usable) - 1
