@@ -24,20 +24,21 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+from autoparser.chat.generator import format_name
 from autoparser.corpus.artefacts import (
     ANALYSIS_FILE,
     CAPS_FILE,
     GRAMMAR_REQUESTS,
     RESPONSE_TEMPLATE_FILE,
     ROUNDTRIP_FILE,
-    snapshot_key,
     template_artefacts,
 )
 from autoparser.corpus.fetcher import HubFetcher
 from autoparser.corpus.manifest import atomic_write_bytes
-from autoparser.corpus.refresh import ChangeReport, CorpusUpdater, read_snapshot_folder, refresh
+from autoparser.corpus.refresh import ChangeReport, CorpusUpdater, read_snapshot_folder, refresh, snapshot_folder
 from autoparser.corpus.workers import map_templates
 from autoparser.errors import AutoparserError
+from autoparser.template.sandbox import time_budget
 
 __all__ = [
     "NIGHTLY_JSON",
@@ -186,7 +187,7 @@ def _scenario_changes(old: str | None, new: str | None) -> tuple[ScenarioChange,
                  for s in order if a.get(s) != b.get(s))
 
 
-def unified(old: str, new: str, old_name: str, new_name: str) -> str:
+def _unified(old: str, new: str, old_name: str, new_name: str) -> str:
     return "".join(difflib.unified_diff(old.splitlines(keepends=True), new.splitlines(keepends=True),
                                         fromfile=f"a/{old_name}", tofile=f"b/{new_name}"))
 
@@ -194,14 +195,14 @@ def unified(old: str, new: str, old_name: str, new_name: str) -> str:
 def compare_artefacts(old: Mapping[str, str] | None, new: Mapping[str, str]) -> Behaviour:
     """The behaviour change between two artefact sets (file name -> text, as template_artefacts returns)."""
     before = old or {}
-    grammars = [n for n in GRAMMAR_REQUESTS]
+    grammars = list(GRAMMAR_REQUESTS)
     return Behaviour(
         analysis=_field_changes(before.get(ANALYSIS_FILE), new.get(ANALYSIS_FILE)),
         capabilities=_field_changes(before.get(CAPS_FILE), new.get(CAPS_FILE)),
         formats=tuple(FieldChange(n, _format_line(before.get(n)), _format_line(new.get(n))) for n in grammars
                       if _format_line(before.get(n)) != _format_line(new.get(n))),
         scenarios=_scenario_changes(before.get(ROUNDTRIP_FILE), new.get(ROUNDTRIP_FILE)),
-        grammar_diffs=tuple((n, unified(before.get(n, ""), new.get(n, ""), n, n)) for n in grammars
+        grammar_diffs=tuple((n, _unified(before.get(n, ""), new.get(n, ""), n, n)) for n in grammars
                             if before.get(n, "") != new.get(n, "")),
         export=_field_changes(before.get(RESPONSE_TEMPLATE_FILE), new.get(RESPONSE_TEMPLATE_FILE)),
     )
@@ -234,9 +235,6 @@ class _Computed:
 
 
 def _handler(source: str) -> str:
-    from autoparser.chat.generator import format_name
-    from autoparser.template.sandbox import time_budget
-
     try:
         with time_budget(phase="choosing the format"):
             return format_name(source)
@@ -246,8 +244,6 @@ def _handler(source: str) -> str:
 
 def _compute(source: str) -> _Computed:
     """A worker's job: every artefact of one template, in one time budget (a hostile template costs that)."""
-    from autoparser.template.sandbox import time_budget
-
     with time_budget(phase="computing the nightly artefacts"):
         arts = template_artefacts(source)
     return _Computed(arts, _handler(source))
@@ -359,7 +355,9 @@ def _code(value: Any) -> str:
     """A value as inline code: JSON, so whitespace in a marker shows (`"</think>\\n\\n"`)."""
     text = json.dumps(value, ensure_ascii=False) if not isinstance(value, str) or value == "" or value != \
         value.strip() or "\n" in value else value
-    return "`" + text.replace("`", "ˋ").replace("|", "\\|") + "`"
+    text = text.replace("|", "\\|")
+    # a backtick in the value: a longer fence, padded (CommonMark code spans)
+    return f"`` {text} ``" if "`" in text else f"`{text}`"
 
 
 def _cell(text: str) -> str:
@@ -422,7 +420,7 @@ def _markdown_change(t: TemplateChange) -> list[str]:
 
 def _write_snapshot(snapshots: Path, name: str, arts: Mapping[str, str]) -> None:
     """snapshots/<key>/ holds exactly these artefacts, each file written whole (the bytes the suite reads)."""
-    folder = snapshots / snapshot_key(_Named(name))
+    folder = snapshot_folder(snapshots, name)
     for file, text in arts.items():
         atomic_write_bytes(folder / file, text.encode("utf-8", "surrogateescape"))
     for stale in folder.iterdir():
@@ -431,12 +429,7 @@ def _write_snapshot(snapshots: Path, name: str, arts: Mapping[str, str]) -> None
 
 
 def _drop_snapshot(snapshots: Path, name: str) -> None:
-    shutil.rmtree(snapshots / snapshot_key(_Named(name)), ignore_errors=True)
-
-
-@dataclass(frozen=True)
-class _Named:
-    name: str
+    shutil.rmtree(snapshot_folder(snapshots, name), ignore_errors=True)
 
 
 def _old_side(record: Mapping[str, Any], snapshots: Path | None) -> tuple[Mapping[str, str] | None, str | None]:

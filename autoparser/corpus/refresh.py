@@ -38,7 +38,7 @@ from autoparser.corpus.manifest import (
 )
 from autoparser.errors import CorpusError
 
-__all__ = ["JOURNAL_NAME", "ChangeReport", "CorpusUpdater", "read_repo_ids", "read_snapshot_folder", "refresh"]
+__all__ = ["JOURNAL_NAME", "ChangeReport", "CorpusUpdater", "read_repo_ids", "read_snapshot_folder", "refresh", "snapshot_folder"]
 
 JOURNAL_NAME = ".refresh-journal.json"
 REPORT_JSON = "corpus-change-report.json"
@@ -53,12 +53,17 @@ def _now() -> str:
     return datetime.now(timezone.utc).replace(microsecond=0).isoformat().replace("+00:00", "Z")
 
 
+def snapshot_folder(snapshots: Path, name: str) -> Path:
+    """snapshots/<key>/ of the corpus template called `name` (artefacts.snapshot_key)."""
+    from autoparser.corpus.artefacts import snapshot_key  # (the artefacts import the whole chat stage)
+
+    return snapshots / snapshot_key(_Name(name))
+
+
 def read_snapshot_folder(snapshots: Path, name: str) -> dict[str, str] | None:
     """A template's snapshot files (file name -> text, read as the snapshot suite writes them), or None when
     it has no folder."""
-    from autoparser.corpus.artefacts import snapshot_key
-
-    folder = snapshots / snapshot_key(_Name(name))
+    folder = snapshot_folder(snapshots, name)
     if not folder.is_dir():
         return None
     return {p.name: p.read_bytes().decode("utf-8", "surrogateescape")
