@@ -4,7 +4,9 @@
 - `hf://org/name` (`hf://org/name#tool_use` for a named template, as the manifest's origins say
   `hub:org/name#tool_use`), or a bare `org/name` when no such file exists: the repo's template, fetched by the
   corpus fetcher (corpus/fetcher.py: the hub cache, HF_ENDPOINT, HF_HUB_OFFLINE and HF_TOKEN apply, and its
-  one-line errors for gated or missing repos).
+  one-line errors for gated or missing repos);
+- a corpus template's name (`Qwen__Qwen3-0.6B`), when no such file exists: the template of the corpus
+  `Corpus.load()` finds (as `peg_tester` resolves it).
 """
 
 from __future__ import annotations
@@ -12,8 +14,9 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+from autoparser.corpus import Corpus, CorpusEntry
 from autoparser.corpus.fetcher import HubFetcher
-from autoparser.errors import TemplateError
+from autoparser.errors import CorpusError, TemplateError
 from autoparser.template.source import TemplateSource, load_template
 
 __all__ = ["HUB_SCHEME", "resolve_template"]
@@ -31,7 +34,24 @@ def resolve_template(argument: str, *, variant: str | None = None, fetcher: HubF
         return _from_hub(argument.removeprefix(HUB_SCHEME), variant, fetcher)
     if not Path(argument).exists() and _REPO_ID.fullmatch(argument):
         return _from_hub(argument, variant, fetcher)
+    if not Path(argument).exists() and variant is None and _CORPUS_NAME.fullmatch(argument):
+        entry = _corpus_entry(argument)
+        if entry is None:
+            raise TemplateError(f"cannot read template {argument}: no such file, nor a corpus template of that name")
+        return TemplateSource(entry.read_text(), entry.name)
     return load_template(argument, variant=variant)
+
+
+# A corpus name: no path separator, no suffix (the corpus names its templates `org__model`).
+_CORPUS_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]*")
+
+
+def _corpus_entry(name: str) -> CorpusEntry | None:
+    """The corpus template called `name`, or None (then the argument is reported as a missing file)."""
+    try:
+        return Corpus.load().by_name(name)
+    except CorpusError:
+        return None
 
 
 def _from_hub(spec: str, variant: str | None, fetcher: HubFetcher | None) -> TemplateSource:

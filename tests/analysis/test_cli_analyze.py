@@ -25,6 +25,19 @@ def test_json_equals_cpp_record(capsys: pytest.CaptureFixture[str]) -> None:
     assert got == {k: v for k, v in rec.items() if k != "template"}
 
 
+def test_a_corpus_name_is_a_template(tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    # from anywhere, as peg_tester resolves it: the corpus Corpus.load() finds
+    entry = Corpus.load().by_name("Qwen__Qwen3-0.6B")
+    assert main(["analyze", "--json", str(entry.path)]) == 0
+    by_path = capsys.readouterr().out
+    monkeypatch.chdir(tmp_path)
+    assert main(["analyze", "--json", "Qwen__Qwen3-0.6B"]) == 0
+    assert capsys.readouterr().out == by_path
+    assert main(["analyze", "Qwen__No-Such-Model"]) == 2
+    assert "no such file, nor a corpus template of that name" in capsys.readouterr().err
+
+
 def test_table_output(capsys: pytest.CaptureFixture[str]) -> None:
     rec = json.loads((DATA / "analysis.jsonl").read_text(encoding="utf-8").splitlines()[0])
     assert main(["analyze", str(_seed(rec["template"]))]) == 0
