@@ -74,7 +74,9 @@ def main(argv: list[str] | None = None) -> int:
     source = (args.llama_cpp or pinned_source(cache)).resolve()
     if not (source / "common" / "chat.h").is_file():
         raise SystemExit(f"cpp_oracle: {source} is not a llama.cpp source tree (no common/chat.h)")
-    key = hashlib.sha256(str(source).encode()).hexdigest()[:12]
+    # one build tree per source tree and cmake: a tree configured by another cmake would be rebuilt whole
+    cmake = os.path.realpath(shutil.which("cmake") or "cmake")
+    key = hashlib.sha256(f"{source}\n{cmake}".encode()).hexdigest()[:12]
     targets = ["cpp_oracle", *(["bench_chat"] if args.bench else [])]
     build_dir = cache / f"build-{key}"
     build(source, build_dir, args.jobs, targets)
