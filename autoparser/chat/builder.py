@@ -151,6 +151,7 @@ class ChatBuilder(Relaxations):
                     mixed: Callable[[], P]) -> P:
         """A tagged argument's value by the types its schema admits: JSON, then `close`, when no string fits; the
         raw-text parser `raw` when only strings do; `mixed()` (JSON tried first, raw text otherwise) for the rest."""
+        self.eps()  # default-initialised in the C++ before it is chosen (it takes an id, as rule names embed ids)
         if "string" not in param.types:
             return self.tool_arg_json_value(self.schema(self.json(), schema_rule, schema, pointer=param.pointer)) \
                 + close
@@ -161,13 +162,16 @@ class ChatBuilder(Relaxations):
     def call_block(self, start: str, call: P, end: str, *, parallel: bool, required: bool) -> P:
         """`start call (space call)* end` as the `tool-call` trigger rule (one call unless parallel); optional
         unless a call is required; `start` is a `call_opener`."""
-        opener = self.call_opener(start)
-        if parallel:
-            calls = self.trigger_rule("tool-call", opener + self.space() + call
-                                      + self.zero_or_more(self.space() + call) + self.space() + self.literal(end))
-        else:
-            calls = self.trigger_rule("tool-call", opener + self.space() + call + self.space()
-                                      + self.literal(end))
+        # Nodes in the order GCC builds the C++ expression (operands right to left: rule names embed node ids),
+        # after the `tool_calls = p.eps()` its users default-initialise.
+        self.eps()
+        close = self.literal(end)
+        space = self.space()
+        more = self.zero_or_more(self.space() + call) if parallel else None
+        lead = self.space()
+        body = self.call_opener(start) + lead + call
+        body = body + more + space + close if more is not None else body + space + close
+        calls = self.trigger_rule("tool-call", body)
         return calls if required else self.optional(calls)
 
     def quoted_name_arg(self, opener: str, param: Parameter, string_value: P, close: str, schema_rule: str,

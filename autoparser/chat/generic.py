@@ -101,6 +101,7 @@ def _build(analysis: TemplateAnalysis, b: Build) -> P:
     p, reasoning = b.p, analysis.reasoning
     p.eps()  # the C++ default-initialises the reasoning parser (ids follow it)
     d = _Derived(b, analysis, _reasoning(b, analysis))
+    p.eps()  # the C++'s `auto parser = p.eps()` before the branches (it takes an id too)
     pure_content = reasoning.mode is ReasoningMode.NONE
     if b.response_format:
         rf = p.rule("response-format", p.content(p.schema(p.json(), "response-format-schema", b.inputs.json_schema)))
@@ -258,22 +259,28 @@ def _func(d: _Derived, name: str, call_id_section: P, have_call_id: bool, args: 
     p, tools = d.p, d.a.tools
     fn, fmt = tools.function, tools.format
     # operand order as in the C++ expression `name_prefix + tool_name(literal(name)) + name_suffix`
+    # Below, nodes are made in the order GCC builds each C++ expression (the operands of `a + b` right to
+    # left), as grammar rule names embed node ids: a new node on the right is made before the left's.
     name_node = p.tool_name(p.literal(name))
     open_ = p.tool_open(fn.name_prefix + name_node + fn.name_suffix)
+    p.eps()  # `func_parser` is default-initialised in the C++
     matched_atomic = True
     if fn.args_separator:
-        open_ = open_ + p.space() + p.literal(fn.args_separator)
+        separator = p.literal(fn.args_separator)
+        open_ = open_ + p.space() + separator
+    space = p.space()
     if fn.name_suffix:
-        func = open_ + call_id_section + p.space() + args
+        func = open_ + call_id_section + space + args
     elif have_call_id:
-        func = p.atomic(open_ + call_id_section) + p.space() + args
+        func = p.atomic(open_ + call_id_section) + space + args
     elif atomic_peek is not None:
-        func = p.atomic(open_ + call_id_section + p.space() + atomic_peek) + args
+        func = p.atomic(open_ + call_id_section + space + atomic_peek) + args
     else:
-        func = open_ + call_id_section + p.space() + args
+        func = open_ + call_id_section + space + args
         matched_atomic = False
     if fn.close:
-        func = func + p.space() + p.tool_close(p.literal(fn.close))
+        close = p.tool_close(p.literal(fn.close))
+        func = func + p.space() + close
     elif fmt.per_call_end:
         # Close only once the end marker is visible, so a half-seen "</" does not close the call early.
         peek = p.peek(p.space() + p.literal(fmt.per_call_end)) if tools.arguments.tolerate_intertag_whitespace \
@@ -288,13 +295,14 @@ def _func(d: _Derived, name: str, call_id_section: P, have_call_id: bool, args: 
 
 def _call_id_section(d: _Derived, inside: bool) -> tuple[P, bool]:
     p, cid, args = d.p, d.a.tools.call_id, d.a.tools.arguments
+    none = p.eps()  # default-initialised in the C++ whether or not a call id follows (node ids: rule names)
     if cid.pos is CallIdPosition.BETWEEN_FUNC_AND_ARGS and cid.prefix and (cid.suffix or args.start):
         if cid.suffix:
             if inside:
                 return p.optional(cid.prefix + p.tool_id(p.until(cid.suffix)) + cid.suffix), True
             return p.optional(cid.prefix + p.tool_id(p.until(cid.suffix))) + cid.suffix, True
         return p.optional(cid.prefix + p.tool_id(p.until(args.start))), True
-    return p.eps(), False
+    return none, False
 
 
 def _tag_with_json(d: _Derived) -> P:
@@ -310,6 +318,7 @@ def _tag_with_json(d: _Derived) -> P:
             args = args + p.literal(args_m.end)
         peek = p.peek(p.literal(args_m.start)) if args_m.start else None
         choice = choice | p.rule(f"tool-{f.name}", _func(d, f.name, call_id_section, have_call_id, args, peek))
+    p.eps()  # `tool_calls` is default-initialised in the C++ (node ids: rule names)
     if fmt.per_call_start:
         wrapped = p.opened(fmt.per_call_start, choice) + fmt.per_call_end
         if b.parallel:
@@ -368,16 +377,16 @@ def _tagged_args(d: _Derived, f: Function, until_suffix: P) -> tuple[P, bool]:
     required: list[P] = []
     optional: list[P] = []
     for param in parameters(f):
-        opener = p.tool_arg_open(a.name_prefix + p.tool_arg_name(p.literal(param.name)) + a.name_suffix)
-        head = opener + a.value_prefix
+        # Nodes in the order GCC builds the C++ expression `tool_arg(open + value_prefix + value)`, operands right
+        # to left (grammar rule names embed node ids): the value, its close first, then the opener.
+        close = p.tool_arg_close(p.literal(a.value_suffix))
         if param.may_be_string:
-            value = p.ac(p.tool_arg_string_value(until_suffix) + p.tool_arg_close(p.literal(a.value_suffix)),
-                         a.value_suffix)
+            value = p.ac(p.tool_arg_string_value(until_suffix) + close, a.value_suffix)
         else:
             value = p.tool_arg_json_value(p.schema(p.json(), f"tool-{f.name}-arg-{param.name}-schema", f.schema,
-                                                   pointer=param.pointer)) \
-                + p.tool_arg_close(p.literal(a.value_suffix))
-        arg = p.rule(f"tool-{f.name}-arg-{param.name}", p.tool_arg(head + value))
+                                                   pointer=param.pointer)) + close
+        opener = p.tool_arg_open(a.name_prefix + p.tool_arg_name(p.literal(param.name)) + a.name_suffix)
+        arg = p.rule(f"tool-{f.name}-arg-{param.name}", p.tool_arg(opener + a.value_prefix + value))
         (required if param.required else optional).append(arg)
     return p.args_in_order(required, optional), bool(required)
 
@@ -409,6 +418,7 @@ def _tag_with_tagged(d: _Derived) -> P:
     if loose:  # calls as the template writes them and beyond (None: an undeclared tool)
         for called in [*functions(b.inputs.tools), *([None] if markers.names_marked else [])]:
             choice = choice | p.loose_tagged_call(markers, called, lambda param: not param.may_be_string)
+    p.eps()  # `tool_calls` is default-initialised in the C++ (node ids: rule names)
     if fmt.per_call_start:
         wrapped = p.opened(fmt.per_call_start, p.space()) + choice + p.space() + fmt.per_call_end
         if b.parallel:

@@ -1,11 +1,12 @@
 """The 463 cases of llama.cpp's chat test suite (tests/data/chat_cases.jsonl, produced by the C++ reference),
 each run through peg_tester with the C++ harness's checks and comparison rules.
 
-Four figures: the parsed message in strict mode (every peg_tester check), the rendered prompt compared with
-the prompt the C++ rendered, the message of the default parse, which recovers malformed outputs and so
+Five figures: the parsed message in strict mode (every peg_tester check), the rendered prompt compared with
+the prompt the C++ rendered, the grammar and the other generated parameters compared with the C++'s as text,
+the message of the default parse, which recovers malformed outputs and so
 differs from the C++ only where it repairs what the C++ keeps as it is, and the default parse of each output
 broken the way models break them. Known gaps are listed in tests/data/ratchet/chat_cases.json,
-chat_prompts.json, chat_cases_default.json and chat_cases_recovery.json.
+chat_prompts.json, chat_grammars.json, chat_cases_default.json and chat_cases_recovery.json.
 """
 
 from __future__ import annotations
@@ -66,6 +67,27 @@ def test_chat_prompt(case: dict[str, Any]) -> None:
     PROMPT_RATCHET.check(IDS[CASES.index(case)], failure)
 
 
+GRAMMAR_RATCHET = Ratchet(DATA / "ratchet" / "chat_grammars.json")
+# What the C++ made besides the prompt and the parse, compared as text. Grammar rule names embed PEG node ids,
+# so this also holds the builders to the C++'s node creation order (GCC builds `a + b` right to left).
+_PARAMS_FIELDS = ("format", "generation_prompt", "grammar", "grammar_lazy", "grammar_triggers", "preserved_tokens",
+                  "additional_stops", "thinking_start_tag", "thinking_end_tags")
+
+
+@pytest.mark.parametrize("case", CASES, ids=IDS)
+def test_chat_case_grammar_and_params(case: dict[str, Any]) -> None:
+    """The grammar (byte for byte), its laziness and triggers, the preserved tokens and the thinking tags equal
+    the C++'s for the case's request."""
+    index = CASES.index(case)
+    params = CHAT.params_or_xfail(index)
+    ours = {"format": params.format.value, "generation_prompt": params.generation_prompt, "grammar": params.grammar,
+            "grammar_lazy": params.grammar_lazy, "grammar_triggers": [t.to_dict() for t in params.grammar_triggers],
+            "preserved_tokens": list(params.preserved_tokens), "additional_stops": list(params.additional_stops),
+            "thinking_start_tag": params.thinking_start_tag, "thinking_end_tags": list(params.thinking_end_tags)}
+    differing = [f for f in _PARAMS_FIELDS if ours[f] != case["cpp"][f]]
+    GRAMMAR_RATCHET.check(IDS[index], f"differs from the C++ in {', '.join(differing)}" if differing else None)
+
+
 @pytest.mark.parametrize("case", CASES, ids=IDS)
 def test_chat_case_default_mode(case: dict[str, Any]) -> None:
     """The default parse (recovering) gives the C++'s message, streamed and whole, where the C++ reads the
@@ -103,4 +125,5 @@ def test_ratchets_name_real_cases() -> None:
     CASE_RATCHET.check_known(IDS)
     PROMPT_RATCHET.check_known(IDS)
     DEFAULT_RATCHET.check_known(IDS)
+    GRAMMAR_RATCHET.check_known(IDS)
     RECOVERY_RATCHET.check_known(f"{i}::{kind}" for i in IDS for kind in KINDS)

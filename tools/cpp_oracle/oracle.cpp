@@ -11,6 +11,7 @@
 //    "requests": [{"id": "...", "format": "...", "prompt": "...", "generation_prompt": "...", "grammar": "...",
 //                  "grammar_lazy": false, "grammar_triggers": [{"type": 1, "value": "..."}], "preserved_tokens": [],
 //                  "additional_stops": [], "thinking_start_tag": "", "thinking_end_tags": [],
+//                  "parser": {<the serialised arena>, only with "with_parser": true},
 //                  "parsed": [<message> or {"error": "..."}]} or {"id": "...", "error": "..."}]}
 // A template or request the C++ refuses gives its exception message in "error", as the goldens record it;
 // the driver itself exits non-zero only on unreadable input.
@@ -206,6 +207,10 @@ static ojson run_request(const common_chat_templates * tmpls, const ojson & req)
         out["additional_stops"] = params.additional_stops;
         out["thinking_start_tag"] = params.thinking_start_tag;
         out["thinking_end_tags"] = params.thinking_end_tags;
+        if (req.value("with_parser", false)) {
+            // the serialised PEG arena, node ids included (what grammar rule names such as `until-<id>` embed)
+            out["parser"] = ojson::parse(params.parser.empty() ? "null" : params.parser);
+        }
         ojson parsed = ojson::array();
         common_peg_arena arena;
         if (!params.parser.empty()) {

@@ -109,21 +109,26 @@ def _tool_choice(b: Build) -> P:
     param_start = f"<{DSML}parameter"
     param_end = f"</{DSML}parameter>"
     tool_choice = p.choice()
+    # Nodes are made in the order GCC builds the C++ expressions (the operands of `a + b` right to left), as
+    # grammar rule names embed node ids: a close before its value, a value before its opener.
     for f in functions(b.inputs.tools):
         required: list[P] = []
         optional: list[P] = []
         for param in parameters(f):
             is_string = param.may_be_string
+            close = p.tool_arg_close(p.literal(param_end))
             value = p.tool_arg_string_value(p.until(param_end)) if is_string else p.tool_arg_json_value(
                 p.schema(p.json(), f"tool-{f.name}-arg-{param.name}-schema", f.schema, pointer=param.pointer))
-            arg = p.tool_arg(p.tool_arg_open(p.literal(param_start + ' name="') + p.tool_arg_name(p.literal(param.name))
-                                             + p.literal(f'" string="{"true" if is_string else "false"}">'))
-                             + value + p.tool_arg_close(p.literal(param_end)))
+            kind = p.literal(f'" string="{"true" if is_string else "false"}">')
+            name = p.tool_arg_name(p.literal(param.name))
+            arg = p.tool_arg(p.tool_arg_open(p.literal(param_start + ' name="') + name + kind) + value + close)
             (required if param.required else optional).append(p.rule(f"tool-{f.name}-arg-{param.name}", arg))
         args = p.args_in_order(required, optional)
-        func = p.tool(p.tool_open(p.literal(invoke_start + ' name="') + p.tool_name(p.literal(f.name))
-                                  + p.literal('">\n'))
-                      + args + p.space() + p.tool_close(p.literal(invoke_end)))
+        close = p.tool_close(p.literal(invoke_end))
+        space = p.space()
+        tail = p.literal('">\n')
+        name = p.tool_name(p.literal(f.name))
+        func = p.tool(p.tool_open(p.literal(invoke_start + ' name="') + name + tail) + args + space + close)
         tool_choice |= p.rule(f"tool-{f.name}", func)
     return tool_choice
 
@@ -148,8 +153,9 @@ def _build(b: Build, *, v4: bool) -> P:
     tool_calls = obligatory_tool_calls if b.required else p.optional(obligatory_tool_calls)
     if b.extract_reasoning and b.inputs.enable_thinking:
         reasoning = p.think(THINK_START, THINK_END)
+        space = p.space()  # (made before the left operand, as GCC evaluates the C++ expression)
         reasoning_with_tc = THINK_START + p.reasoning(p.until_one_of([TC_SEPARATOR + fc_start, fc_start, THINK_END, *bare])) \
-            + p.space() + obligatory_tool_calls
+            + space + obligatory_tool_calls
         allow_reasoning_with_tc = True
     elif b.extract_reasoning:
         # thinking off: the generation prompt still holds `<think></think>` (V3.2) or `</think>` (V4)
@@ -162,8 +168,9 @@ def _build(b: Build, *, v4: bool) -> P:
     if not b.tool_calls:
         return gen_prompt + reasoning + p.content(p.rest()) + end
 
-    content_before_tools = p.negate(p.literal(THINK_START)) \
-        + p.content_until_calls([TC_SEPARATOR + fc_start, fc_start], bare, obligatory_tool_calls) + p.space()
+    space = p.space()  # (operands made right to left, as GCC evaluates the C++ expression)
+    content = p.content_until_calls([TC_SEPARATOR + fc_start, fc_start], bare, obligatory_tool_calls)
+    content_before_tools = p.negate(p.literal(THINK_START)) + content + space
     if allow_reasoning_with_tc:
         return gen_prompt + (reasoning_with_tc | (reasoning + content_before_tools + tool_calls)) + end
     return gen_prompt + reasoning + content_before_tools + tool_calls + end

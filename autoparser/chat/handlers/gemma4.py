@@ -115,13 +115,19 @@ def _prefill(rendered: Rendered, msg: Mapping[str, Any], continuation: Continuat
 
 def _value_rules(p: ChatBuilder) -> None:
     """The `gemma4-*` rules: Gemma's JSON-like value syntax (names matter: the mapper walks them)."""
+    # (operands made right to left, as GCC builds the C++ expressions: rule names embed node ids)
     p.rule("gemma4-string-content", p.until('<|"|>'))
-    p.rule("gemma4-string", p.literal('<|"|>') + p.ref("gemma4-string-content") + p.literal('<|"|>'))
+    quote = p.literal('<|"|>')
+    content = p.ref("gemma4-string-content")
+    p.rule("gemma4-string", p.literal('<|"|>') + content + quote)
     p.rule("gemma4-bool", p.json_bool())
     p.rule("gemma4-null", p.json_null())
     p.rule("gemma4-number", p.json_number())
-    p.rule("gemma4-dict-key", p.rule("gemma4-dict-key-name", p.chars("[^:}]", 1, -1)) + p.literal(":"))
-    p.rule("gemma4-dict-kv", p.ref("gemma4-dict-key") + p.space() + p.ref("gemma4-value"))
+    colon = p.literal(":")
+    p.rule("gemma4-dict-key", p.rule("gemma4-dict-key-name", p.chars("[^:}]", 1, -1)) + colon)
+    value = p.ref("gemma4-value")
+    space = p.space()
+    p.rule("gemma4-dict-kv", p.ref("gemma4-dict-key") + space + value)
 
     def dict_body() -> P:
         ws = p.space()
@@ -146,29 +152,33 @@ def _build(b: Build) -> P:
     p = b.p
     start = p.rule("start", p.optional(p.literal("<|turn>model\n")))
 
-    if b.extract_reasoning:
-        p.rule("thought", p.literal("<|channel>thought") + p.space() + p.reasoning(p.until("<channel|>"))
-               + p.literal("<channel|>"))
-    else:
-        p.rule("thought", p.content(p.literal("<|channel>thought") + p.space() + p.until("<channel|>")
-                                    + p.literal("<channel|>")))
+    # Nodes are made in the order GCC builds the C++ expressions (the operands of `a + b`, `a | b`, `a << b`
+    # right to left), as grammar rule names embed node ids.
+    close = p.literal("<channel|>")
+    body = p.reasoning(p.until("<channel|>")) if b.extract_reasoning else p.until("<channel|>")
+    space = p.space()
+    opened = p.literal("<|channel>thought") + space + body + close
+    p.rule("thought", opened if b.extract_reasoning else p.content(opened))
 
     # empty `<|channel>` openers the model sometimes repeats before the thought; the grammar ignores them
-    consume_empty_channels = p.gbnf(p.zero_or_more(p.literal("<|channel>") + p.negate(p.literal("thought"))), "")
-    thought = (p.peek(p.literal("<|channel>")) + consume_empty_channels + p.ref("thought")) \
-        | p.negate(p.literal("<|channel>"))
+    not_thought = p.negate(p.literal("thought"))
+    consume_empty_channels = p.gbnf(p.zero_or_more(p.literal("<|channel>") + not_thought), "")
+    no_channel = p.negate(p.literal("<|channel>"))
+    thought_ref = p.ref("thought")
+    thought = (p.peek(p.literal("<|channel>")) + consume_empty_channels + thought_ref) | no_channel
 
     if b.response_format:
-        body = p.literal("```json") << p.content(p.schema(p.json(), "response-format-schema", b.inputs.json_schema)) \
-            << p.literal("```")
-        return start + p.optional(thought) + body
+        fence_close = p.literal("```")
+        schema = p.content(p.schema(p.json(), "response-format-schema", b.inputs.json_schema))
+        return start + p.optional(thought) + (p.literal("```json") << schema << fence_close)
 
     if b.tool_calls:
         _value_rules(p)
         tool_choice = p.choice()
         for f in functions(b.inputs.tools):
+            brace = p.peek(p.literal("{"))
             tool_choice |= p.rule(f"tool-{f.name}", p.tool(p.sequence([
-                p.tool_open(p.tool_name(p.literal(f.name)) + p.peek(p.literal("{"))),
+                p.tool_open(p.tool_name(p.literal(f.name)) + brace),
                 p.tool_args(p.ref("gemma4-dict")),
             ])))
         if b.lenient:

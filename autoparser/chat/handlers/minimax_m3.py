@@ -48,9 +48,11 @@ class _ArgsBuilder:
     def element(self, tag: str, schema: Any, node: SchemaNode, pointer: str, rule_name: str) -> P:
         p = self.p
         close = NS + "</" + tag + ">"
-        return p.rule(rule_name, p.tool_arg(p.tool_arg_open(p.literal(NS + "<") + p.tool_arg_name(p.literal(tag))
-                                                            + p.literal(">"))
-                                            + self.value(schema, node, pointer, rule_name, close)))
+        # (operands made right to left, as GCC builds the C++ expression: grammar rule names embed node ids)
+        value = self.value(schema, node, pointer, rule_name, close)
+        gt = p.literal(">")
+        name = p.tool_arg_name(p.literal(tag))
+        return p.rule(rule_name, p.tool_arg(p.tool_arg_open(p.literal(NS + "<") + name + gt) + value))
 
     def value(self, schema: Any, node: SchemaNode, pointer: str, rule_name: str, close: str) -> P:
         p = self.p
@@ -72,16 +74,18 @@ class _ArgsBuilder:
                              for i, ((alt, alt_pointer), child) in enumerate(zip(alts, node.children))])
 
         if node.kind == "object" and isinstance(schema.get("properties"), Mapping) and schema["properties"]:
-            return p.tag(TOOL_ARG_OBJECT, self.members(schema, node, pointer, rule_name)) + p.space() + close_tag
+            space = p.space()
+            return p.tag(TOOL_ARG_OBJECT, self.members(schema, node, pointer, rule_name)) + space + close_tag
 
         if node.kind == "array":  # a list of item schemas is a tuple, written as JSON
             key = "items" if "items" in schema else "prefixItems" if "prefixItems" in schema else ""
             items = schema[key] if key else {}
             item_close = NS + "</item>"
             item_pointer = f"{pointer}/{key}" if key else ""
-            item = p.rule(rule_name + "-item", p.tag(TOOL_ARG_ITEM, p.literal(NS + "<item>") + self.value(
-                items, node.items, item_pointer, rule_name + "-item", item_close)))
-            return p.tag(TOOL_ARG_ARRAY, p.repeat(p.space() + item, 0, -1)) + p.space() + close_tag
+            item_value = self.value(items, node.items, item_pointer, rule_name + "-item", item_close)
+            item = p.rule(rule_name + "-item", p.tag(TOOL_ARG_ITEM, p.literal(NS + "<item>") + item_value))
+            space = p.space()
+            return p.tag(TOOL_ARG_ARRAY, p.repeat(p.space() + item, 0, -1)) + space + close_tag
 
         if pointer or schema is self.root:
             value_schema = p.schema(p.json(), rule_name + "-schema", self.root, pointer=pointer)
@@ -106,13 +110,19 @@ def _build(b: Build) -> P:
     gen_prompt = p.prefix(b.generation_prompt, THINK_START)
     end = p.end()
 
+    # Nodes are made in the order GCC builds the C++ expressions (the operands of `a + b` right to left), as
+    # grammar rule names embed node ids.
     reasoning = p.eps()
     if b.extract_reasoning:
         if b.inputs.enable_thinking:
-            block = p.literal(THINK_START) + p.space() + p.ac(p.reasoning(p.until(THINK_END)) + p.literal(THINK_END),
-                                                              THINK_END)
+            close = p.literal(THINK_END)
+            body = p.ac(p.reasoning(p.until(THINK_END)) + close, THINK_END)
+            space = p.space()
+            block = p.literal(THINK_START) + space + body
         else:
-            block = p.literal(THINK_START) + p.ac(p.until(THINK_END) + p.literal(THINK_END), THINK_END)
+            close = p.literal(THINK_END)
+            body = p.ac(p.until(THINK_END) + close, THINK_END)
+            block = p.literal(THINK_START) + body
         # a turn without reasoning opens with a bare `</mm:think>`, from the generation prompt or the model
         reasoning = p.optional(p.choice([block, p.literal(THINK_END)]))
 
@@ -128,14 +138,19 @@ def _build(b: Build) -> P:
         invoke_body = p.eps()
         if root.kind == "object":
             invoke_body = _ArgsBuilder(p, f.schema).members(f.schema, root, "", f"tool-{f.name}-arg")
-        func = p.tool(p.tool_open(p.literal(NS + '<invoke name="') + p.tool_name(p.literal(f.name)) + p.literal('">'))
-                      + p.space() + invoke_body + p.space() + p.tool_close(p.literal(INVOKE_END)))
+        close = p.tool_close(p.literal(INVOKE_END))
+        after = p.space()
+        before = p.space()
+        tail = p.literal('">')
+        name = p.tool_name(p.literal(f.name))
+        func = p.tool(p.tool_open(p.literal(NS + '<invoke name="') + name + tail) + before + invoke_body + after + close)
         tool_choice |= p.rule(f"tool-{f.name}", func)
 
     tool_calls = p.call_block(FC_START, tool_choice, FC_END, parallel=b.parallel, required=b.required)
     # (lenient: the section opener may be left out, call_block; the first call then begins `<invoke name="NAME">`)
     bare = [f'{NS}<invoke name="{f.name}">' for f in functions(b.inputs.tools)] if b.lenient else []
-    return gen_prompt + reasoning + p.content_until_calls([FC_START], bare, tool_calls) + tool_calls + end
+    content = p.content_until_calls([FC_START], bare, tool_calls)  # (the C++'s `content_before_tools`)
+    return gen_prompt + reasoning + content + tool_calls + end
 
 
 SPEC = FormatSpec(

@@ -47,8 +47,12 @@ def _build(b: Build, *, coder: bool) -> P:
                                + (p.literal("</think>") | p.peek(p.literal("<tool_call>"))
                                   | p.repair("reasoning_ended_by_call", p.peek(p.choice(openers)))))
     elif b.extract_reasoning:
-        reasoning = p.optional("<think>" + p.space() + p.reasoning(p.until_one_of(["</think>", "<tool_call>"]))
-                               + (p.literal("</think>") | p.peek(p.literal("<tool_call>"))))
+        # nodes made in the order GCC builds the C++ expression (operands right to left), as grammar rule names
+        # embed node ids: the closing choice, then the reasoning, then `<think>` and the space
+        close = p.peek(p.literal("<tool_call>"))
+        close = p.literal("</think>") | close
+        body = p.reasoning(p.until_one_of(["</think>", "<tool_call>"]))
+        reasoning = p.optional("<think>" + p.space() + body + close)
 
     if b.response_format:
         return gen_prefix + (reasoning << p.content(p.schema(p.json(), "response-format", b.inputs.json_schema)))
