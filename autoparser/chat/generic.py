@@ -258,9 +258,8 @@ def _bare_json_openers(d: _Derived) -> list[str]:
 def _func(d: _Derived, name: str, call_id_section: P, have_call_id: bool, args: P, atomic_peek: P | None) -> P:
     p, tools = d.p, d.a.tools
     fn, fmt = tools.function, tools.format
-    # operand order as in the C++ expression `name_prefix + tool_name(literal(name)) + name_suffix`
-    # Below, nodes are made in the order GCC builds each C++ expression (the operands of `a + b` right to
-    # left), as grammar rule names embed node ids: a new node on the right is made before the left's.
+    # Nodes are made in the order GCC builds each C++ expression (the operands of `a + b` right to left), as
+    # grammar rule names embed node ids: a new node on the right is made before the left's.
     name_node = p.tool_name(p.literal(name))
     open_ = p.tool_open(fn.name_prefix + name_node + fn.name_suffix)
     p.eps()  # `func_parser` is default-initialised in the C++

@@ -48,7 +48,7 @@ def _build(b: Build, *, coder: bool) -> P:
                                   | p.repair("reasoning_ended_by_call", p.peek(p.choice(openers)))))
     elif b.extract_reasoning:
         # nodes made in the order GCC builds the C++ expression (operands right to left), as grammar rule names
-        # embed node ids: the closing choice, then the reasoning, then `<think>` and the space
+        # embed node ids: the closing choice, then the reasoning, then the space and `<think>`
         close = p.peek(p.literal("<tool_call>"))
         close = p.literal("</think>") | close
         body = p.reasoning(p.until_one_of(["</think>", "<tool_call>"]))
