@@ -16,7 +16,6 @@ point at its source, build, regenerate, read the diff.
 from __future__ import annotations
 
 import concurrent.futures
-import fnmatch
 import gzip
 import hashlib
 import json
@@ -31,7 +30,8 @@ from typing import Any
 from autoparser.chat.compare import as_message, message_differences
 from autoparser.chat.generator import generate, strict_analysis
 from autoparser.corpus import Corpus, CorpusEntry
-from autoparser.corpus.roundtrip import NOW_TEXT, expressible_scenarios, generator_request
+from autoparser.corpus.report import select_entries
+from autoparser.corpus.roundtrip import NOW_TEXT, SCENARIOS, build_output, generator_request
 from autoparser.corpus.workers import map_templates
 from autoparser.errors import AutoparserError
 from autoparser.template.sandbox import time_budget
@@ -219,28 +219,25 @@ def compare_case(case: str, cpp: Mapping[str, Any], ours: Mapping[str, Any]) -> 
     return out
 
 
-def _selected(corpus: Corpus, only: Sequence[str] | None) -> list[CorpusEntry]:
-    if not only:
-        return list(corpus.entries)
-    return [e for e in corpus.entries if any(fnmatch.fnmatchcase(e.name, g) for g in only)]
-
-
 def _scenario_jobs(entry: CorpusEntry) -> tuple[dict[str, Any], dict[str, Any]]:
-    """The driver's job for one template (analysis + every expressible round-trip scenario) and ours."""
+    """The driver's job for one template (analysis + every round-trip scenario it expresses) and our side of
+    it. A scenario our generator fails on is sent too: its `error` is a divergence when the C++ succeeds."""
     source = entry.read_text()
     requests = []
     ours: dict[str, Any] = {"analysis": {}, "requests": []}
     with time_budget(phase=f"comparing {entry.name} with llama.cpp"):  # one budget per template, as the report
         ours["analysis"] = our_analysis(source)
-        try:
-            scenarios = list(expressible_scenarios(source))
-        except AutoparserError:
-            scenarios = []
-        for built, _params in scenarios:
+        for scenario in SCENARIOS:
+            try:
+                built = build_output(source, scenario)
+            except AutoparserError:  # the template does not render this conversation: nothing to compare
+                continue
+            if built.not_expressible is not None:
+                continue
             params = generator_request(built.request)
             outputs = [{"text": built.output, "is_partial": False}]
-            requests.append({"id": built.scenario, "params": params, "now": NOW_TEXT, "outputs": outputs})
-            ours["requests"].append({"id": built.scenario, **our_request(source, params, outputs)})
+            requests.append({"id": scenario, "params": params, "now": NOW_TEXT, "outputs": outputs})
+            ours["requests"].append({"id": scenario, **our_request(source, params, outputs)})
     job = {"id": entry.name, "template": str(entry.path), "analyze": True, "requests": requests}
     return job, ours
 
@@ -250,7 +247,7 @@ def compare_corpus(driver: Path, corpus: Corpus, *, only: Sequence[str] | None =
                    progress: Callable[[int, int], None] | None = None) -> list[Divergence]:
     """Every divergence between the driver and autoparser over the selected templates: the analysis and each
     round-trip scenario the template expresses (prompt, grammar, triggers, parse of the rendered output)."""
-    entries = _selected(corpus, only)
+    entries = select_entries(corpus, only or None)
     # our side is the first half of the work (in worker processes too), the driver's the second
     pairs = map_templates(_scenario_jobs, entries, jobs=workers, chunksize=4,
                           progress=(lambda done, n: progress(done, 2 * n)) if progress else None)
@@ -381,10 +378,6 @@ def load_known(path: Path) -> dict[str, str]:
     return {str(k): str(v) for k, v in raw.items() if not str(k).startswith("_")}
 
 
-def selected_names(corpus: Corpus, only: Iterable[str] | None) -> list[str]:
-    return [e.name for e in _selected(corpus, list(only or []))]
-
-
 # --- the command --------------------------------------------------------------------------------------------------
 
 REPORT_JSON = "cpp-divergences.json"
@@ -440,9 +433,10 @@ def run_conformance(args: Any) -> int:
     if args.regenerate:
         data = Path(args.data)
         with tqdm(unit="job", desc="regenerating goldens", disable=None) as bar:
-            def tick(done: int, total: int) -> None:
-                bar.total = total
-                bar.update(done - bar.n if done >= bar.n else done)
+            def tick(done: int, total: int) -> None:  # one count per golden file: each starts the bar again
+                if done < bar.n or bar.total != total:
+                    bar.reset(total)
+                bar.update(done - bar.n)
 
             try:
                 changed = regenerate_goldens(driver, data, corpus, workers=jobs, progress=tick)
@@ -452,7 +446,7 @@ def run_conformance(args: Any) -> int:
         for name, n in changed.items():
             print(f"conformance: {data / name}: {n} rows changed" if n else f"conformance: {data / name}: unchanged")
         return 0
-    names = selected_names(corpus, args.only)
+    names = [e.name for e in select_entries(corpus, args.only or None)]
     if args.only and not names:
         print(f"autoparser: error: conformance: no template matches --only {' '.join(args.only)}", file=sys.stderr)
         return 2
