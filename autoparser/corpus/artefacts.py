@@ -158,10 +158,11 @@ _UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")
 _MAX_KEY = 120
 
 
-def snapshot_key(entry: _Named) -> str:
-    """A stable folder name per corpus entry: its name when that is already filesystem-safe, otherwise the
-    name with unsafe characters replaced plus a short hash of the real name (so two names never collide)."""
-    name = entry.name
+def snapshot_key(entry: _Named | str) -> str:
+    """A stable folder name per corpus entry (or entry name): its name when that is already filesystem-safe,
+    otherwise the name with unsafe characters replaced plus a short hash of the real name (so two names never
+    collide)."""
+    name = entry if isinstance(entry, str) else entry.name
     safe = _UNSAFE.sub("_", name).strip("._") or "template"
     if safe == name and len(safe) <= _MAX_KEY:
         return safe

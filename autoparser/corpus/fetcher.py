@@ -4,8 +4,8 @@ For one repo: `model_info` gives the commit sha and the file list; every templat
 at that exact commit with `hf_hub_download` (so the hub cache serves re-runs and offline mode), parsed, and
 every template in it extracted. A repo with GGUF files also gives the templates in its first GGUF's header
 that its template files do not hold: the header is read with HTTP Range requests through huggingface_hub's
-session and auth headers (template/gguf.py parses it), never the multi-GB file. Everything downloaded is untrusted: sizes are capped, JSON is validated, and
-the text is returned as bytes to be stored, never rendered.
+session and auth headers (template/gguf.py parses it), never the multi-GB file. Everything downloaded is
+untrusted: sizes are capped, JSON is validated, and the text is returned as bytes to be stored, never rendered.
 
 huggingface_hub reads HF_* variables at import time, so the endpoint is passed explicitly on every call.
 """
@@ -432,7 +432,6 @@ class HubFetcher:
             return self._call(run, repo_id, filename)
 
         return read_gguf_header(read_at, name=filename, first_chunk=self.gguf_first_chunk)
-
 
 
 def gguf_template_name(filename: str, variant: str) -> str:

@@ -38,7 +38,8 @@ from autoparser.corpus.manifest import (
 )
 from autoparser.errors import CorpusError
 
-__all__ = ["JOURNAL_NAME", "ChangeReport", "CorpusUpdater", "read_repo_ids", "read_snapshot_folder", "refresh", "snapshot_folder"]
+__all__ = ["JOURNAL_NAME", "ChangeReport", "CorpusUpdater", "read_repo_ids", "read_snapshot_folder", "refresh",
+           "snapshot_folder"]
 
 JOURNAL_NAME = ".refresh-journal.json"
 REPORT_JSON = "corpus-change-report.json"
@@ -57,7 +58,7 @@ def snapshot_folder(snapshots: Path, name: str) -> Path:
     """snapshots/<key>/ of the corpus template called `name` (artefacts.snapshot_key)."""
     from autoparser.corpus.artefacts import snapshot_key  # (the artefacts import the whole chat stage)
 
-    return snapshots / snapshot_key(_Name(name))
+    return snapshots / snapshot_key(name)
 
 
 def read_snapshot_folder(snapshots: Path, name: str) -> dict[str, str] | None:
@@ -68,11 +69,6 @@ def read_snapshot_folder(snapshots: Path, name: str) -> dict[str, str] | None:
         return None
     return {p.name: p.read_bytes().decode("utf-8", "surrogateescape")
             for p in sorted(folder.iterdir()) if p.is_file() and not p.name.startswith(".")}
-
-
-@dataclass(frozen=True)
-class _Name:
-    name: str
 
 
 def read_repo_ids(path: Path) -> list[str]:
