@@ -15,6 +15,7 @@ from autoparser.chat.handlers import (
     deepseek,
     functionary_v3_2,
     gemma4,
+    gigachat_v3,
     gpt_oss,
     kimi_k2,
     kimi_k3,
@@ -41,7 +42,7 @@ DETECTORS: tuple[Callable[[str], FormatSpec | None], ...] = (
     ling3.detect,
     cohere2moe.detect,
     lfm2.detect,
-    # gigachat_v3: the analyzer handles GigaChat v3 by itself (4/4 C++ cases through the generic path)
+    gigachat_v3.detect,
     minimax_m3.detect,
     deepseek.detect,
     gemma4.detect,
