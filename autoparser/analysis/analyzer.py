@@ -1,6 +1,8 @@
 """`analyze_template`: the whole differential analysis of one chat template (C++ `autoparser::analyze_template`).
 
-Order: caps -> reasoning -> content -> tools -> assistant/user start markers -> preserved tokens -> workarounds.
+Order: caps -> reasoning -> content -> tools -> assistant/user start markers -> preserved tokens -> workarounds;
+then, beyond the C++, the same on the template as transformers renders it, where llama.cpp's jinja renders none
+of it or no call (`TemplateAnalysis.transformers_reading`).
 """
 
 from __future__ import annotations
@@ -10,13 +12,13 @@ import dataclasses
 from autoparser.analysis import fixtures as fx
 from autoparser.analysis.content import analyze_content
 from autoparser.analysis.forms import derive_call_form
-from autoparser.analysis.model import ReasoningAnalysis, TemplateAnalysis, ToolsAnalysis
+from autoparser.analysis.model import ReasoningAnalysis, TemplateAnalysis, ToolFormat, ToolsAnalysis
 from autoparser.analysis.reasoning import analyze_reasoning
 from autoparser.analysis.tools import analyze_tools
 from autoparser.analysis.workarounds import apply_workarounds
 from autoparser.errors import AnalysisError, AutoparserError, TemplateError
 from autoparser.template.caps import TemplateCaps, template_caps
-from autoparser.template.cpp import CppTemplate, compile_cpp
+from autoparser.template.cpp import CppTemplate, compile_cpp, transformers_reading
 from autoparser.template.diff import (
     DiffRenderer,
     SegmentType,
@@ -58,6 +60,44 @@ def analyze_template(template: str | ChatTemplate, name: str = "<template>", *, 
 def _analyze(compiled: CppTemplate, source: str, strict: bool, caps: TemplateCaps | None) -> TemplateAnalysis:
     if caps is None:
         caps = template_caps(compiled)
+    analysis, r = _analyze_rendered(compiled, caps)
+    reading = _transformers_reading(compiled, source, r) \
+        if not r.rendered_any or (not caps.supports_tool_calls and "tool_calls" in source) else None
+    if strict and not r.rendered_any and reading is None:
+        # Not one conversation rendered: every field would be a meaningless default.
+        name = compiled.name or "<template>"
+        detail = (r.first_error or "").removeprefix(f"{name}: ")
+        raise TemplateError(f"{name}: template fails on every analysis conversation: {detail}")
+    return dataclasses.replace(_finished(source, analysis), transformers_reading=reading)
+
+
+def _transformers_reading(compiled: CppTemplate, source: str, r: DiffRenderer) -> TemplateAnalysis | None:
+    """Beyond the C++, for a template of which llama.cpp's jinja renders no conversation (the C++ gives up: an
+    empty analysis) or no call although the template reads `tool_calls`: where that jinja refuses what jinja2
+    renders (an unknown test, a filter on an object, a string iterated), transformers may render the template,
+    calls included. The analysis of the template as transformers renders it, where it renders at all (C++:
+    nothing) or finds the calls (C++: none); else None, also where it fails (the C++ reading stands)."""
+    try:
+        with transformers_reading():
+            beyond_caps = template_caps(compiled)
+            if r.rendered_any and not beyond_caps.supports_tool_calls:
+                return None
+            beyond, br = _analyze_rendered(compiled, beyond_caps)
+    except AnalysisError:
+        return None
+    found = beyond.tools.format.mode is not ToolFormat.NONE or beyond.call_form is not None
+    return _finished(source, beyond) if found or (br.rendered_any and not r.rendered_any) else None
+
+
+def _finished(source: str, analysis: TemplateAnalysis) -> TemplateAnalysis:
+    """The analysis with its preserved tokens and the C++'s per-template workarounds."""
+    analysis = dataclasses.replace(analysis, preserved_tokens=collect_preserved_tokens(analysis))
+    return apply_workarounds(source, analysis)
+
+
+def _analyze_rendered(compiled: CppTemplate, caps: TemplateCaps) -> tuple[TemplateAnalysis, DiffRenderer]:
+    """The analysis phases on one reading of the template (before preserved tokens and workarounds), and the
+    renderer they rendered with."""
     r = DiffRenderer(compiled, caps)
     reasoning = analyze_reasoning(r, caps.supports_tool_calls)
     content = analyze_content(r, reasoning)
@@ -69,13 +109,7 @@ def _analyze(compiled: CppTemplate, source: str, strict: bool, caps: TemplateCap
                                 string_arguments=tools_r.string_arguments,
                                 assistant_start=_assistant_start(r, reasoning.start, reasoning.end),
                                 user_start=_user_start(r))
-    if strict and not r.rendered_any:
-        # Not one conversation rendered: every field would be a meaningless default.
-        name = compiled.name or "<template>"
-        detail = (r.first_error or "").removeprefix(f"{name}: ")
-        raise TemplateError(f"{name}: template fails on every analysis conversation: {detail}")
-    analysis = dataclasses.replace(analysis, preserved_tokens=collect_preserved_tokens(analysis))
-    return apply_workarounds(source, analysis)
+    return analysis, r
 
 
 def _tools_phase(compiled: CppTemplate, caps: TemplateCaps, r: DiffRenderer,

@@ -207,6 +207,15 @@ class TemplateAnalysis:
     string_arguments: bool = False
     """The tool phase rendered call arguments as JSON strings: with objects (as the C++ renders them) the
     template's call was not valid JSON, and the C++ gives up (not in `to_dict()`)."""
+    transformers_reading: TemplateAnalysis | None = None
+    """Beyond the C++: the template analysed as transformers renders it (caps probed that way too), where
+    llama.cpp's jinja renders no conversation of it or no call, and jinja2 renders them (template/cpp.py
+    `transformers_reading`). The record (`to_dict()`) stays the C++'s; parsers are made from `effective`."""
+
+    @property
+    def effective(self) -> TemplateAnalysis:
+        """The analysis a parser is made from: the transformers reading where there is one, else this one."""
+        return self.transformers_reading or self
 
     def beyond_cpp(self) -> dict[str, Any]:
         """What the analysis found that the C++ record has no field for, under one key (empty when nothing):
@@ -218,6 +227,9 @@ class TemplateAnalysis:
             extra["string_arguments"] = True
         if self.tool_calls_described_only:
             extra["tool_calls"] = "described_only"
+        reading = self.transformers_reading
+        if reading is not None:
+            extra["transformers_reading"] = {**reading.to_dict(), **reading.beyond_cpp()}
         return {"beyond_cpp": extra} if extra else {}
 
     @property

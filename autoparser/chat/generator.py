@@ -65,7 +65,18 @@ def _format(source: str) -> FormatSpec:
     except AutoparserError as e:
         raise AnalysisError(f"Unable to generate parser for this template. Automatic parser generation failed: {e}") \
             from e
-    return derived_format(analysis)
+    return derived_format(analysis.effective)
+
+
+def _request_caps(source: str) -> TemplateCaps:
+    """The capabilities a request is prepared with (the C++ workarounds they switch): the probed ones, or, where
+    the parser comes from the template as transformers renders it (`TemplateAnalysis.transformers_reading`), the
+    caps of that reading, so that the prompt is rendered as the parser was derived."""
+    if find_handler(source) is None:
+        reading = cached_analysis(source).transformers_reading
+        if reading is not None:
+            return reading.caps
+    return cached_caps(source)
 
 
 def format_name(source: str) -> str:
@@ -82,8 +93,8 @@ def generate(source: str, request: Mapping[str, object] | ChatRequest, *,
     req = ChatRequest.from_dict(request)
     with budget(time_budget, "generating"):
         tmpl = _template(source)
-        inputs = prepare_inputs(tmpl, cached_caps(source), req)
         fmt = _format(source)
+        inputs = prepare_inputs(tmpl, _request_caps(source), req)
         with budget(phase="rendering the prompt"):
             params = assemble(fmt, tmpl, inputs)
     return replace(params, messages=inputs.messages, tools=tuple(inputs.tools or ()))

@@ -84,7 +84,7 @@ def _response_template(source: str) -> dict[str, Any]:
     handler = find_handler(source)
     if handler is not None:
         return _with_anchor(source, _hand_written(handler), (handler.thinking_start_tag,))
-    analysis = strict_analysis(source)  # (the generator's, analysed once per source)
+    analysis = strict_analysis(source).effective  # (the generator's, analysed once per source)
     fields: dict[str, Any] = {}
     thinking = _thinking(analysis)
     if thinking:

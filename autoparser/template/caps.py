@@ -5,7 +5,8 @@ template *used* it and which *ops* it applied (`test_is_<name>`, filter/method n
 `object_access`). The probes here render in the C++-flavour environment (cpp.py) with tracked input values,
 whose uses its hooks record. Where the two engines differ in what they can observe, the tracked types
 approximate the C++ rule (a C++ identifier lookup marks a value used; here printing, comparing, testing or
-taking the truthiness of a tracked string does). Known remaining gaps are listed in tests/data/ratchet/caps.json.
+taking the truthiness of a tracked string does, and any use of a string bound to a name, a context variable or
+a loop's `items()`/`values()` value). Known remaining gaps are listed in tests/data/ratchet/caps.json.
 """
 
 from __future__ import annotations

@@ -43,7 +43,7 @@ from autoparser.template.sandbox import (
 )
 
 __all__ = ["CPP_ENV", "CppEnvironment", "Stats", "compile_cpp", "recording", "stats_of", "track",
-           "tracked_variable", "untracked"]
+           "tracked_variable", "transformers_reading", "untracked"]
 
 
 # --- usage tracking -------------------------------------------------------------------------------------------
@@ -83,6 +83,23 @@ def recording() -> Iterator[None]:
 def _recording() -> bool:
     tracker = _TRACKER.get()
     return tracker is not None and tracker.suspended == 0
+
+
+_TRANSFORMERS_READING: contextvars.ContextVar[bool] = contextvars.ContextVar("autoparser_transformers_reading",
+                                                                            default=False)
+
+
+@contextlib.contextmanager
+def transformers_reading() -> Iterator[None]:
+    """Render as transformers does where the C++ engine fails the template: while the block runs, the C++'s
+    refusals are off (`selectattr(a, b)` is attribute `a`, test `b`; every jinja2 filter applies to objects and
+    strings; a string may be iterated), and the rest of the C++ flavour and the usage tracking stay. For
+    templates the C++ cannot render at all (analysis/analyzer.py: the analysis beyond the C++)."""
+    token = _TRANSFORMERS_READING.set(True)
+    try:
+        yield
+    finally:
+        _TRANSFORMERS_READING.reset(token)
 
 
 def stats_of(value: Any) -> Stats:
@@ -137,7 +154,7 @@ class _TStr(str):
         return str.__contains__(self, item)  # type: ignore[operator]
 
     def __iter__(self) -> Iterator[str]:
-        if _recording():
+        if _recording() and not _TRANSFORMERS_READING.get():
             _mark(self, "array_access")
             raise TypeError("Expected iterable or object type in for loop: got String")
         return str.__iter__(self)
@@ -169,6 +186,18 @@ class _TList(list[Any]):
         return list.__len__(self)
 
 
+def _loop_variable(value: Any) -> Any:
+    """`value` as a loop binds it to a name (`for key, value in args.items()`): the C++ marks a string used at
+    every lookup of that name, so printing it counts, as for a context variable (same stats record). (Only
+    `items()`/`values()` hand values out this way: list items are also reached by filters such as `join`, which
+    the C++ does not count as a use; measured on the corpus, lists need no such rule.)"""
+    if type(value) is _TStr:
+        out = _TVarStr(value)
+        out._st = value._st
+        return out
+    return value
+
+
 class _TDict(dict[Any, Any]):
     __slots__ = ("_st",)
     _st: Stats
@@ -178,6 +207,12 @@ class _TDict(dict[Any, Any]):
             _mark(self, "array_access")
             _mark(self, "object_access")
         return dict.__iter__(self)
+
+    def items(self) -> Any:
+        return [(k, _loop_variable(v)) for k, v in dict.items(self)]
+
+    def values(self) -> Any:
+        return [_loop_variable(v) for v in dict.values(self)]
 
     def __len__(self) -> int:
         _mark(self)
@@ -251,10 +286,11 @@ def _wrap_filter(name: str, fn: Callable[..., Any]) -> Callable[..., Any]:
     def wrapper(*args: Any, **kwargs: Any) -> Any:
         if len(args) > skip:
             value = args[skip]
-            if isinstance(value, dict) and op not in _OBJECT_FILTERS:
+            cpp = not _TRANSFORMERS_READING.get()
+            if cpp and isinstance(value, dict) and op not in _OBJECT_FILTERS:
                 _mark(value, op)
                 raise jinja2.TemplateRuntimeError(f"Unknown (built-in) filter '{op}' for type Object")
-            if isinstance(value, str) and op not in _STRING_FILTERS:
+            if cpp and isinstance(value, str) and op not in _STRING_FILTERS:
                 _mark(value, op)
                 raise jinja2.TemplateRuntimeError(f"Unknown (built-in) filter '{op}' for type String")
             if op == "tojson" and isinstance(value, Iterator):
@@ -266,7 +302,7 @@ def _wrap_filter(name: str, fn: Callable[..., Any]) -> Callable[..., Any]:
                 _mark_deep(value)
             if op == "tojson":
                 args = (*args[:skip], untracked(value), *args[skip + 1:])
-            if op in ("selectattr", "rejectattr") and len(args) == skip + 3 and not kwargs:
+            if cpp and op in ("selectattr", "rejectattr") and len(args) == skip + 3 and not kwargs:
                 return _cpp_select_by_test(args[skip], args[skip + 1], args[skip + 2], reject=op == "rejectattr")
         with _Suspend():
             return fn(*args, **kwargs)

@@ -363,12 +363,16 @@ _warned: list[bool] = []
 def resolve_template(template: str | Path) -> Path:
     """A template by path, or by corpus name (`Qwen__Qwen3-0.6B`, or a path into corpus/templates/ from a
     checkout, found in the installed corpus); AutoparserError saying what was looked for when neither."""
-    path = Path(template)
-    if path.is_file():
-        return path
     from autoparser.corpus import Corpus
     from autoparser.errors import AutoparserError
 
+    path = Path(template)
+    try:
+        if path.is_file():
+            return path
+    except OSError:  # no path at all (a name too long): a template's text given where its path goes
+        raise AutoparserError("peg_tester: not a template path or corpus name; to test a template's text, pass "
+                              "it as source: peg_tester(name, source=text)") from None
     name = path.name.removesuffix(".jinja")
     try:
         return Corpus.load().by_name(name).path

@@ -16,8 +16,9 @@ import pytest
 
 from autoparser import generate
 from autoparser.analysis.analyzer import analyze_template
-from autoparser.analysis.model import CallForm, CallSyntax
+from autoparser.analysis.model import CallForm, CallSyntax, TemplateAnalysis
 from autoparser.corpus import Corpus
+from autoparser.errors import TemplateError
 from autoparser.testing.peg_tester import PegTestCase, peg_tester
 
 CORPUS = Corpus.load()
@@ -215,3 +216,75 @@ def test_corpus_templates_that_only_describe_calls() -> None:
     analysis = analyze_template(CORPUS.by_name("ibm-granite__granite-3.1-8b-instruct").path.read_text())
     assert analysis.tool_calls_described_only
     assert analysis.beyond_cpp()["beyond_cpp"]["tool_calls"] == "described_only"
+
+
+# --- templates llama.cpp's jinja cannot render at all ---------------------------------------------------------------
+
+# Roles checked for alternation over the messages that are neither tool results nor calls: jinja2 reads
+# `selectattr("tool_calls", "undefined")` as attribute `tool_calls`, test `undefined`; llama.cpp's jinja as the
+# test `tool_calls` (unknown), and fails every conversation.
+_CPP_UNRENDERABLE = (
+    '{%- for m in messages | rejectattr("role", "equalto", "tool") | selectattr("tool_calls", "undefined") %}'
+    '{%- if (m.role == "user") != (loop.index0 % 2 == 0) %}{{ raise_exception("roles must alternate") }}{% endif %}'
+    "{%- endfor %}"
+    "{%- for m in messages %}{%- if m.role == 'user' %}[INST]{% if tools %}[TOOLS]{{ tools | tojson }}[/TOOLS]"
+    "{% endif %}{{ m.content }}[/INST]{%- elif m.tool_calls %}[TOOL_CALLS]"
+    "{{ m.tool_calls | map(attribute='function') | list | tojson }}</s>"
+    "{%- elif m.role == 'tool' %}[TOOL_RESULTS]{{ m.content }}[/TOOL_RESULTS]"
+    "{%- else %}{{ m.content }}</s>{%- endif %}{%- endfor %}"
+)
+
+
+def test_a_template_only_transformers_renders_is_analysed_as_transformers_renders_it() -> None:
+    """The C++ records an empty analysis and refuses every request; rendered as transformers renders it, the
+    template shows its calls (`[TOOL_CALLS]` + a JSON list): that reading is the analysis' beyond the C++ one,
+    and the parser's, while the record stays the C++'s."""
+    analysis = analyze_template(_CPP_UNRENDERABLE, strict=True)
+    # the C++'s record: empty but for what its probes found
+    assert analysis.to_dict() == TemplateAnalysis(caps=analysis.caps).to_dict()
+    assert not analysis.caps.supports_tool_calls
+    reading = analysis.transformers_reading
+    assert reading is not None and analysis.effective is reading
+    assert reading.caps.supports_tool_calls and reading.tools.format.section_start.strip() == "[TOOL_CALLS]"
+    shown = analysis.beyond_cpp()["beyond_cpp"]["transformers_reading"]
+    assert shown["tools"]["format"]["mode"] == "JSON_NATIVE" and shown["caps"]["supports_tool_calls"]
+    peg_tester("cpp-unrenderable", source=_CPP_UNRENDERABLE).test(
+        '[TOOL_CALLS][{"name": "get_weather", "arguments": {"city": "Paris"}}]').tools(TOOLS).expect(
+        {"tool_calls": [{"name": "get_weather", "arguments": '{"city": "Paris"}'}]})
+
+
+def test_the_transformers_rendering_is_tried_only_where_the_cpp_one_renders_nothing() -> None:
+    assert analyze_template(CORPUS.by_name("Qwen__Qwen2.5-7B-Instruct").read_text()).transformers_reading is None
+    # no calls in either reading: nothing beyond
+    assert analyze_template(CORPUS.by_name("ibm-granite__granite-3.1-8b-instruct").read_text()).transformers_reading \
+        is None
+    # a template that fails in both readings keeps the C++'s empty analysis (strict: the C++'s error)
+    broken = "{{ raise_exception('no') }}"
+    assert analyze_template(broken).transformers_reading is None
+    with pytest.raises(TemplateError, match="fails on every analysis conversation"):
+        analyze_template(broken, strict=True)
+
+
+def test_corpus_templates_only_transformers_renders() -> None:
+    # vLLM's Mistral template (`selectattr("tool_calls", "undefined")`, no conversation renders in the C++):
+    # `[TOOL_CALLS] [{"name", "arguments", "id"}]`, ids of 9 characters
+    entry = CORPUS.by_name("vllm__tool_chat_template_mistral")
+    assert analyze_template(entry.read_text()).transformers_reading is not None
+    peg_tester(entry.path).test(
+        '[TOOL_CALLS] [{"name": "get_weather", "arguments": {"city": "Paris"}, "id": "abcdefghi"}]').tools(
+        TOOLS).expect({"tool_calls": [{"name": "get_weather", "arguments": '{"city": "Paris"}', "id": "abcdefghi"}]})
+
+
+@pytest.mark.parametrize("name", ["vllm__tool_chat_template_llama3.2_json", "axolotl__llama3_2_vision"])
+def test_a_template_whose_calls_only_transformers_renders(name: str) -> None:
+    """Llama 3.2's templates loop over each message's content to find images (`for content in
+    message['content']`), which llama.cpp's jinja refuses for a string: every probe with string content fails,
+    so the C++ finds no calls (its record keeps it so). Rendered as transformers renders them, they write a call
+    as a bare JSON object, `{"name": ..., "parameters": {...}}`."""
+    entry = CORPUS.by_name(name)
+    analysis = analyze_template(entry.read_text())
+    assert not analysis.caps.supports_tool_calls and analysis.tools.format.mode.value == "NONE"
+    reading = analysis.transformers_reading
+    assert reading is not None and reading.tools.format.args_field == "parameters"
+    peg_tester(entry.path).test('{"name": "get_weather", "parameters": {"city": "Paris"}}').tools(TOOLS).expect(
+        {"tool_calls": [{"name": "get_weather", "arguments": '{"city": "Paris"}'}]})

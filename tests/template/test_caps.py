@@ -125,6 +125,19 @@ def test_typed_content_and_tools_detected() -> None:
     assert not caps.supports_preserve_reasoning
 
 
+@pytest.mark.parametrize(("loop", "object_arguments"), [
+    ("{% for k, v in tc.function.arguments.items() %}{{ k }}={{ v }}{% endfor %}", True),
+    ("{% for v in tc.function.arguments.values() %}{{ v }}{% endfor %}", True),
+    # keys alone never read the value
+    ("{% for k in tc.function.arguments %}{{ k }}{% endfor %}", False),
+])
+def test_a_loop_variable_printed_marks_the_argument_used(loop: str, object_arguments: bool) -> None:
+    # The C++ engine marks a value used at every lookup of the name a loop binds it to (vLLM's functiongemma
+    # template prints its arguments this way; the C++ then finds object arguments, and so must we).
+    src = "{% for m in messages %}{% for tc in m.tool_calls or [] %}" + loop + "{% endfor %}{% endfor %}"
+    assert template_caps(src).supports_object_arguments is object_arguments
+
+
 def test_system_role_rejected_and_preserved_reasoning() -> None:
     src = (
         "{% for m in messages %}{% if m.role == 'system' %}{{ raise_exception('no system') }}{% endif %}"
