@@ -31,6 +31,8 @@ from autoparser.template.sandbox import time_budget
 
 __all__ = ["analyze_template", "collect_preserved_tokens"]
 
+_WS = " \t\n\v\f\r"
+
 
 def analyze_template(template: str | ChatTemplate, name: str = "<template>", *, strict: bool = False,
                      caps: TemplateCaps | None = None) -> TemplateAnalysis:
@@ -61,8 +63,9 @@ def _analyze(compiled: CppTemplate, source: str, strict: bool, caps: TemplateCap
     if caps is None:
         caps = template_caps(compiled)
     analysis, r = _analyze_rendered(compiled, caps)
-    reading = _transformers_reading(compiled, source, r) \
-        if not r.rendered_any or (not caps.supports_tool_calls and "tool_calls" in source) else None
+    beyond = not r.rendered_any or (not caps.supports_tool_calls and "tool_calls" in source) \
+        or (analysis.call_form is None and _holds_needles(analysis.tools))
+    reading = _transformers_reading(compiled, source, r) if beyond else None
     if strict and not r.rendered_any and reading is None:
         # Not one conversation rendered: every field would be a meaningless default.
         name = compiled.name or "<template>"
@@ -73,19 +76,22 @@ def _analyze(compiled: CppTemplate, source: str, strict: bool, caps: TemplateCap
 
 def _transformers_reading(compiled: CppTemplate, source: str, r: DiffRenderer) -> TemplateAnalysis | None:
     """Beyond the C++, for a template of which llama.cpp's jinja renders no conversation (the C++ gives up: an
-    empty analysis) or no call although the template reads `tool_calls`: where that jinja refuses what jinja2
-    renders (an unknown test, a filter on an object, a string iterated), transformers may render the template,
-    calls included. The analysis of the template as transformers renders it, where it renders at all (C++:
-    nothing) or finds the calls (C++: none); else None, also where it fails (the C++ reading stands)."""
+    empty analysis), no call although the template reads `tool_calls`, or calls whose markers hold the
+    analysis' own argument names: where that jinja refuses what jinja2 renders (an unknown test, a filter on an
+    object, a string iterated), or the C++ passes objects where requests give JSON text, transformers may
+    render the template, calls included. The analysis of the template as transformers renders it, where it
+    renders at all (C++: nothing) or finds calls it can read (C++: none); else None, also where it fails (the
+    C++ reading stands)."""
     try:
         with transformers_reading():
             beyond_caps = template_caps(compiled)
             if r.rendered_any and not beyond_caps.supports_tool_calls:
                 return None
-            beyond, br = _analyze_rendered(compiled, beyond_caps)
-    except AnalysisError:
-        return None
-    found = beyond.tools.format.mode is not ToolFormat.NONE or beyond.call_form is not None
+            beyond, br = _analyze_rendered(compiled, beyond_caps, requests_arguments=True)
+    except (AnalysisError, ValueError, TypeError, KeyError, IndexError, AttributeError):
+        return None  # (what fails the whole analysis elsewhere fails only this reading here)
+    found = (beyond.tools.format.mode is not ToolFormat.NONE and not _holds_needles(beyond.tools)) \
+        or beyond.call_form is not None
     return _finished(source, beyond) if found or (br.rendered_any and not r.rendered_any) else None
 
 
@@ -95,15 +101,16 @@ def _finished(source: str, analysis: TemplateAnalysis) -> TemplateAnalysis:
     return apply_workarounds(source, analysis)
 
 
-def _analyze_rendered(compiled: CppTemplate, caps: TemplateCaps) -> tuple[TemplateAnalysis, DiffRenderer]:
+def _analyze_rendered(compiled: CppTemplate, caps: TemplateCaps, *,
+                      requests_arguments: bool = False) -> tuple[TemplateAnalysis, DiffRenderer]:
     """The analysis phases on one reading of the template (before preserved tokens and workarounds), and the
-    renderer they rendered with."""
+    renderer they rendered with (`requests_arguments`: see `_tools_phase`)."""
     r = DiffRenderer(compiled, caps)
     reasoning = analyze_reasoning(r, caps.supports_tool_calls)
     content = analyze_content(r, reasoning)
     tools, tools_r = ToolsAnalysis(), r
     if caps.supports_tool_calls:
-        tools, tools_r = _tools_phase(compiled, caps, r, reasoning)
+        tools, tools_r = _tools_phase(compiled, caps, r, reasoning, requests_arguments)
     call_form = derive_call_form(tools_r, reasoning) if caps.supports_tool_calls else None
     analysis = TemplateAnalysis(caps=caps, reasoning=reasoning, content=content, tools=tools, call_form=call_form,
                                 string_arguments=tools_r.string_arguments,
@@ -112,20 +119,48 @@ def _analyze_rendered(compiled: CppTemplate, caps: TemplateCaps) -> tuple[Templa
     return analysis, r
 
 
-def _tools_phase(compiled: CppTemplate, caps: TemplateCaps, r: DiffRenderer,
-                 reasoning: ReasoningAnalysis) -> tuple[ToolsAnalysis, DiffRenderer]:
+def _tools_phase(compiled: CppTemplate, caps: TemplateCaps, r: DiffRenderer, reasoning: ReasoningAnalysis,
+                 requests_arguments: bool = False) -> tuple[ToolsAnalysis, DiffRenderer]:
     """The tool phase as the C++ runs it (calls with object arguments); where that fails (a template that
     prints its arguments as they come renders an object as a Python dict, or as nothing), once more with the
-    arguments as JSON strings, as requests give them. The renderer the tools were found with comes back with
-    them."""
+    arguments as JSON strings, as requests give them. With `requests_arguments` (the transformers reading),
+    also where the object rendering gives markers that hold the analysis' own argument names (an object
+    printed as a Python dict, `{'AA_ARG_FST_AA': 'XXXX'}`, read as tags): the C++ keeps those, transformers
+    renders the JSON text requests give. The renderer the tools were found with comes back with them."""
     try:
-        return analyze_tools(r, caps, reasoning), r
+        tools = analyze_tools(r, caps, reasoning)
     except AnalysisError as first:
         strings = DiffRenderer(compiled, caps, string_arguments=True)
         try:
             return analyze_tools(strings, caps, reasoning), strings
         except AnalysisError:
             raise first from None  # (the C++'s error: the object rendering is the one it reports)
+    if requests_arguments and _holds_needles(tools):
+        strings = DiffRenderer(compiled, caps, string_arguments=True)
+        try:
+            by_strings = analyze_tools(strings, caps, reasoning)
+        except AnalysisError:
+            return tools, r
+        if _reads_json_text(by_strings):
+            return by_strings, strings
+    return tools, r
+
+
+def _reads_json_text(tools: ToolsAnalysis) -> bool:
+    """Whether the string rendering's tools read the arguments' JSON text printed as it comes: calls as JSON, or a
+    marked name before JSON arguments (without a marker before the name, any text would be a call)."""
+    fmt = tools.format
+    if fmt.mode is ToolFormat.JSON_NATIVE:
+        return True
+    opener = fmt.section_start + fmt.per_call_start + tools.function.name_prefix
+    return fmt.mode is ToolFormat.TAG_WITH_JSON and bool(opener.strip(_WS)) and not _holds_needles(tools)
+
+
+def _holds_needles(tools: ToolsAnalysis) -> bool:
+    """Whether the tool markers hold the analysis' own argument names: the template printed the calls in a way
+    the tag reading takes apart wrongly (a Python call or dict), and no parser made from them reads a call."""
+    markers = (*dataclasses.astuple(tools.function), *dataclasses.astuple(tools.arguments))
+    return any(isinstance(m, str) and (fx.ARG_FIRST in m or fx.ARG_SECOND in m) for m in markers)
 
 
 def collect_preserved_tokens(a: TemplateAnalysis) -> tuple[str, ...]:

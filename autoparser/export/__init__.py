@@ -257,8 +257,10 @@ def _tagged(t: ToolsAnalysis, content: dict[str, Any]) -> dict[str, Any]:
     call_id = _seq(_lit(cid.prefix), r".*?", _lit(cid.suffix)) if cid.prefix.strip(_WS) else ""
     before = call_id if cid.pos is CallIdPosition.PRE_FUNC_NAME else ""
     between = call_id if cid.pos is CallIdPosition.BETWEEN_FUNC_AND_ARGS else ""
-    open_ = _seq(section, per_call, before, _lit(fn.name_prefix)) + _NAME + _seq(
-        "", _lit(fn.name_suffix), between, _lit(fn.args_separator), _lit(t.arguments.start))
+    # (the whitespace `_lit` strips from the name's suffix is whitespace the model may write: `NAME\n```json`)
+    after_name = r"\s*" if fn.name_suffix[:1] in tuple(_WS) else ""
+    open_ = _seq(section, per_call, before, _lit(fn.name_prefix)) + _NAME + after_name + _seq(
+        _lit(fn.name_suffix), between, _lit(fn.args_separator), _lit(t.arguments.start))
     closers = [c.strip(_WS) for c in (t.arguments.end, fn.close, fmt.per_call_end) if c.strip(_WS)]
     if closers:
         close = _seq(*map(re.escape, closers))

@@ -8,6 +8,7 @@ grammar engine (trigger and acceptance).
 
 from __future__ import annotations
 
+import json
 import re
 from pathlib import Path
 from typing import Any
@@ -287,4 +288,40 @@ def test_a_template_whose_calls_only_transformers_renders(name: str) -> None:
     reading = analysis.transformers_reading
     assert reading is not None and reading.tools.format.args_field == "parameters"
     peg_tester(entry.path).test('{"name": "get_weather", "parameters": {"city": "Paris"}}').tools(TOOLS).expect(
+        {"tool_calls": [{"name": "get_weather", "arguments": '{"city": "Paris"}'}]})
+
+
+# Concatenates a call's arguments as they come (as DeepSeek R1's template does): llama.cpp passes objects (its
+# probe sees them read), which `+` turns into a Python dict; requests give the JSON text, printed as it is.
+_ARGS_AS_THEY_COME = (
+    "{%- for m in messages %}{%- if m.role == 'user' %}<|user|>{{ m.content }}{%- elif m.tool_calls %}<|calls|>"
+    "{%- for tc in m.tool_calls %}{{ '<|call|>' + tc.function.name + '\\n```json\\n' + tc.function.arguments"
+    " + '\\n```<|end_call|>' }}{%- endfor %}<|end_calls|>{%- elif m.role == 'tool' %}<|result|>{{ m.content }}"
+    "{%- else %}<|assistant|>{{ m.content }}{%- endif %}{%- endfor %}"
+    "{%- if add_generation_prompt %}<|assistant|>{% endif %}"
+)
+
+
+def test_arguments_printed_as_they_come_are_read_as_requests_give_them() -> None:
+    """The C++ record keeps the tags its Python-dict rendering gives (markers holding its own argument names:
+    no parser reads a call); the transformers reading renders the arguments' JSON text and reads a marked name
+    before JSON arguments, which is what the parser is made from."""
+    analysis = analyze_template(_ARGS_AS_THEY_COME)
+    assert "AA_ARG_FST_AA" in json.dumps(analysis.tools.to_dict())  # the C++'s reading
+    reading = analysis.transformers_reading
+    assert reading is not None and reading.string_arguments
+    assert reading.tools.format.mode.value == "TAG_WITH_JSON" and "<|call|>" in (
+        reading.tools.format.per_call_start + reading.tools.function.name_prefix)
+    peg_tester("args-as-they-come", source=_ARGS_AS_THEY_COME).test(
+        '<|calls|><|call|>get_weather\n```json\n{"city": "Paris"}\n```<|end_call|><|end_calls|>').tools(TOOLS).expect(
+        {"tool_calls": [{"name": "get_weather", "arguments": '{"city": "Paris"}'}]})
+
+
+def test_deepseek_r1_calls_are_read_as_requests_give_them() -> None:
+    # DeepSeek R1's template prints `tool['function']['arguments']` as it comes, inside ```json fences
+    entry = CORPUS.by_name("unsloth__r1-1776")
+    assert analyze_template(entry.read_text()).transformers_reading is not None
+    output = ("<｜tool▁calls▁begin｜><｜tool▁call▁begin｜>function<｜tool▁sep｜>get_weather\n```json\n"
+              '{"city": "Paris"}\n```<｜tool▁call▁end｜><｜tool▁calls▁end｜>')
+    peg_tester(entry.path).test(output).tools(TOOLS).expect(
         {"tool_calls": [{"name": "get_weather", "arguments": '{"city": "Paris"}'}]})
