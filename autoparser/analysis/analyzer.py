@@ -11,7 +11,7 @@ import dataclasses
 
 from autoparser.analysis import fixtures as fx
 from autoparser.analysis.content import analyze_content
-from autoparser.analysis.forms import derive_call_form
+from autoparser.analysis.forms import derive_call_form, retag_from_needles
 from autoparser.analysis.model import ReasoningAnalysis, TemplateAnalysis, ToolFormat, ToolsAnalysis
 from autoparser.analysis.reasoning import analyze_reasoning
 from autoparser.analysis.tools import analyze_tools
@@ -114,6 +114,7 @@ def _analyze_rendered(compiled: CppTemplate, caps: TemplateCaps, *,
     call_form = derive_call_form(tools_r, reasoning) if caps.supports_tool_calls else None
     analysis = TemplateAnalysis(caps=caps, reasoning=reasoning, content=content, tools=tools, call_form=call_form,
                                 string_arguments=tools_r.string_arguments,
+                                argument_separator=tools.arguments.separator if requests_arguments else "",
                                 assistant_start=_assistant_start(r, reasoning.start, reasoning.end),
                                 user_start=_user_start(r))
     return analysis, r
@@ -140,9 +141,13 @@ def _tools_phase(compiled: CppTemplate, caps: TemplateCaps, r: DiffRenderer, rea
         try:
             by_strings = analyze_tools(strings, caps, reasoning)
         except AnalysisError:
-            return tools, r
-        if _reads_json_text(by_strings):
+            by_strings = None
+        if by_strings is not None and _reads_json_text(by_strings):
             return by_strings, strings
+        # the arguments are printed tag by tag, in a way the C++'s reading takes apart wrongly
+        retagged = retag_from_needles(r, tools, reasoning) if tools.format.mode is ToolFormat.TAG_WITH_TAGGED else None
+        if retagged is not None and not _holds_needles(retagged):
+            return retagged, r
     return tools, r
 
 

@@ -12,6 +12,8 @@ FUN_FIRST = "FFF_FIRST_FUN_F"
 FUN_SECOND = "SSS_SECOND_FUN_S"
 ARG_FIRST = "AA_ARG_FST_AA"
 ARG_SECOND = "BB_ARG_SND_BB"
+VALUE_FIRST = "XXXX"
+VALUE_SECOND = "YYYY"
 USER_MSG = "U_USER_MSG Hello END_U"
 USER_MSG_TWO = "V_USER_MSG Hello END_V"
 ASSISTANT_MSG = "A_ASST_MSG I can help END_A"
@@ -48,15 +50,15 @@ def tool_call(name: str, args: dict[str, Any], call_id: str = CALL_ID_001) -> di
 
 
 def first_tool_call() -> dict[str, Any]:
-    return tool_call(FUN_FIRST, {ARG_FIRST: "XXXX", ARG_SECOND: "YYYY"})
+    return tool_call(FUN_FIRST, {ARG_FIRST: VALUE_FIRST, ARG_SECOND: VALUE_SECOND})
 
 
 def second_tool_call() -> dict[str, Any]:
-    return tool_call(FUN_SECOND, {ARG_FIRST: "XXXX", ARG_SECOND: "YYYY"}, CALL_ID_002)
+    return tool_call(FUN_SECOND, {ARG_FIRST: VALUE_FIRST, ARG_SECOND: VALUE_SECOND}, CALL_ID_002)
 
 
 def first_tool_call_alt_id() -> dict[str, Any]:
-    return tool_call(FUN_FIRST, {ARG_FIRST: "XXXX", ARG_SECOND: "YYYY"}, CALL_ID_999)
+    return tool_call(FUN_FIRST, {ARG_FIRST: VALUE_FIRST, ARG_SECOND: VALUE_SECOND}, CALL_ID_999)
 
 
 def first_tool_call_zero_args() -> dict[str, Any]:
@@ -64,15 +66,15 @@ def first_tool_call_zero_args() -> dict[str, Any]:
 
 
 def first_tool_call_one_arg() -> dict[str, Any]:
-    return tool_call(FUN_FIRST, {ARG_FIRST: "XXXX"})
+    return tool_call(FUN_FIRST, {ARG_FIRST: VALUE_FIRST})
 
 
 def first_tool_call_one_arg_other_val() -> dict[str, Any]:
-    return tool_call(FUN_FIRST, {ARG_FIRST: "YYYY"})
+    return tool_call(FUN_FIRST, {ARG_FIRST: VALUE_SECOND})
 
 
 def first_tool_call_other_arg() -> dict[str, Any]:
-    return tool_call(FUN_FIRST, {ARG_SECOND: "YYYY"})
+    return tool_call(FUN_FIRST, {ARG_SECOND: VALUE_SECOND})
 
 
 def user_msg() -> Message:

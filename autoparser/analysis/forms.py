@@ -11,13 +11,21 @@ C++ would write it) and the generator builds the parser from that instead.
 from __future__ import annotations
 
 import re
+from dataclasses import replace
 
 from autoparser.analysis import fixtures as fx
-from autoparser.analysis.model import CallForm, CallSyntax, ReasoningAnalysis
+from autoparser.analysis.model import (
+    ArgumentsAnalysis,
+    CallForm,
+    CallSyntax,
+    FunctionAnalysis,
+    ReasoningAnalysis,
+    ToolsAnalysis,
+)
 from autoparser.analysis.tools import calls_rendered
 from autoparser.template.diff import DiffRenderer, trim_whitespace
 
-__all__ = ["derive_call_form"]
+__all__ = ["derive_call_form", "retag_from_needles"]
 
 _WS = " \t\n\v\f\r"
 # A rendered Python call of the first fixture function: its name, `(`, then a keyword argument of the fixture's
@@ -93,3 +101,64 @@ def _separator(r: DiffRenderer, list_wrapped: bool) -> str:
         return default
     between = two[end:second]
     return between if between.strip(_WS) in ("", ",") else default
+
+
+def retag_from_needles(r: DiffRenderer, tools: ToolsAnalysis, reasoning: ReasoningAnalysis) -> ToolsAnalysis | None:
+    """A tagged format read again where the C++'s tag reading leaves the analysis' own names in its markers
+    (`{AA_ARG_FST_AA:` as the name's suffix): from one call with two arguments, the text before the name, between
+    the name and the first argument's name, between a name and its value, between the two arguments, and after
+    the last value, split where the two-call rendering shows where a call ends. None where the rendering is not
+    `OPENER NAME suffix KEY sep VALUE ... close` with calls one after another, or where the split leaves a marker
+    empty that the parser needs (the opener, a value's end, a call's end)."""
+    one = calls_rendered(r, fx.first_tool_call())
+    two = calls_rendered(r, fx.first_tool_call(), fx.second_tool_call())
+    if one is None or two is None:
+        return None
+    at = _needles(one, (fx.FUN_FIRST, fx.ARG_FIRST, fx.VALUE_FIRST, fx.ARG_SECOND, fx.VALUE_SECOND))
+    if at is None:
+        return None
+    fun, a1, v1, a2, v2 = at
+    v1_end, v2_end = v1 + len(fx.VALUE_FIRST), v2 + len(fx.VALUE_SECOND)
+    opener = _without_reasoning(one[:fun], reasoning)
+    name_suffix = one[fun + len(fx.FUN_FIRST):a1]
+    key_suffix = one[a1 + len(fx.ARG_FIRST):v1]
+    between = one[v1_end:a2]  # a value's end + the separator (the next key has no opener of its own here)
+    tail = one[v2_end:]
+    if one[a2 + len(fx.ARG_SECOND):v2] != key_suffix:
+        return None
+    value_suffix = _common_prefix(between, tail)
+    separator = between[len(value_suffix):]
+    # the first call's close: up to where the second call opens
+    second = two.find(opener + fx.FUN_SECOND, len(one) - len(tail))
+    if second < 0:
+        return None
+    close = two[v2_end + len(value_suffix):second]
+    # (nothing may follow the last call that no call holds: a call ends where the next begins)
+    if tail != value_suffix + close or not value_suffix.strip(_WS) or not close.strip(_WS) or not opener.strip(_WS):
+        return None
+    # every call opens with the text before its name: the marker that wakes the grammar and wraps each call
+    return ToolsAnalysis(
+        format=replace(tools.format, section_start="", section_end="", per_call_start=opener, per_call_end=""),
+        function=FunctionAnalysis(name_suffix=name_suffix, close=close),
+        arguments=ArgumentsAnalysis(name_suffix=key_suffix, value_suffix=value_suffix, separator=separator),
+        call_id=tools.call_id)
+
+
+def _needles(text: str, needles: tuple[str, ...]) -> list[int] | None:
+    """Where each needle first occurs after the one before, or None."""
+    found, at = [], 0
+    for needle in needles:
+        i = text.find(needle, at)
+        if i < 0:
+            return None
+        found.append(i)
+        at = i + len(needle)
+    return found
+
+
+def _common_prefix(a: str, b: str) -> str:
+    """The longest text both begin with."""
+    n = 0
+    while n < min(len(a), len(b)) and a[n] == b[n]:
+        n += 1
+    return a[:n]

@@ -207,6 +207,10 @@ class TemplateAnalysis:
     string_arguments: bool = False
     """The tool phase rendered call arguments as JSON strings: with objects (as the C++ renders them) the
     template's call was not valid JSON, and the C++ gives up (not in `to_dict()`)."""
+    argument_separator: str = ""
+    """Beyond the C++: the text between two tagged arguments (`arguments.separator`), which llama.cpp's parser
+    does not read; set only in a transformers reading, where the generic path then joins arguments with it
+    (not in `to_dict()`)."""
     transformers_reading: TemplateAnalysis | None = None
     """Beyond the C++: the template analysed as transformers renders it (caps probed that way too), where
     llama.cpp's jinja renders no conversation of it or no call, and jinja2 renders them (template/cpp.py

@@ -117,19 +117,25 @@ class ChatBuilder(Relaxations):
         """`(start reasoning(until end) end)?`: an optional reasoning block between two markers."""
         return self.optional(start + self.reasoning(self.until(end)) + end)
 
-    def args_in_order(self, required: Sequence[P], optional: Sequence[P]) -> P:
+    def args_in_order(self, required: Sequence[P], optional: Sequence[P], separator: str = "") -> P:
         """`r1 space r2 ... (space (o1 | o2 | ...))*`: required arguments in schema order, then optional ones in
-        any order and number."""
+        any order and number; with a `separator`, it stands between two arguments (`r1 space "," space r2`)."""
+        def between() -> P:
+            return self.space() + separator + self.space() if separator else self.space()
+
         seq = self.eps()
         for i, arg in enumerate(required):
             if i > 0:
-                seq = seq + self.space()
+                seq = seq + between()
             seq = seq + arg
         if optional:
             any_optional = self.choice()
             for arg in optional:
                 any_optional |= arg
-            seq = seq + self.repeat(self.space() + any_optional, 0, -1)
+            if required or not separator:
+                seq = seq + self.repeat(between() + any_optional, 0, -1)
+            else:  # the first optional argument has no separator before it
+                seq = seq + self.optional(any_optional + self.repeat(between() + any_optional, 0, -1))
         return seq
 
     def args_any_order(self, args: Sequence[P]) -> P:

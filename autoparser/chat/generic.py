@@ -387,7 +387,7 @@ def _tagged_args(d: _Derived, f: Function, until_suffix: P) -> tuple[P, bool]:
         opener = p.tool_arg_open(a.name_prefix + p.tool_arg_name(p.literal(param.name)) + a.name_suffix)
         arg = p.rule(f"tool-{f.name}-arg-{param.name}", p.tool_arg(opener + a.value_prefix + value))
         (required if param.required else optional).append(arg)
-    return p.args_in_order(required, optional), bool(required)
+    return p.args_in_order(required, optional, d.a.argument_separator), bool(required)
 
 
 def _tagged_markers(d: _Derived) -> TaggedMarkers:

@@ -165,7 +165,7 @@ def _content(a: TemplateAnalysis) -> dict[str, Any]:
 
 # The analysis's own probe values: a marker that holds one is a misreading, no format to export.
 _NEEDLES = (fx.FUN_FIRST, fx.FUN_SECOND, fx.ARG_FIRST, fx.ARG_SECOND, fx.USER_MSG, fx.ASSISTANT_MSG,
-            fx.THINKING_CONTENT, "XXXX", "YYYY")
+            fx.THINKING_CONTENT, fx.VALUE_FIRST, fx.VALUE_SECOND)
 
 
 def _tool_calls(a: TemplateAnalysis) -> dict[str, Any]:

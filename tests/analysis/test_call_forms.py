@@ -325,3 +325,26 @@ def test_deepseek_r1_calls_are_read_as_requests_give_them() -> None:
               '{"city": "Paris"}\n```<｜tool▁call▁end｜><｜tool▁calls▁end｜>')
     peg_tester(entry.path).test(output).tools(TOOLS).expect(
         {"tool_calls": [{"name": "get_weather", "arguments": '{"city": "Paris"}'}]})
+
+
+def test_calls_the_tag_reading_takes_apart_wrongly_are_read_from_where_the_needles_sit() -> None:
+    """vLLM's FunctionGemma template writes `<start_function_call>call:NAME{KEY:<escape>VALUE<escape>,...}
+    <end_function_call>`, one call after another. llama.cpp's tag reading leaves its own names in the markers
+    (`{AA_ARG_FST_AA:` as the name's suffix) and parses no call; read again from where the name, the keys and
+    the values sit in one rendered call, the markers are the template's, and the arguments are joined by `,`."""
+    entry = CORPUS.by_name("vllm__tool_chat_template_functiongemma")
+    analysis = analyze_template(entry.read_text())
+    assert "AA_ARG_FST_AA" in analysis.tools.function.name_suffix  # the C++'s record
+    reading = analysis.transformers_reading
+    assert reading is not None and reading.argument_separator == ","
+    assert (reading.tools.format.per_call_start, reading.tools.function.name_suffix, reading.tools.arguments.name_suffix,
+            reading.tools.arguments.value_suffix, reading.tools.function.close) == (
+        "<start_function_call>call:", "{", ":<escape>", "<escape>", "}<end_function_call>")
+    search = {"type": "function", "function": {"name": "search", "parameters": {"type": "object", "properties": {
+        "query": {"type": "string"}, "max_results": {"type": "integer"}}, "required": ["query"]}}}
+    output = ("<start_function_call>call:get_weather{city:<escape>Paris<escape>}<end_function_call>"
+              "<start_function_call>call:search{query:<escape>llama.cpp<escape>,max_results:<escape>3<escape>}"
+              "<end_function_call>")
+    peg_tester(entry.path).test(output).tools([WEATHER, search]).parallel_tool_calls(True).expect(
+        {"tool_calls": [{"name": "get_weather", "arguments": '{"city": "Paris"}'},
+                        {"name": "search", "arguments": '{"query": "llama.cpp", "max_results": 3}'}]})
