@@ -1,8 +1,8 @@
 """`analyze_template`: the whole differential analysis of one chat template (C++ `autoparser::analyze_template`).
 
 Order: caps -> reasoning -> content -> tools -> assistant/user start markers -> preserved tokens -> workarounds;
-then, beyond the C++, the same on the template as transformers renders it, where llama.cpp's jinja renders none
-of it or no call (`TemplateAnalysis.transformers_reading`).
+then, beyond the C++, the same on the template as transformers renders a request, where llama.cpp renders none
+of it, no call, or calls its tag reading takes apart wrongly (`TemplateAnalysis.transformers_reading`).
 """
 
 from __future__ import annotations
@@ -127,7 +127,9 @@ def _tools_phase(compiled: CppTemplate, caps: TemplateCaps, r: DiffRenderer, rea
     arguments as JSON strings, as requests give them. With `requests_arguments` (the transformers reading),
     also where the object rendering gives markers that hold the analysis' own argument names (an object
     printed as a Python dict, `{'AA_ARG_FST_AA': 'XXXX'}`, read as tags): the C++ keeps those, transformers
-    renders the JSON text requests give. The renderer the tools were found with comes back with them."""
+    renders the JSON text requests give; or, where the calls are tagged after all, their markers read again
+    from where the needles sit (forms.retag_from_needles). The renderer the tools were found with comes back
+    with them."""
     try:
         tools = analyze_tools(r, caps, reasoning)
     except AnalysisError as first:

@@ -212,8 +212,9 @@ class TemplateAnalysis:
     does not read; set only in a transformers reading, where the generic path then joins arguments with it
     (not in `to_dict()`)."""
     transformers_reading: TemplateAnalysis | None = None
-    """Beyond the C++: the template analysed as transformers renders it (caps probed that way too), where
-    llama.cpp's jinja renders no conversation of it or no call, and jinja2 renders them (template/cpp.py
+    """Beyond the C++: the template analysed as transformers renders a request (caps probed that way too, the
+    arguments as their JSON text), where llama.cpp renders no conversation of it, no call, or calls its tag
+    reading takes apart wrongly, and this reading finds calls (analysis/analyzer.py, template/cpp.py
     `transformers_reading`). The record (`to_dict()`) stays the C++'s; parsers are made from `effective`."""
 
     @property

@@ -94,7 +94,8 @@ def transformers_reading() -> Iterator[None]:
     """Render as transformers does where the C++ engine fails the template: while the block runs, the C++'s
     refusals are off (`selectattr(a, b)` is attribute `a`, test `b`; every jinja2 filter applies to objects and
     strings; a string may be iterated), and the rest of the C++ flavour and the usage tracking stay. For
-    templates the C++ cannot render at all (analysis/analyzer.py: the analysis beyond the C++)."""
+    templates llama.cpp's jinja renders not at all, or without their calls (analysis/analyzer.py: the analysis
+    beyond the C++)."""
     token = _TRANSFORMERS_READING.set(True)
     try:
         yield
