@@ -61,6 +61,20 @@ def _renders(*formats: LlmChatTemplate) -> Callable[[_Render], _Render]:
     return register
 
 
+_Turn = tuple[str, str]  # what a format writes before and after a message's content
+
+
+def _by_role(chat: Messages, turns: Mapping[str, _Turn], other: _Turn | None = None) -> str:
+    """Each message between its role's markers; a role not in `turns` between `other`'s, or left out when
+    `other` is None. (Upstream writes these formats as one branch per role: here they are a table.)"""
+    out = []
+    for m in chat:
+        turn = turns.get(m.role, other)
+        if turn is not None:
+            out.append(turn[0] + m.content + turn[1])
+    return "".join(out)
+
+
 @_renders(T.CHATML)
 def _chatml(_: LlmChatTemplate, chat: Messages, add_ass: bool) -> str:
     out = "".join(f"<|im_start|>{m.role}\n{m.content}<|im_end|>\n" for m in chat)
@@ -207,28 +221,16 @@ def _openchat(_: LlmChatTemplate, chat: Messages, add_ass: bool) -> str:
 
 @_renders(T.VICUNA, T.VICUNA_ORCA)
 def _vicuna(fmt: LlmChatTemplate, chat: Messages, add_ass: bool) -> str:
-    out = []
-    for m in chat:
-        if m.role == "system":
-            out.append(f"SYSTEM: {m.content}\n" if fmt is T.VICUNA_ORCA else f"{m.content}\n\n")
-        elif m.role == "user":
-            out.append(f"USER: {m.content}\n")
-        elif m.role == "assistant":
-            out.append(f"ASSISTANT: {m.content}</s>\n")
-    return "".join(out) + ("ASSISTANT:" if add_ass else "")
+    system = ("SYSTEM: ", "\n") if fmt is T.VICUNA_ORCA else ("", "\n\n")
+    out = _by_role(chat, {"system": system, "user": ("USER: ", "\n"), "assistant": ("ASSISTANT: ", "</s>\n")})
+    return out + ("ASSISTANT:" if add_ass else "")
 
 
 @_renders(T.DEEPSEEK)
 def _deepseek(_: LlmChatTemplate, chat: Messages, add_ass: bool) -> str:
-    out = []
-    for m in chat:
-        if m.role == "system":
-            out.append(m.content)
-        elif m.role == "user":
-            out.append(f"### Instruction:\n{m.content}\n")
-        elif m.role == "assistant":
-            out.append(f"### Response:\n{m.content}\n<|EOT|>\n")
-    return "".join(out) + ("### Response:\n" if add_ass else "")
+    out = _by_role(chat, {"system": ("", ""), "user": ("### Instruction:\n", "\n"),
+                          "assistant": ("### Response:\n", "\n<|EOT|>\n")})
+    return out + ("### Response:\n" if add_ass else "")
 
 
 @_renders(T.COMMAND_R)
@@ -271,28 +273,16 @@ def _minicpm(_: LlmChatTemplate, chat: Messages, add_ass: bool) -> str:
 
 @_renders(T.DEEPSEEK_2)
 def _deepseek2(_: LlmChatTemplate, chat: Messages, add_ass: bool) -> str:
-    out = []
-    for m in chat:
-        if m.role == "system":
-            out.append(f"{m.content}\n\n")
-        elif m.role == "user":
-            out.append(f"User: {m.content}\n\n")
-        elif m.role == "assistant":
-            out.append(f"Assistant: {m.content}<｜end▁of▁sentence｜>")
-    return "".join(out) + ("Assistant:" if add_ass else "")
+    out = _by_role(chat, {"system": ("", "\n\n"), "user": ("User: ", "\n\n"),
+                          "assistant": ("Assistant: ", "<｜end▁of▁sentence｜>")})
+    return out + ("Assistant:" if add_ass else "")
 
 
 @_renders(T.DEEPSEEK_3)
 def _deepseek3(_: LlmChatTemplate, chat: Messages, add_ass: bool) -> str:
-    out = []
-    for m in chat:
-        if m.role == "system":
-            out.append(f"{m.content}\n\n")
-        elif m.role == "user":
-            out.append(f"<｜User｜>{m.content}")
-        elif m.role == "assistant":
-            out.append(f"<｜Assistant｜>{m.content}<｜end▁of▁sentence｜>")
-    return "".join(out) + ("<｜Assistant｜>" if add_ass else "")
+    out = _by_role(chat, {"system": ("", "\n\n"), "user": ("<｜User｜>", ""),
+                          "assistant": ("<｜Assistant｜>", "<｜end▁of▁sentence｜>")})
+    return out + ("<｜Assistant｜>" if add_ass else "")
 
 
 @_renders(T.DEEPSEEK_OCR)
@@ -382,8 +372,7 @@ def _megrez(_: LlmChatTemplate, chat: Messages, add_ass: bool) -> str:
 @_renders(T.YANDEX)
 def _yandex(_: LlmChatTemplate, chat: Messages, add_ass: bool) -> str:
     # "\n\n" is the model's end of turn; a system message has no place in this format and is dropped
-    names = {"user": " Пользователь: ", "assistant": " Ассистент: "}
-    out = "".join(f"{names[m.role]}{m.content}\n\n" for m in chat if m.role in names)
+    out = _by_role(chat, {"user": (" Пользователь: ", "\n\n"), "assistant": (" Ассистент: ", "\n\n")})
     return out + (" Ассистент:[SEP]" if add_ass else "")
 
 
@@ -415,43 +404,25 @@ def _llama4(_: LlmChatTemplate, chat: Messages, add_ass: bool) -> str:
 @_renders(T.SMOLVLM)
 def _smolvlm(_: LlmChatTemplate, chat: Messages, add_ass: bool) -> str:
     # <|im_start|> is SmolVLM's BOS, once; its turns are "User:"/"Assistant:" lines, not ChatML's
-    out = ["<|im_start|>"]
-    for m in chat:
-        if m.role == "system":
-            out.append(f"{m.content}\n\n")
-        elif m.role == "user":
-            out.append(f"User: {m.content}<end_of_utterance>\n")
-        else:
-            out.append(f"Assistant: {m.content}<end_of_utterance>\n")
-    return "".join(out) + ("Assistant:" if add_ass else "")
+    out = _by_role(chat, {"system": ("", "\n\n"), "user": ("User: ", "<end_of_utterance>\n")},
+                   other=("Assistant: ", "<end_of_utterance>\n"))
+    return "<|im_start|>" + out + ("Assistant:" if add_ass else "")
 
 
 @_renders(T.DOTS1)
 def _dots1(_: LlmChatTemplate, chat: Messages, add_ass: bool) -> str:
     # dots.llm1.inst; any role but system and user is a response
-    out = []
-    for m in chat:
-        if m.role == "system":
-            out.append(f"<|system|>{m.content}<|endofsystem|>")
-        elif m.role == "user":
-            out.append(f"<|userprompt|>{m.content}<|endofuserprompt|>")
-        else:
-            out.append(f"<|response|>{m.content}<|endofresponse|>")
-    return "".join(out) + ("<|response|>" if add_ass else "")
+    out = _by_role(chat, {"system": ("<|system|>", "<|endofsystem|>"),
+                          "user": ("<|userprompt|>", "<|endofuserprompt|>")},
+                   other=("<|response|>", "<|endofresponse|>"))
+    return out + ("<|response|>" if add_ass else "")
 
 
 @_renders(T.HUNYUAN_MOE)
 def _hunyuan_moe(_: LlmChatTemplate, chat: Messages, add_ass: bool) -> str:
     # tencent/Hunyuan-A13B-Instruct; any role but system and assistant is a user turn
-    out = []
-    for m in chat:
-        if m.role == "system":
-            out.append(f"<|startoftext|>{m.content}<|extra_4|>")
-        elif m.role == "assistant":
-            out.append(f"{m.content}<|eos|>")
-        else:
-            out.append(f"<|startoftext|>{m.content}<|extra_0|>")
-    return "".join(out)
+    return _by_role(chat, {"system": ("<|startoftext|>", "<|extra_4|>"), "assistant": ("", "<|eos|>")},
+                    other=("<|startoftext|>", "<|extra_0|>"))
 
 
 @_renders(T.OPENAI_MOE)
@@ -495,9 +466,11 @@ def _hunyuan_vl(_: LlmChatTemplate, chat: Messages, add_ass: bool) -> str:
 def _kimi_k2(_: LlmChatTemplate, chat: Messages, add_ass: bool) -> str:
     # moonshotai/Kimi-K2-Instruct; a tool result is a system-tagged turn named "tool". An unknown role gets no
     # header but its content and <|im_end|> are still written, as upstream does.
-    headers = {"system": "<|im_system|>system<|im_middle|>", "user": "<|im_user|>user<|im_middle|>",
-               "assistant": "<|im_assistant|>assistant<|im_middle|>", "tool": "<|im_system|>tool<|im_middle|>"}
-    out = "".join(f"{headers.get(m.role, '')}{m.content}<|im_end|>" for m in chat)
+    end = "<|im_end|>"
+    out = _by_role(chat, {"system": ("<|im_system|>system<|im_middle|>", end),
+                          "user": ("<|im_user|>user<|im_middle|>", end),
+                          "assistant": ("<|im_assistant|>assistant<|im_middle|>", end),
+                          "tool": ("<|im_system|>tool<|im_middle|>", end)}, other=("", end))
     return out + ("<|im_assistant|>assistant<|im_middle|>" if add_ass else "")
 
 
