@@ -35,7 +35,14 @@ from autoparser.corpus.artefacts import (
 )
 from autoparser.corpus.fetcher import HubFetcher
 from autoparser.corpus.manifest import atomic_write_bytes
-from autoparser.corpus.refresh import ChangeReport, CorpusUpdater, read_snapshot_folder, refresh, snapshot_folder
+from autoparser.corpus.refresh import (
+    ChangeReport,
+    CorpusUpdater,
+    read_snapshot_folder,
+    refresh,
+    snapshot_folder,
+    write_report,
+)
 from autoparser.corpus.workers import map_templates
 from autoparser.errors import AutoparserError
 from autoparser.template.sandbox import time_budget
@@ -344,11 +351,7 @@ class NightlyReport:
         return text
 
     def write(self, out_dir: Path) -> tuple[Path, Path]:
-        out_dir.mkdir(parents=True, exist_ok=True)
-        jp, mp = out_dir / NIGHTLY_JSON, out_dir / NIGHTLY_MD
-        atomic_write_bytes(jp, (json.dumps(self.to_json(), indent=1, ensure_ascii=False) + "\n").encode())
-        atomic_write_bytes(mp, self.to_markdown().encode())
-        return jp, mp
+        return write_report(out_dir, (NIGHTLY_JSON, self.to_json()), (NIGHTLY_MD, self.to_markdown()))
 
 
 def _code(value: Any) -> str:

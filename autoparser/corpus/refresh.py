@@ -140,11 +140,16 @@ class ChangeReport:
         return "\n".join(out)
 
     def write(self, out_dir: Path) -> tuple[Path, Path]:
-        out_dir.mkdir(parents=True, exist_ok=True)
-        jp, mp = out_dir / REPORT_JSON, out_dir / REPORT_MD
-        atomic_write_bytes(jp, (json.dumps(self.to_json(), indent=1, ensure_ascii=False) + "\n").encode())
-        atomic_write_bytes(mp, self.to_markdown().encode())
-        return jp, mp
+        return write_report(out_dir, (REPORT_JSON, self.to_json()), (REPORT_MD, self.to_markdown()))
+
+
+def write_report(out_dir: Path, as_json: tuple[str, Any], as_markdown: tuple[str, str]) -> tuple[Path, Path]:
+    """A report as JSON and as Markdown in `out_dir` (made if missing), each file written atomically."""
+    out_dir.mkdir(parents=True, exist_ok=True)
+    jp, mp = out_dir / as_json[0], out_dir / as_markdown[0]
+    atomic_write_bytes(jp, (json.dumps(as_json[1], indent=1, ensure_ascii=False) + "\n").encode())
+    atomic_write_bytes(mp, as_markdown[1].encode())
+    return jp, mp
 
 
 class CorpusUpdater:
