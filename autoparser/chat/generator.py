@@ -68,6 +68,7 @@ def _format(source: str) -> FormatSpec:
     return derived_format(analysis.effective)
 
 
+@functools.lru_cache(maxsize=64)
 def _request_caps(source: str) -> TemplateCaps:
     """The capabilities a request is prepared with (the C++ workarounds they switch): the probed ones, or, where
     the parser comes from the template as transformers renders it (`TemplateAnalysis.transformers_reading`), the
