@@ -105,13 +105,7 @@ def our_request(source: str, params: Mapping[str, Any], outputs: Sequence[Mappin
         p = generate(source, params)
     except AutoparserError as e:
         return {"error": str(e)}
-    out: dict[str, Any] = {
-        "format": p.format.value, "prompt": p.prompt, "generation_prompt": p.generation_prompt,
-        "grammar": p.grammar, "grammar_lazy": p.grammar_lazy,
-        "grammar_triggers": [t.to_dict() for t in p.grammar_triggers],
-        "preserved_tokens": list(p.preserved_tokens), "additional_stops": list(p.additional_stops),
-        "thinking_start_tag": p.thinking_start_tag, "thinking_end_tags": list(p.thinking_end_tags),
-    }
+    out = p.to_dict()  # the REQUEST_FIELDS
     parsed: list[dict[str, Any]] = []
     for o in outputs:
         try:

@@ -80,10 +80,7 @@ def test_chat_case_grammar_and_params(case: dict[str, Any]) -> None:
     the C++'s for the case's request."""
     index = CASES.index(case)
     params = CHAT.params_or_xfail(index)
-    ours = {"format": params.format.value, "generation_prompt": params.generation_prompt, "grammar": params.grammar,
-            "grammar_lazy": params.grammar_lazy, "grammar_triggers": [t.to_dict() for t in params.grammar_triggers],
-            "preserved_tokens": list(params.preserved_tokens), "additional_stops": list(params.additional_stops),
-            "thinking_start_tag": params.thinking_start_tag, "thinking_end_tags": list(params.thinking_end_tags)}
+    ours = params.to_dict()
     differing = [f for f in _PARAMS_FIELDS if ours[f] != case["cpp"][f]]
     GRAMMAR_RATCHET.check(IDS[index], f"differs from the C++ in {', '.join(differing)}" if differing else None)
 
