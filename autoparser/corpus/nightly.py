@@ -38,6 +38,8 @@ from autoparser.corpus.manifest import atomic_write_bytes
 from autoparser.corpus.refresh import (
     ChangeReport,
     CorpusUpdater,
+    failed_table,
+    markdown_cell,
     read_snapshot_folder,
     refresh,
     snapshot_folder,
@@ -331,7 +333,7 @@ class NightlyReport:
                 rs, ts = s.get("reasoning", {}), s.get("tools", {})
                 reasoning = f"{rs.get('mode')} {_code(rs.get('start'))} … {_code(rs.get('end'))}" if rs else "—"
                 tools = f"{ts.get('mode')} {_code(ts.get('per_call_start') or ts.get('section_start'))}" \
-                    if ts else _cell(str(s.get("analysis_error", "—")))
+                    if ts else markdown_cell(str(s.get("analysis_error", "—")))
                 rt = ", ".join(f"{n} {k}" for k, n in (s.get("roundtrip") or {}).items()) or "—"
                 out.append(f"| `{t.name}` | {_origins(t)} | {s.get('handler')} | {s.get('format')} | {reasoning} |"
                            f" {tools} | {rt} |")
@@ -339,11 +341,7 @@ class NightlyReport:
         removed = [t for t in self.templates if t.kind == "removed"]
         if removed:
             out += ["## Removed templates", ""] + [f"- `{t.name}` ({_origins(t)})" for t in removed] + [""]
-        if r.failed:
-            out += ["## Failed", "", "| repo | file | kind | message |", "|---|---|---|---|"]
-            for f in r.failed:
-                out.append(f"| {f['repo_id']} | {f['file'] or ''} | {f['kind']} | {_cell(str(f['message']))} |")
-            out.append("")
+        out += failed_table(r.failed)
         text = "\n".join(out)
         if len(text) > MAX_MARKDOWN:  # a pull-request body has a size limit; the JSON report has everything
             cut = text.rfind("\n", 0, MAX_MARKDOWN - 200)
@@ -361,10 +359,6 @@ def _code(value: Any) -> str:
     text = text.replace("|", "\\|")
     # a backtick in the value: a longer fence, padded (CommonMark code spans)
     return f"`` {text} ``" if "`" in text else f"`{text}`"
-
-
-def _cell(text: str) -> str:
-    return text.replace("|", "\\|").replace("\n", " ")
 
 
 def _origins(t: TemplateChange) -> str:

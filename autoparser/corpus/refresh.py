@@ -18,7 +18,7 @@ from __future__ import annotations
 import difflib
 import json
 import sys
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
@@ -131,16 +131,25 @@ class ChangeReport:
         if self.removed:
             out += ["## Removed", ""] + [f"- `{r['origin']}` (was `{r['old_name']}`)" for r in self.removed]
             out.append("")
-        if self.failed:
-            out += ["## Failed", "", "| repo | file | kind | message |", "|---|---|---|---|"]
-            for f in self.failed:
-                msg = str(f["message"]).replace("|", "\\|").replace("\n", " ")
-                out.append(f"| {f['repo_id']} | {f['file'] or ''} | {f['kind']} | {msg} |")
-            out.append("")
+        out += failed_table(self.failed)
         return "\n".join(out)
 
     def write(self, out_dir: Path) -> tuple[Path, Path]:
         return write_report(out_dir, (REPORT_JSON, self.to_json()), (REPORT_MD, self.to_markdown()))
+
+
+def markdown_cell(text: str) -> str:
+    """Text for one cell of a Markdown table: its pipes escaped, on one line."""
+    return text.replace("|", "\\|").replace("\n", " ")
+
+
+def failed_table(failed: Sequence[Mapping[str, Any]]) -> list[str]:
+    """The report section on the repos that could not be read (none: no section)."""
+    if not failed:
+        return []
+    rows = [f"| {f['repo_id']} | {f['file'] or ''} | {f['kind']} | {markdown_cell(str(f['message']))} |"
+            for f in failed]
+    return ["## Failed", "", "| repo | file | kind | message |", "|---|---|---|---|", *rows, ""]
 
 
 def write_report(out_dir: Path, as_json: tuple[str, Any], as_markdown: tuple[str, str]) -> tuple[Path, Path]:
