@@ -83,6 +83,9 @@ class ChatParams:
     tools: tuple[Mapping[str, Any], ...] = field(default=(), repr=False)
     handler: str = "autoparser"
     recovery: Recovery | None = field(default=None, repr=False, compare=False)
+    # The variables the prompt was rendered with: llama.cpp's (`common_chat_template_direct_apply`), or, for a
+    # request the template fails in those, the ones transformers passes (chat/spec.py `render`). Not in the C++.
+    template_context: str = "llama.cpp"
 
     @property
     def parser_json(self) -> str:
@@ -273,20 +276,21 @@ def _context(inputs: GenerationInputs, extra: Mapping[str, Any] | None) -> dict[
 
 def render_prompt(tmpl: ChatTemplate, inputs: GenerationInputs, *,
                   messages: Sequence[Mapping[str, Any]] | None = None,
-                  extra: Mapping[str, Any] | None = None) -> str:
-    """`common_chat_template_direct_apply(_impl)`: C++ context rules, empty bos/eos.
+                  extra: Mapping[str, Any] | None = None, cpp_context: bool = True) -> str:
+    """`common_chat_template_direct_apply(_impl)`: C++ context rules, empty bos/eos (with `cpp_context=False`,
+    the variables transformers passes instead: see template/render.py).
 
     Formats that rewrite the messages pass them as an override; `extra` adds context variables.
     """
     return tmpl.render(list(inputs.messages if messages is None else messages), tools=inputs.tools,
                        add_generation_prompt=inputs.add_generation_prompt, enable_thinking=inputs.enable_thinking,
-                       extra_context=_context(inputs, extra), now=inputs.now, cpp_context=True)
+                       extra_context=_context(inputs, extra), now=inputs.now, cpp_context=cpp_context)
 
 
 def generation_prompt(tmpl: ChatTemplate, inputs: GenerationInputs, *,
                       messages: Sequence[Mapping[str, Any]] | None = None,
-                      extra: Mapping[str, Any] | None = None) -> str:
+                      extra: Mapping[str, Any] | None = None, cpp_context: bool = True) -> str:
     """The suffix `add_generation_prompt` adds (continuation forced off), byte-prefix diff as in the C++."""
     return tmpl.generation_prompt(list(inputs.messages if messages is None else messages), tools=inputs.tools,
                                   enable_thinking=inputs.enable_thinking, extra_context=_context(inputs, extra),
-                                  now=inputs.now, cpp_context=True)
+                                  now=inputs.now, cpp_context=cpp_context)

@@ -30,6 +30,7 @@ from autoparser.chat.params import (
 from autoparser.chat.recover import Recovery
 from autoparser.chat.request import Continuation, ToolChoice, render_content
 from autoparser.chat.tools import functions
+from autoparser.errors import TemplateError
 from autoparser.gbnf.from_peg import arena_to_gbnf
 from autoparser.peg.builder import P
 from autoparser.template.render import ChatTemplate
@@ -69,6 +70,7 @@ class Rendered:
 
     prompt: str
     generation_prompt: str
+    context: str = "llama.cpp"  # the variables the template saw (see `render`)
 
 
 @dataclass(frozen=True)
@@ -257,10 +259,23 @@ def render(spec: FormatSpec, tmpl: ChatTemplate, inputs: GenerationInputs) -> Re
     """The prompt and the generation prompt of `inputs`, with the format's message and context overrides."""
     messages = spec.messages(inputs.messages) if spec.messages is not None else None
     extra = spec.context(inputs) if spec.context is not None else None
-    prompt = render_prompt(tmpl, inputs, messages=messages, extra=extra)
-    gp = spec.generation_prompt if spec.generation_prompt is not None else \
-        generation_prompt(tmpl, inputs, messages=messages, extra=extra)
-    rendered = Rendered(prompt, gp)
+
+    def rendered_in(cpp_context: bool) -> Rendered:
+        prompt = render_prompt(tmpl, inputs, messages=messages, extra=extra, cpp_context=cpp_context)
+        gp = spec.generation_prompt if spec.generation_prompt is not None else \
+            generation_prompt(tmpl, inputs, messages=messages, extra=extra, cpp_context=cpp_context)
+        return Rendered(prompt, gp, "llama.cpp" if cpp_context else "transformers")
+
+    try:
+        rendered = rendered_in(True)
+    except TemplateError as refused:
+        # llama.cpp gives up on this request: the template fails in its context, typically on `tools`, which it
+        # leaves undefined without tools where transformers passes None (`tools is none`, then `tools|tojson`).
+        # Rendered as transformers renders it; a template that fails there too raises the C++ context's error.
+        try:
+            rendered = rendered_in(False)
+        except TemplateError:
+            raise refused from None
     return spec.finish(rendered, inputs) if spec.finish is not None else rendered
 
 
@@ -303,4 +318,5 @@ def assemble(spec: FormatSpec, tmpl: ChatTemplate, inputs: GenerationInputs) -> 
         grammar_lazy=lazy, grammar_triggers=triggers, preserved_tokens=spec.preserved_tokens,
         additional_stops=spec.additional_stops, supports_thinking=spec.supports_thinking,
         thinking_start_tag=spec.thinking_start_tag, thinking_end_tags=spec.thinking_end_tags,
-        message_delimiters=spec.message_delimiters, handler=spec.name, recovery=recovery)
+        message_delimiters=spec.message_delimiters, handler=spec.name, recovery=recovery,
+        template_context=rendered.context)

@@ -101,7 +101,7 @@ def _reopened_turn(rendered: Rendered, inputs: GenerationInputs) -> Rendered:
     """After content and a tool call the template leaves the model turn closed; reopen it, or the model skips
     its reasoning channel."""
     if inputs.add_generation_prompt and rendered.prompt.endswith("<turn|>\n"):
-        return Rendered(rendered.prompt + TURN, TURN)
+        return replace(rendered, prompt=rendered.prompt + TURN, generation_prompt=TURN)
     return rendered
 
 
