@@ -28,19 +28,19 @@ class FieldGrowth:
     the message stays as it is.
     """
 
-    __slots__ = ("_escaped", "_plain", "_trailing_space", "call_index", "field")
+    __slots__ = ("_escaped", "_trailing_space", "call_index", "field", "plain")
 
     def __init__(self, field: str, *, call_index: int = -1, escaped: bool = False,
                  trailing_space: str = "") -> None:
         self.field = field
         self.call_index = call_index
         self._escaped = escaped
-        self._plain = field in ("content", "reasoning_content")  # appended as they are
+        self.plain = field in ("content", "reasoning_content")  # appended as they are
         self._trailing_space = trailing_space
 
     def added(self, piece: str) -> str:
         """What the field gains when the open node's text gains `piece` (which holds no undecodable bytes)."""
-        if self._plain:
+        if self.plain:
             return piece
         if self._escaped:
             # a string value: escaped character by character, so escaping the piece escapes the suffix

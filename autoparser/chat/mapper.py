@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import json
 import re
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from json.encoder import encode_basestring
 
 from autoparser.chat.builder import ChatBuilder
@@ -575,17 +575,27 @@ def without_open_calls(result: ParseResult) -> ParseResult:
     """`result` without the calls it is still inside (a partial `tool` node and all below it). The default
     parse shows a call whole or not at all: one found malformed later goes to content, and what a stream sent
     cannot be taken back."""
-    ast = result.ast
-    open_ids = {n.id for n in ast.walk(result.nodes) if n.tag == TOOL and n.is_partial}
+    # A node is partial only below partial nodes (NEED_MORE_INPUT unwinds through every rule above it): the
+    # open calls and the nodes holding them are found among those, not by walking the whole tree (a stream does
+    # this at every parse from the start).
+    all_nodes = result.ast.nodes
+    partial = [all_nodes[i] for i in result.nodes if all_nodes[i].is_partial]
+    open_ids: set[AstId] = set()
+    for n in partial:  # grows while it is read: depth first is not needed, every partial node is visited
+        if n.tag == TOOL:
+            open_ids.add(n.id)
+        partial.extend(all_nodes[c] for c in n.children if all_nodes[c].is_partial)
     if not open_ids:
         return result
-    nodes = list(ast.nodes)
-    for n in ast.walk(result.nodes):
-        if n.children and not open_ids.isdisjoint(n.children):
+    nodes = list(all_nodes)
+    for n in partial:
+        if not open_ids.isdisjoint(n.children):
             nodes[n.id] = n._replace(children=tuple(c for c in n.children if c not in open_ids))
     shown = Ast()
     shown.nodes = nodes
-    return replace(result, ast=shown, nodes=tuple(c for c in result.nodes if c not in open_ids))
+    # built field by field: dataclasses.replace costs as much as the rest of this
+    return ParseResult(result.type, result.start, result.end, tuple(c for c in result.nodes if c not in open_ids),
+                       result.invalid_utf8, shown, result.text, result.trace, result.observed)
 
 
 def output_parser(arena: Arena | None) -> Arena:

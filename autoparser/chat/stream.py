@@ -29,7 +29,7 @@ from autoparser.chat.tags import TOOL
 from autoparser.errors import ParseError
 from autoparser.peg import Arena, ParseResult
 from autoparser.peg.ast import AstId
-from autoparser.peg.resume import Resumption, ends_inside_marker, resumption
+from autoparser.peg.resume import Resumption, Stops, ends_inside_marker, resumption
 from autoparser.types import ChatFormat, ChatMessage, MessageDelta, ToolCall
 
 __all__ = ["StreamParser", "apply_deltas", "compute_deltas", "set_tool_call_ids", "string_diff"]
@@ -130,6 +130,9 @@ def set_tool_call_ids(msg: ChatMessage, ids_cache: list[str], gen_id: Callable[[
     return dataclasses.replace(msg, tool_calls=tuple(calls))
 
 
+# The fields whose growth is the piece itself, by the position of their text in MessageDelta (see feed)
+_PLAIN = {"content": 1, "reasoning_content": 2}
+
 # How much text may wait for the last resumable parse to extend over it (bounds the work of a retry).
 _MAX_UNCHECKED = 64
 
@@ -198,11 +201,19 @@ class StreamParser:
         # The message of `_resume`'s parse while `_unchecked` pieces were parsed from the start (and their
         # messages published); None when unknown (then extending over them maps the tree again)
         self._resume_message: ChatMessage | None = None
+        # The common step's scan (Resumption.stops), while the last piece only grew one field of a published
+        # message through `_resume`: a piece it finds nothing in does the same (see feed). `_fast_pieces`: how
+        # many of the last `_parts` `_resume` has not been extended over yet.
+        self._fast: Stops | None = None
+        self._fast_plain = 0  # with `_fast`: 1 when the field is the content, 2 the reasoning, else 0
+        self._fast_pieces = 0
         self._finished = False
         self.last_deltas: list[MessageDelta] = []
         self.full_parses = 0  # how often the output was parsed from the start (for benchmarks and tests)
 
     def _text(self) -> str:
+        if self._fast_pieces:  # before the pieces are joined
+            self._catch_up()
         if len(self._parts) > 1:
             self._parts = ["".join(self._parts)]
         return self._parts[0]
@@ -244,6 +255,29 @@ class StreamParser:
         if not piece:
             self.last_deltas = []
             return self.last_deltas
+        fast = self._fast
+        if fast is not None:
+            if fast(piece) is None:
+                # The common step: `_resume` surely extends over the piece and only `_growth`'s field grows by
+                # it, as in the branch below (`_resume` is extended over such pieces when next needed).
+                self._parts.append(piece)
+                self._fast_pieces += 1
+                plain = self._fast_plain
+                if plain:  # content or reasoning: the piece itself, the delta built here (the cost of a call)
+                    self._appended.append(piece)
+                    self.last_deltas = [MessageDelta("", piece) if plain == 1 else MessageDelta(piece)]
+                    return self.last_deltas
+                growth = self._growth
+                assert growth is not None  # set with `_fast`
+                added = growth.added(piece)
+                if added:
+                    self._appended.append(added)
+                    self.last_deltas = [growth.delta(added)]
+                else:
+                    self.last_deltas = []
+                return self.last_deltas
+            self._fast = None
+            self._catch_up()
         self._parts.append(piece)
         if self._tail is not None:
             return self._publish(self._unparsed(), normalized=True)
@@ -267,6 +301,8 @@ class StreamParser:
                     else:
                         self._appended.append(added)
                         self.last_deltas = [growth.delta(added)]
+                    self._fast = resume.stops
+                    self._fast_plain = _PLAIN.get(growth.field, 0) if growth.plain else 0
                     return self.last_deltas
                 self._unchecked, self._unchecked_len = [], 0
                 base, self._resume_message = self._resume_message, None
@@ -321,6 +357,14 @@ class StreamParser:
         else:
             self._hold(piece)
         return self._publish(message, normalized=True)
+
+    def _catch_up(self) -> None:
+        """Extend `_resume` over the pieces the fast path took (a check that passes: see Resumption.stops)."""
+        if self._fast_pieces:
+            taken = "".join(self._parts[-self._fast_pieces:])
+            self._fast_pieces = 0
+            extended = self._resume is not None and self._resume.extend(taken)
+            assert extended, "a piece without a stop character ended the resumed scan"
 
     def _map(self, result: ParseResult, spine: tuple[AstId, ...] | None = None) -> tuple[ChatMessage,
                                                                                           FieldGrowth | None]:
@@ -389,6 +433,8 @@ class StreamParser:
         """The end of the output: parse it as complete and return the final message."""
         if self._finished:
             return self.message
+        self._fast = None
+        self._catch_up()  # before the last piece joins `_parts`
         held, self._held = self._held, b""
         if isinstance(chunk, str):
             piece = utf_8_decode(held, "surrogateescape", True)[0] + chunk

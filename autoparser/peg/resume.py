@@ -53,7 +53,7 @@ from autoparser.peg.engine import (
 if TYPE_CHECKING:
     from autoparser.peg.arena import Arena
 
-__all__ = ["Resumption", "ends_inside_marker", "resumption"]
+__all__ = ["Resumption", "Stops", "ends_inside_marker", "resumption"]
 
 # check(window) -> whether a decision taken at the end of the checked text is taken the same way at the end of
 # the longer text. For a scan that ran into the end, `window` is the new text preceded by the last characters
@@ -61,6 +61,31 @@ __all__ = ["Resumption", "ends_inside_marker", "resumption"]
 # string body, which the checked text left at a token boundary); for a cut-off literal or delimiter, the text
 # from where it starts (shorter than it). So a check costs O(lookback + new text).
 Check = Callable[[str], bool]
+
+
+# stops(text) -> a match where `text` holds a character after which the check may answer otherwise, None when
+# the check of (seen + text) passes whatever `seen` is, once the check of the text before it passed: the one
+# C-level scan a streamed token needs in the common case (chat/stream.py's fast path).
+Stops = Callable[[str], re.Match[str] | None]
+
+# an undecodable byte (a surrogate escape) ends every scan
+_ESCAPED_BYTES = "\udc80-\udcff"
+
+
+@cache
+def until_stops(delimiters: tuple[str, ...]) -> Stops:
+    """For an `until` scan: a delimiter's first character. Once a check passed, no delimiter and no cut-off one
+    starts in the text it checked (a cut-off one would have failed it, a longer one cannot end before the
+    window does), so text without such a character starts none either."""
+    firsts = sorted({re.escape(d[0]) for d in delimiters if d})
+    return re.compile("[" + "".join(firsts) + _ESCAPED_BYTES + "]").search
+
+
+@cache
+def string_stops(delimiter: str) -> Stops:
+    """For a JSON string body: the delimiter, a backslash (an escape, maybe cut) or an undecodable byte; any
+    other character is a plain one the body takes."""
+    return re.compile("[" + re.escape(delimiter) + "\\\\" + _ESCAPED_BYTES + "]").search
 
 
 @cache
@@ -128,13 +153,15 @@ class _Watch:
     `keep` characters of that window for the next check (none, some, or `_ALL`). `string`: the decision is a
     JSON string body's scan running into the end (see Resumption.extend_before_cut_escape)."""
 
-    __slots__ = ("check", "keep", "seen", "string")
+    __slots__ = ("check", "keep", "seen", "stops", "string")
 
-    def __init__(self, check: Check, keep: int, seen: str, *, string: bool = False) -> None:
+    def __init__(self, check: Check, keep: int, seen: str, *, string: bool = False,
+                 stops: Stops | None = None) -> None:
         self.check = check
         self.keep = keep
         self.seen = seen
         self.string = string
+        self.stops = stops
 
 
 class Resumption:
@@ -142,12 +169,14 @@ class Resumption:
     the few characters the check of its end-of-input decision looks back at, so a check never needs the whole
     text. (`_JointResumption`: several such decisions.)"""
 
-    __slots__ = ("base", "check", "checked", "keep", "seen", "spine", "string")
+    __slots__ = ("base", "check", "checked", "keep", "seen", "spine", "stops", "string")
 
     def __init__(self, base: ParseResult, watch: _Watch, spine: tuple[AstId, ...]) -> None:
         self.base = base
         # the watch is unpacked into slots: extend() runs once per token
         self.check, self.keep, self.seen, self.string = watch.check, watch.keep, watch.seen, watch.string
+        # None, or the scan that tells a piece `extend` surely takes (see `Stops`): its search finds nothing
+        self.stops = watch.stops
         self.spine = spine  # the open (partial) AST nodes, outermost first
         self.checked = len(base.text)
 
@@ -207,6 +236,7 @@ class _JointResumption(Resumption):
         super().__init__(base, watches[0], spine)
         self.others = watches[1:]
         self.string = False  # a cut escape is taken apart only when the string scan is the one decision
+        self.stops = None
 
     def extend(self, piece: str) -> bool:
         if not piece:
@@ -263,7 +293,8 @@ def resumption(arena: Arena, result: ParseResult) -> Resumption | None:
             check, lookback = _until_check(node.delimiters)
         elif kind == OBS_STRING and isinstance(node, N.String):
             # no lookback: the checked text left the body at a token boundary
-            watches.append(_Watch(_string_check(node.delimiter), 0, "", string=True))
+            watches.append(_Watch(_string_check(node.delimiter), 0, "", string=True,
+                                  stops=string_stops(node.delimiter)))
             scans += 1
             continue
         elif kind == OBS_LITERAL and isinstance(node, N.Literal):
@@ -275,7 +306,8 @@ def resumption(arena: Arena, result: ParseResult) -> Resumption | None:
         else:
             return None
         # a scan: what precedes its start cannot be part of a delimiter that stops it
-        watches.append(_Watch(check, lookback, text[max(at, n - lookback):] if lookback else ""))
+        watches.append(_Watch(check, lookback, text[max(at, n - lookback):] if lookback else "",
+                              stops=until_stops(node.delimiters)))
         scans += 1
     if scans > 1 or has_escaped_bytes(text):
         return None

@@ -101,6 +101,27 @@ def test_long_outputs_are_mostly_resumed(case: dict[str, Any]) -> None:
         assert "".join(d.content_delta for d in deltas + stream.last_deltas) == final.content
 
 
+@pytest.mark.parametrize("case", BENCH, ids=[c["id"] for c in BENCH])
+def test_reading_the_stream_between_chunks_changes_nothing(case: dict[str, Any]) -> None:
+    """Most chunks take the fast path, which leaves the resumed parse behind until it is needed (StreamParser
+    `_fast`); reading the text or the message between chunks brings it up to date, and the deltas, the parses
+    from the start and the final message stay those of a stream nobody reads."""
+    params = generate(template_source(case["template"]),
+                      {"messages": case["messages"], "tools": case.get("tools") or [], "reasoning_format": "auto",
+                       "now": "2024-07-26"})
+    out = case["outputs"][0]
+    data = out.encode("utf-8")
+    quiet, read = params.stream(), params.stream()
+    for i in range(0, len(data), 4):
+        assert read.feed(data[i:i + 4]) == quiet.feed(data[i:i + 4])
+        if i % 12 == 0:
+            assert out.encode("utf-8", "surrogateescape").startswith(read.text.encode("utf-8", "surrogateescape"))
+            assert read.message.content == quiet.message.content
+    assert read.finish() == quiet.finish() == params.parse(out)
+    assert read.last_deltas == quiet.last_deltas
+    assert read.full_parses == quiet.full_parses
+
+
 def test_feed_after_finish_is_an_error() -> None:
     stream = StreamParser()
     stream.feed("hello")

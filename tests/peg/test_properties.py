@@ -600,15 +600,43 @@ def test_a_resumed_parse_is_the_parse_of_the_longer_text(case: tuple[Grammar, st
         j, held = i, 0  # checked up to j; the `held` characters after it are a cut escape, fed again
         while j + held < len(text):
             end = min(j + held + size, len(text))
+            # the stream's fast path takes a piece without a stop character as surely extending the parse
+            sure = resume.stops is not None and resume.stops(text[j:end]) is None
             if resume.extend(text[j:end]):
                 j, held = end, 0
             else:
+                assert not sure, (text[:j], text[j:end], arena)
                 cut = resume.extend_before_cut_escape(text[j:end])
                 if not cut:
                     break
                 j, held = end - cut, cut
             assert _fingerprint(resume.result(text[:j])) == \
                 _fingerprint(_outcome(arena, text[:end], lenient=True, parser=root)), (text[:i], text[i:end], arena)
+
+
+@SETTINGS
+@given(st.lists(st.text("<a/b", min_size=1, max_size=4), min_size=1, max_size=3), st.text("<a/bc\udc80", max_size=12),
+       st.lists(st.text("<a/bc\udc80", min_size=1, max_size=4), max_size=6))
+def test_a_piece_without_a_stop_character_extends_an_until_scan(delimiters: list[str], text: str,
+                                                                 pieces: list[str]) -> None:
+    """Resumption.stops for an `until` (the first characters of its delimiters, and undecodable bytes): once a
+    check passed, a piece holding none of them passes too, whatever the few characters before it hold (the
+    start of a delimiter that turned out to be none, `<a` for `<ab`, or a cut one that came before)."""
+    from autoparser.peg.resume import resumption
+
+    b = Builder()
+    arena = b.build(b.tag("c", b.until_one_of(delimiters)) + b.tag("r", b.rest()))
+    resume = resumption(arena, arena.parse(text, lenient=True))
+    if resume is None or resume.stops is None:
+        return
+    for piece in pieces:
+        sure = resume.stops(piece) is None
+        extended = resume.extend(piece)
+        assert extended or not sure, (delimiters, text, piece)
+        if not extended:
+            return
+        text += piece
+        assert _fingerprint(resume.result(text)) == _fingerprint(arena.parse(text, lenient=True))
 
 
 def test_text_ending_inside_a_json_escape_is_taken_up_to_the_escape() -> None:
