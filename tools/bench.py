@@ -153,9 +153,37 @@ class _NoStream:
         return None
 
 
+class _DeltaStream:
+    """The least a feed that sends each step's text can do: decode the bytes, scan them once for a character
+    that may begin a marker, return one delta (what StreamParser's fast path does on most steps)."""
+
+    def __init__(self) -> None:
+        import re
+        from codecs import utf_8_decode
+
+        from autoparser.types import MessageDelta
+
+        self._decode, self._delta, self._held = utf_8_decode, MessageDelta, b""
+        self._scan = re.compile("[<\udc80-\udcff]").search
+        self.parts: list[str] = []
+
+    def feed(self, chunk: bytes) -> list[object]:
+        if self._held:
+            chunk = self._held + chunk
+        piece, used = self._decode(chunk, "surrogateescape", False)
+        self._held = chunk[used:]
+        if self._scan(piece) is not None:
+            return []
+        self.parts.append(piece)
+        return [self._delta("", piece)]
+
+    def finish(self) -> None:
+        return None
+
+
 _PARSE_HEADER = ["input", "bytes", "steps", "full", "closures", "C++ full", "ours/C++", "streamed",
-                 "restarts", "re-parse/step", "C++ re-parse", "ours/C++", "loop floor", "own work/step",
-                 "default/strict"]
+                 "restarts", "re-parse/step", "C++ re-parse", "ours/C++", "loop floor", "delta floor",
+                 "own work/step", "streamed/(floor+full)", "at the delta floor", "default/strict"]
 
 
 def _c(seconds: float | None) -> str:
@@ -211,9 +239,9 @@ def bench_parse(cpp: str | None = None) -> list[str]:
                 stream.feed(data[i:i + 4])
             stream.finish()
 
-        def feed_loop(data: bytes = data) -> None:
+        def feed_loop(data: bytes = data, make: Callable[[], Any] = _NoStream) -> None:
             # the same loop feeding a stream that does nothing: what no feed() can cost less than
-            stream = _NoStream()
+            stream = make()
             for i in range(0, len(data), 4):
                 stream.feed(data[i:i + 4])
             stream.finish()
@@ -226,6 +254,7 @@ def bench_parse(cpp: str | None = None) -> list[str]:
         st = timeit(streamed, min_time=1, repeat=10)  # short samples: the best falls in a fast phase
         rp = timeit(reparsed, min_time=0.5, repeat=1)
         floor = timeit(feed_loop, min_time=0.5, repeat=10)
+        delta_floor = timeit(lambda: feed_loop(make=_DeltaStream), min_time=0.5, repeat=10)
         probe = params.stream()
         for i in range(0, len(data), 4):
             probe.feed(data[i:i + 4])
@@ -237,7 +266,8 @@ def bench_parse(cpp: str | None = None) -> list[str]:
             cpp_streamed = min(before[case["id"]][1], after[case["id"]][1])
         rows.append([case["id"], str(len(data)), str(steps), fmt(full), fmt(cold), _c(cpp_full),
                      _x(full, cpp_full), fmt(st), str(probe.full_parses), fmt(rp), _c(cpp_streamed),
-                     _x(rp, cpp_streamed), fmt(floor), f"{(st - floor) / steps * 1e6:.2f} µs",
+                     _x(rp, cpp_streamed), fmt(floor), fmt(delta_floor), f"{(st - floor) / steps * 1e6:.2f} µs",
+                     f"{st / (floor + full):.1f}x", f"{(delta_floor + full) / (floor + full):.1f}x",
                      f"{full / strict:.2f}x"])
     where = "the C++ measured on this machine in this run" if cpp else \
         "the C++ figures of ../shared/bench/README.md (another machine: only the order of magnitude compares)"
@@ -246,6 +276,9 @@ def bench_parse(cpp: str | None = None) -> list[str]:
             "streamed: ChatParams.stream() fed 4 bytes a step (restarts: parses from the start it needed);",
             "re-parse/step: the whole prefix parsed again after every step, as llama.cpp streams;",
             "loop floor: the same loop feeding a stream that does nothing; own work/step: (streamed - floor) / steps;",
+            "delta floor: the loop feeding a stream that only decodes, scans each step once and returns one delta;",
+            "streamed/(floor+full): issue 25's measure (target 3x); at the delta floor: what that measure would be for",
+            "a stream as cheap as the delta floor plus one full parse (the least any stream sending deltas costs);",
             "default/strict: the default parse of a well-formed output over llama.cpp's strict one."]
 
 
