@@ -133,12 +133,16 @@ def retag_from_needles(r: DiffRenderer, tools: ToolsAnalysis, reasoning: Reasoni
     if second < 0:
         return None
     close = two[v2_end + len(value_suffix):second]
-    # (nothing may follow the last call that no call holds: a call ends where the next begins)
-    if tail != value_suffix + close or not value_suffix.strip(_WS) or not close.strip(_WS) or not opener.strip(_WS):
+    # What follows the last call and no other (FunctionGemma's `<start_function_response>`, where the model
+    # hands over to the tool) ends the calls; a call itself ends where the next begins.
+    after = tail[len(value_suffix + close):]
+    if not tail.startswith(value_suffix + close) or not two.endswith(close + after) \
+            or not value_suffix.strip(_WS) or not close.strip(_WS) or not opener.strip(_WS):
         return None
     # every call opens with the text before its name: the marker that wakes the grammar and wraps each call
     return ToolsAnalysis(
-        format=replace(tools.format, section_start="", section_end="", per_call_start=opener, per_call_end=""),
+        format=replace(tools.format, section_start="", section_end=after.strip(_WS), per_call_start=opener,
+                       per_call_end=""),
         function=FunctionAnalysis(name_suffix=name_suffix, close=close),
         arguments=ArgumentsAnalysis(name_suffix=key_suffix, value_suffix=value_suffix, separator=separator),
         call_id=tools.call_id)

@@ -427,6 +427,10 @@ def _tag_with_tagged(d: _Derived) -> P:
         if fmt.section_start:
             calls = p.trigger_rule("tool-calls", p.call_opener(fmt.section_start) + p.space() + calls + p.space()
                                    + (p.literal(fmt.section_end) + p.space() if fmt.section_end else p.end()))
+        elif fmt.section_end:
+            # (only the calls read from where the needles sit have this: what the template writes after the last
+            # call, where the model hands over to the tool; a server may have stopped on it, so it may be absent)
+            calls = p.trigger_rule("tool-calls", calls + p.optional(p.literal(fmt.section_end) + p.space()))
     elif b.parallel:
         calls = p.trigger_rule("tool-call", p.opened(fmt.section_start, p.space()) + choice
                                + p.zero_or_more(", " + choice) + p.space() + fmt.section_end)

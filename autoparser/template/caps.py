@@ -15,7 +15,15 @@ import dataclasses
 from typing import Any
 
 from autoparser.errors import TemplateError
-from autoparser.template.cpp import CppTemplate, compile_cpp, recording, stats_of, track, tracked_variable
+from autoparser.template.cpp import (
+    CppTemplate,
+    compile_cpp,
+    in_transformers_reading,
+    recording,
+    stats_of,
+    track,
+    tracked_variable,
+)
 from autoparser.template.render import ChatTemplate
 from autoparser.template.sandbox import run_template, time_budget
 
@@ -69,7 +77,10 @@ def _tool_conversation(arguments: Any, calls: int) -> list[Any]:
     return [
         {"role": "user", "content": "User message"},
         {"role": "assistant", "content": "", "tool_calls": tool_calls},
-        {"role": "tool", "content": "Tool response", "tool_call_id": "call00001"},
+        # (transformers requests name the tool a result comes from, and some templates refuse one without:
+        # llama.cpp's probe has no name, the transformers reading's has)
+        {"role": "tool", "content": "Tool response", "tool_call_id": "call00001",
+         **({"name": "tool1"} if in_transformers_reading() else {})},
         {"role": "assistant", "content": "The tool response was 'tool response'"},
         {"role": "user", "content": "User message"},
     ]

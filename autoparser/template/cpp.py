@@ -103,6 +103,11 @@ def transformers_reading() -> Iterator[None]:
         _TRANSFORMERS_READING.reset(token)
 
 
+def in_transformers_reading() -> bool:
+    """Whether the template is being read as transformers renders it (`transformers_reading`)."""
+    return _TRANSFORMERS_READING.get()
+
+
 def stats_of(value: Any) -> Stats:
     """The stats of a tracked value (a fresh, empty record for anything else)."""
     if isinstance(value, (_TStr, _TList, _TDict)):

@@ -348,3 +348,23 @@ def test_calls_the_tag_reading_takes_apart_wrongly_are_read_from_where_the_needl
     peg_tester(entry.path).test(output).tools([WEATHER, search]).parallel_tool_calls(True).expect(
         {"tool_calls": [{"name": "get_weather", "arguments": '{"city": "Paris"}'},
                         {"name": "search", "arguments": '{"query": "llama.cpp", "max_results": 3}'}]})
+
+
+@pytest.mark.parametrize("name", ["unsloth__functiongemma-270m-it", "distil-labs__distil-home-assistant-functiongemma"])
+def test_a_template_refusing_a_tool_result_without_name_is_probed_with_one(name: str) -> None:
+    """These FunctionGemma templates raise on a tool result without `name` ("Invalid tool response: 'name' must
+    be provided."), which llama.cpp's probe conversation has: the C++ finds no tool support. transformers
+    requests carry the name, and so does the probe of the transformers reading. The template also writes
+    `<start_function_response>` after the last call (the model hands over to the tool there): it ends the
+    calls, and a server that stopped on it leaves it out."""
+    entry = CORPUS.by_name(name)
+    analysis = analyze_template(entry.read_text())
+    assert not analysis.caps.supports_tool_calls  # the C++'s record
+    reading = analysis.transformers_reading
+    assert reading is not None and reading.caps.supports_tool_calls
+    assert (reading.tools.format.per_call_start, reading.tools.format.section_end) == (
+        "<start_function_call>call:", "<start_function_response>")
+    call = "<start_function_call>call:get_weather{city:<escape>Paris<escape>}<end_function_call>"
+    for output in (call + "<start_function_response>", call):
+        peg_tester(entry.path).test(output).tools(TOOLS).expect(
+            {"tool_calls": [{"name": "get_weather", "arguments": '{"city": "Paris"}'}]})
