@@ -111,7 +111,9 @@ def _analyze_rendered(compiled: CppTemplate, caps: TemplateCaps, *,
     tools, tools_r = ToolsAnalysis(), r
     if caps.supports_tool_calls:
         tools, tools_r = _tools_phase(compiled, caps, r, reasoning, requests_arguments)
-    call_form = derive_call_form(tools_r, reasoning) if caps.supports_tool_calls else None
+    cpp_reads_calls = tools.format.mode is not ToolFormat.NONE and not _holds_needles(tools)
+    call_form = derive_call_form(tools_r, reasoning, cpp_reads_calls=cpp_reads_calls) \
+        if caps.supports_tool_calls else None
     analysis = TemplateAnalysis(caps=caps, reasoning=reasoning, content=content, tools=tools, call_form=call_form,
                                 string_arguments=tools_r.string_arguments,
                                 argument_separator=tools.arguments.separator if requests_arguments else "",

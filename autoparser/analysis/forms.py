@@ -20,6 +20,7 @@ from autoparser.analysis.model import (
     CallSyntax,
     FunctionAnalysis,
     ReasoningAnalysis,
+    StringValues,
     ToolsAnalysis,
 )
 from autoparser.analysis.tools import calls_rendered
@@ -29,17 +30,22 @@ __all__ = ["derive_call_form", "retag_from_needles"]
 
 _WS = " \t\n\v\f\r"
 # A rendered Python call of the first fixture function: its name, `(`, then a keyword argument of the fixture's
-# (the template may write the arguments in either order, and either quote style).
-_PY_CALL = re.compile(rf"{fx.FUN_FIRST}\(\s*(?:{fx.ARG_FIRST}|{fx.ARG_SECOND})\s*=\s*[\"']")
+# (the template may write the arguments in either order, and either quote style, or none: `city=Paris`).
+_PY_CALL = re.compile(rf"{fx.FUN_FIRST}\(\s*(?:{fx.ARG_FIRST}|{fx.ARG_SECOND})\s*=\s*(?P<quote>[\"']?)")
+# A string value holding both quotes: how the template writes it tells a Python literal from text printed as it is
+_QUOTES_VALUE = "Q\"U'Q"
 
 
-def derive_call_form(r: DiffRenderer, reasoning: ReasoningAnalysis) -> CallForm | None:
-    """The call form of a template whose assistant tool calls render as Python calls, else None."""
+def derive_call_form(r: DiffRenderer, reasoning: ReasoningAnalysis, *, cpp_reads_calls: bool = False) \
+        -> CallForm | None:
+    """The call form of a template whose assistant tool calls render as Python calls, else None. A call whose
+    string values stand unquoted (`city=Paris`) counts only where the C++ reading finds no call it can parse
+    (`cpp_reads_calls` false): such a call is also a tag reading's `NAME(KEY=VALUE)`."""
     one = calls_rendered(r, fx.first_tool_call())
     if one is None:
         return None
     m = _PY_CALL.search(one)
-    if m is None:
+    if m is None or (cpp_reads_calls and not m.group("quote")):
         return None
     end = _call_end(one, m.start())
     if end is None:
@@ -50,8 +56,22 @@ def derive_call_form(r: DiffRenderer, reasoning: ReasoningAnalysis) -> CallForm 
         before = before.rstrip(_WS)[:-1]
         after = after.lstrip(_WS)[1:]
     separator = _separator(r, list_open)
+    quote = m.group("quote")
     return CallForm(CallSyntax.PYTHONIC, section_start=trim_whitespace(before),
-                    section_end=trim_whitespace(after), list_wrapped=list_open, separator=separator)
+                    section_end=trim_whitespace(after), list_wrapped=list_open, separator=separator,
+                    strings=_string_values(r, quote), quote=quote or '"')
+
+
+def _string_values(r: DiffRenderer, quote: str) -> StringValues:
+    """How a string value is written: unquoted, or quoted and escaped as a Python literal, or quoted but printed
+    as it is (`'"' + value + '"'`), told by a value holding both quotes."""
+    if not quote:
+        return StringValues.BARE
+    call = fx.tool_call(fx.FUN_FIRST, {fx.ARG_FIRST: _QUOTES_VALUE, fx.ARG_SECOND: fx.VALUE_SECOND})
+    rendered = calls_rendered(r, call)
+    if rendered is not None and quote + _QUOTES_VALUE + quote in rendered:
+        return StringValues.UNESCAPED
+    return StringValues.LITERAL
 
 
 def _call_end(text: str, start: int) -> int | None:

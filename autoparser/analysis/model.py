@@ -23,6 +23,7 @@ __all__ = [
     "FunctionAnalysis",
     "ReasoningAnalysis",
     "ReasoningMode",
+    "StringValues",
     "TemplateAnalysis",
     "ToolFormat",
     "ToolFormatAnalysis",
@@ -172,6 +173,17 @@ class CallSyntax(enum.Enum):
     """`name(arg="value", n=1)`: Python keyword arguments, values as Python literals."""
 
 
+class StringValues(enum.Enum):
+    """How the template writes a string argument's value in a Python call."""
+
+    LITERAL = "LITERAL"
+    """As a Python literal: quoted, the quotes inside escaped (`city="Paris"`, `q='It\\'s'`)."""
+    BARE = "BARE"
+    """As it is, without quotes (`city=Paris`: `{{ key }}={{ value }}`)."""
+    UNESCAPED = "UNESCAPED"
+    """Between quotes, but as it is inside them (`city="say "hi""`: `'"' + value + '"'`)."""
+
+
 @dataclass(frozen=True)
 class CallForm:
     """A tool-call form derived beyond the C++ analysis: the calls' syntax and what the template writes around
@@ -185,10 +197,20 @@ class CallForm:
     """The calls are a list: `[call, call]`."""
     separator: str = ", "
     """What the template writes between two calls."""
+    strings: StringValues = StringValues.LITERAL
+    """How a string value is written (a value the template prints as it is ends where the next argument or the
+    call's end begins)."""
+    quote: str = '"'
+    """The quote around an UNESCAPED string value."""
 
     def to_dict(self) -> dict[str, Any]:
-        return {"syntax": self.syntax.value, "section_start": self.section_start, "section_end": self.section_end,
-                "list_wrapped": self.list_wrapped, "separator": self.separator}
+        out = {"syntax": self.syntax.value, "section_start": self.section_start, "section_end": self.section_end,
+               "list_wrapped": self.list_wrapped, "separator": self.separator}
+        if self.strings is not StringValues.LITERAL:  # (records of the forms read before stay as they were)
+            out["strings"] = self.strings.value
+            if self.strings is StringValues.UNESCAPED:
+                out["quote"] = self.quote
+        return out
 
 
 @dataclass(frozen=True)

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from autoparser.analysis.model import CallForm
+from autoparser.analysis.model import CallForm, StringValues
 from autoparser.chat.relax import Relaxations
 from autoparser.chat.tools import Parameter, functions
 from autoparser.peg import Arena, P
@@ -484,6 +484,8 @@ class ChatBuilder(Relaxations):
                     quoted = [self.literal(q) + (self._python_string_body(q) if python_escapes
                                                  else self.string_content(q)) + self.literal(q) for q in "\"'"]
                     string_value = self.tool_arg_value(self.choice(quoted))
+                    if form is not None and form.strings is not StringValues.LITERAL:
+                        string_value = self._printed_string(form, string_value, list(props), prop_name)
                     if is_string:
                         value = string_value
                     else:
@@ -518,6 +520,23 @@ class ChatBuilder(Relaxations):
             return ("[" + self.space() + choices + self.zero_or_more("," + self.space() + choices) + self.space()
                     + "]")
         return "[" + self.space() + choices + self.space() + "]"
+
+    def _printed_string(self, form: CallForm, literal: P, keys: list[str], key: str) -> P:
+        """A string value the template prints as it is (`CallForm.strings`): it ends where the next argument
+        (`, KEY=`) or the call's end (`)` and what the template writes after a call) begins; between quotes
+        (UNESCAPED), at a quote followed by one of those. A value in the other quote, or one the model quoted
+        though the template does not (BARE), is read as a Python literal (first where it is unquoted)."""
+        ends = [sep + k + "=" for k in keys if k != key for sep in (",", ", ")]
+        after_call = [form.separator.strip(" \t\n\v\f\r") or form.separator, form.section_end.strip(" \t\n\v\f\r")]
+        if form.list_wrapped:
+            after_call.append("]")
+        ends += [")" + a for a in dict.fromkeys(after_call) if a] or [")"]
+        if form.strings is StringValues.BARE:
+            return literal | self.tool_arg_string_value(self.until_one_of(ends))
+        q = form.quote
+        printed = self.literal(q) + self.tool_arg_string_value(self.until_one_of([q + e for e in ends])) \
+            + self.literal(q)
+        return printed | literal
 
     def _python_call_text(self) -> P:
         """Any `name(...)` with balanced brackets and closed quotes: a call the lenient parser cannot read."""

@@ -35,6 +35,7 @@ from autoparser.analysis.model import (
     CallIdPosition,
     ContentMode,
     ReasoningMode,
+    StringValues,
     TemplateAnalysis,
     ToolFormat,
     ToolsAnalysis,
@@ -171,12 +172,12 @@ _NEEDLES = (fx.FUN_FIRST, fx.FUN_SECOND, fx.ARG_FIRST, fx.ARG_SECOND, fx.USER_MS
 def _tool_calls(a: TemplateAnalysis) -> dict[str, Any]:
     if not a.caps.supports_tool_calls:
         return {}
+    if a.call_form is not None:  # (the C++'s tag reading of such calls holds the probe values: see forms.py)
+        return _pythonic(a.call_form)
     markers = json.dumps(a.tools.to_dict())
     if any(needle in markers for needle in _NEEDLES):
         raise ExportError("the analysis's tool markers hold its own probe values: it misread how the template "
                           "renders a call")
-    if a.call_form is not None:
-        return _pythonic(a.call_form)
     t = a.tools
     match t.format.mode:
         case ToolFormat.JSON_NATIVE:
@@ -193,6 +194,9 @@ def _pythonic(form: CallForm) -> dict[str, Any]:
     if not form.list_wrapped:
         raise ExportError("the calls are Python calls one per line, not a list: transformers' python-call-list "
                           "reads a list")
+    if form.strings is not StringValues.LITERAL:
+        raise ExportError("the template prints string values as they are, not as Python literals "
+                          f"({form.strings.value.lower()}): transformers' python-call-list reads literals")
     field: dict[str, Any] = {"content": "python-call-list", "transform": call_transform("{name}", "{arguments}"),
                              "transform_each": True}
     if form.section_start.strip(_WS):

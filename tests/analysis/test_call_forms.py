@@ -17,7 +17,7 @@ import pytest
 
 from autoparser import generate
 from autoparser.analysis.analyzer import analyze_template
-from autoparser.analysis.model import CallForm, CallSyntax, TemplateAnalysis
+from autoparser.analysis.model import CallForm, CallSyntax, StringValues, TemplateAnalysis
 from autoparser.corpus import Corpus
 from autoparser.errors import TemplateError
 from autoparser.testing.peg_tester import PegTestCase, peg_tester
@@ -109,6 +109,48 @@ def test_a_bare_list_wakes_the_lazy_grammar_at_the_calls_only(tmp_path: Path) ->
     assert m is not None and text[m.start(1):].startswith("[get_weather(")
     # prose in brackets is content, not a call
     _case(tmp_path, "a bare list", "See [the docs] and (this).").expect({"content": "See [the docs] and (this)."})
+
+
+# Templates that print a string value as it is: unquoted (`{{ k }}={{ v }}`, ToolACE, Llama 3.2 pythonic) or
+# between quotes without escaping it (`{{ k }}="{{ v }}"`, Llama 4 pythonic, LFM2.5-VL)
+_PRINTED = {
+    "unquoted": ("{{ k }}={{ v }}", StringValues.BARE),
+    "quoted but not escaped": ("{{ k }}=\"{{ v }}\"", StringValues.UNESCAPED),
+}
+
+
+def _printed_template(arg: str) -> str:
+    return ("{%- for m in messages %}<|im_start|>{{ m.role }}\n{%- if m.tool_calls %}["
+            "{%- for tc in m.tool_calls %}{{ tc.function.name }}("
+            "{%- for k, v in tc.function.arguments.items() %}" + arg + "{% if not loop.last %}, {% endif %}"
+            "{%- endfor %}){% if not loop.last %}, {% endif %}{% endfor %}]"
+            "{%- else %}{{ m.content }}{% endif %}<|im_end|>\n{% endfor %}"
+            "{%- if add_generation_prompt %}<|im_start|>assistant\n{% endif %}")
+
+
+@pytest.mark.parametrize("behaviour", _PRINTED)
+def test_string_values_printed_as_they_are_end_where_the_next_argument_or_the_call_does(behaviour: str) -> None:
+    """A value the template prints without quoting or escaping it (told by a value holding both quotes) is no
+    Python literal: it runs up to `, KEY=` of another argument or to the call's `)` and what follows a call
+    (`, ` before the next one, `]`). Quotes and newlines inside it are its own; other values stay literals."""
+    arg, strings = _PRINTED[behaviour]
+    source = _printed_template(arg)
+    form = analyze_template(source).call_form
+    assert form is not None and form.strings is strings
+    q = '"' if strings is StringValues.UNESCAPED else ""
+    output = f'[get_weather(city={q}Zürich "center"\nline2{q}, days=3), get_time()]'
+    peg_tester(behaviour, source=source).test(output).tools(TOOLS).parallel_tool_calls(True).expect(
+        {"tool_calls": [{"name": "get_weather", "arguments": '{"city": "Zürich \\"center\\"\\nline2", "days": 3}'},
+                        {"name": "get_time", "arguments": "{}"}]})
+
+
+@pytest.mark.parametrize(("name", "strings"), [("vllm__tool_chat_template_toolace", StringValues.BARE),
+                                               ("vllm__tool_chat_template_llama3.2_pythonic", StringValues.BARE),
+                                               ("vllm__tool_chat_template_llama4_pythonic", StringValues.UNESCAPED),
+                                               ("LiquidAI__LFM2.5-VL-450M", StringValues.UNESCAPED)])
+def test_corpus_templates_that_print_string_values_as_they_are(name: str, strings: StringValues) -> None:
+    form = analyze_template(CORPUS.by_name(name).read_text()).call_form
+    assert form is not None and form.strings is strings
 
 
 @pytest.mark.parametrize(("name", "output", "calls"), [
