@@ -34,6 +34,7 @@ _WS = " \t\n\v\f\r"
 _PY_CALL = re.compile(rf"{fx.FUN_FIRST}\(\s*(?:{fx.ARG_FIRST}|{fx.ARG_SECOND})\s*=\s*(?P<quote>[\"']?)")
 # A string value holding both quotes: how the template writes it tells a Python literal from text printed as it is
 _QUOTES_VALUE = "Q\"U'Q"
+_NUMBER_VALUE = 73519
 
 
 def derive_call_form(r: DiffRenderer, reasoning: ReasoningAnalysis, *, cpp_reads_calls: bool = False) \
@@ -57,9 +58,18 @@ def derive_call_form(r: DiffRenderer, reasoning: ReasoningAnalysis, *, cpp_reads
         after = after.lstrip(_WS)[1:]
     separator = _separator(r, list_open)
     quote = m.group("quote")
+    strings = _string_values(r, quote)
     return CallForm(CallSyntax.PYTHONIC, section_start=trim_whitespace(before),
                     section_end=trim_whitespace(after), list_wrapped=list_open, separator=separator,
-                    strings=_string_values(r, quote), quote=quote or '"')
+                    strings=strings, quote=quote or '"',
+                    quoted_values=strings is StringValues.UNESCAPED and _quotes_numbers(r, quote))
+
+
+def _quotes_numbers(r: DiffRenderer, quote: str) -> bool:
+    """Whether a number value is printed between the quotes too (every value formatted as text)."""
+    call = fx.tool_call(fx.FUN_FIRST, {fx.ARG_FIRST: fx.VALUE_FIRST, fx.ARG_SECOND: _NUMBER_VALUE})
+    rendered = calls_rendered(r, call)
+    return rendered is not None and f"{quote}{_NUMBER_VALUE}{quote}" in rendered
 
 
 def _string_values(r: DiffRenderer, quote: str) -> StringValues:

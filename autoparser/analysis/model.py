@@ -202,6 +202,8 @@ class CallForm:
     call's end begins)."""
     quote: str = '"'
     """The quote around an UNESCAPED string value."""
+    quoted_values: bool = False
+    """UNESCAPED: every value is printed between the quotes, numbers too (`days="3"`: `'"%s"' | format(v)`)."""
 
     def to_dict(self) -> dict[str, Any]:
         out = {"syntax": self.syntax.value, "section_start": self.section_start, "section_end": self.section_end,
@@ -210,6 +212,7 @@ class CallForm:
             out["strings"] = self.strings.value
             if self.strings is StringValues.UNESCAPED:
                 out["quote"] = self.quote
+                out["quoted_values"] = self.quoted_values
         return out
 
 

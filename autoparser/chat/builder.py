@@ -491,6 +491,9 @@ class ChatBuilder(Relaxations):
                     else:
                         value = self.tool_arg_value(self.python_or_json_value() if allow_json_literals
                                                     else self.python_value())
+                        if form is not None and form.quoted_values:  # (`days="3"`: the value inside the quotes)
+                            q = form.quote
+                            value = self.literal(q) + value + self.literal(q) | value
                     arg_choice |= self.tool_arg(self.tool_arg_open(self.tool_arg_name(arg_name) + self.literal("="))
                                                 + value + self.tool_arg_close(self.eps()))
                 args = arg_choice + self.zero_or_more("," + self.space() + arg_choice)

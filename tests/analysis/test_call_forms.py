@@ -114,8 +114,10 @@ def test_a_bare_list_wakes_the_lazy_grammar_at_the_calls_only(tmp_path: Path) ->
 # Templates that print a string value as it is: unquoted (`{{ k }}={{ v }}`, ToolACE, Llama 3.2 pythonic) or
 # between quotes without escaping it (`{{ k }}="{{ v }}"`, Llama 4 pythonic, LFM2.5-VL)
 _PRINTED = {
-    "unquoted": ("{{ k }}={{ v }}", StringValues.BARE),
-    "quoted but not escaped": ("{{ k }}=\"{{ v }}\"", StringValues.UNESCAPED),
+    "unquoted": ("{{ k }}={{ v }}", StringValues.BARE, "days=3"),
+    "every value quoted, none escaped": ("{{ k }}=\"{{ v }}\"", StringValues.UNESCAPED, 'days="3"'),
+    "strings quoted but not escaped": ("{{ k }}={{ '\"' + v + '\"' if v is string else v }}", StringValues.UNESCAPED,
+                                       "days=3"),
 }
 
 
@@ -132,13 +134,14 @@ def _printed_template(arg: str) -> str:
 def test_string_values_printed_as_they_are_end_where_the_next_argument_or_the_call_does(behaviour: str) -> None:
     """A value the template prints without quoting or escaping it (told by a value holding both quotes) is no
     Python literal: it runs up to `, KEY=` of another argument or to the call's `)` and what follows a call
-    (`, ` before the next one, `]`). Quotes and newlines inside it are its own; other values stay literals."""
-    arg, strings = _PRINTED[behaviour]
+    (`, ` before the next one, `]`). Quotes and newlines inside it are its own. Other values stay literals,
+    between the quotes where the template prints a number there too (`days="3"`, told by a number's render)."""
+    arg, strings, days = _PRINTED[behaviour]
     source = _printed_template(arg)
     form = analyze_template(source).call_form
-    assert form is not None and form.strings is strings
+    assert form is not None and form.strings is strings and form.quoted_values == days.endswith('"')
     q = '"' if strings is StringValues.UNESCAPED else ""
-    output = f'[get_weather(city={q}Zürich "center"\nline2{q}, days=3), get_time()]'
+    output = f'[get_weather(city={q}Zürich "center"\nline2{q}, {days}), get_time()]'
     peg_tester(behaviour, source=source).test(output).tools(TOOLS).parallel_tool_calls(True).expect(
         {"tool_calls": [{"name": "get_weather", "arguments": '{"city": "Zürich \\"center\\"\\nline2", "days": 3}'},
                         {"name": "get_time", "arguments": "{}"}]})
