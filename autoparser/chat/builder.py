@@ -486,6 +486,19 @@ class ChatBuilder(Relaxations):
                     string_value = self.tool_arg_value(self.choice(quoted))
                     if form is not None and form.strings is not StringValues.LITERAL:
                         string_value = self._printed_string(form, string_value, list(props), prop_name)
+                    elif self.lenient:
+                        # A quote the model left unescaped inside a string (`command='sed -n '1,5p' f'`): the
+                        # literal holds only where an argument's or the call's end follows it; else the value
+                        # runs to a quote that one follows, as a template that prints values as they are writes.
+                        # (A quote right before another argument's name, `"x"days=3`, is a missing comma: no
+                        # such value, and the call stays unreadable.)
+                        ends = _value_ends(form, list(props), prop_name)
+                        keys = [k + "=" for k in props if k != prop_name]
+                        printed = self.choice([self.literal(q) + self.tool_arg_string_value(
+                            self.until_one_of([q + e for e in [*ends, *keys]])) + self.literal(q)
+                            + self.peek(self.choice([self.literal(e) for e in ends])) for q in "'\""])
+                        string_value = string_value + self.peek(self.space() + self.chars("[,)]", 1, 1)) \
+                            | self.repair("unescaped_quote", printed)
                     if is_string:
                         value = string_value
                     else:
@@ -529,11 +542,7 @@ class ChatBuilder(Relaxations):
         (`, KEY=`) or the call's end (`)` and what the template writes after a call) begins; between quotes
         (UNESCAPED), at a quote followed by one of those. A value in the other quote, or one the model quoted
         though the template does not (BARE), is read as a Python literal (first where it is unquoted)."""
-        ends = [sep + k + "=" for k in keys if k != key for sep in (",", ", ")]
-        after_call = [form.separator.strip(" \t\n\v\f\r") or form.separator, form.section_end.strip(" \t\n\v\f\r")]
-        if form.list_wrapped:
-            after_call.append("]")
-        ends += [")" + a for a in dict.fromkeys(after_call) if a] or [")"]
+        ends = _value_ends(form, keys, key)
         if form.strings is StringValues.BARE:
             return literal | self.tool_arg_string_value(self.until_one_of(ends))
         q = form.quote
@@ -557,6 +566,19 @@ class ChatBuilder(Relaxations):
         name = "python-dq-body" if quote == '"' else "python-sq-body"
         return self.rule(name, lambda: self.zero_or_more(self.choice([
             self.chars(f"[^{quote}\\\\]"), self.literal("\\") + self.chars("[\"'\\\\/bfnrtu]", 1, 1)])))
+
+
+def _value_ends(form: CallForm | None, keys: list[str], key: str) -> list[str]:
+    """Where a value printed as it is ends: at `, KEY=` of another argument, or at the call's `)` followed by
+    what the template writes after a call (`, ` or a newline before the next one, `]`, the section's end);
+    without a form, as llama.cpp's list writes calls (`[a(...), b(...)]`)."""
+    ends = [sep + k + "=" for k in keys if k != key for sep in (",", ", ")]
+    if form is None:
+        return [*ends, "),", ")]"]
+    after_call = [form.separator.strip(" \t\n\v\f\r") or form.separator, form.section_end.strip(" \t\n\v\f\r")]
+    if form.list_wrapped:
+        after_call.append("]")
+    return ends + ([")" + a for a in dict.fromkeys(after_call) if a] or [")"])
 
 
 def build_chat_peg_parser(fn: Callable[[ChatBuilder], P | str]) -> Arena:

@@ -17,6 +17,7 @@ The templates, and the template behaviour each relies on:
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import pytest
@@ -247,6 +248,29 @@ def test_a_bare_json_call_after_one_it_cannot_read() -> None:
     bad = '{"name": "get_weather", "parameters": {'
     out = bad + '{"name": "get_weather", "parameters": {"city": "Paris"}}'
     check(case(LLAMA32, out), {"content": bad, "tool_calls": [PARIS]}, ["unparsed_text"])
+
+
+@pytest.mark.parametrize(("template", "output"), [
+    # LFM2.5 (llama.cpp's LFM2 format) and Typhoon 2.1 (an analyzer-derived bare list) write Python calls
+    ("llama.cpp__LFM2.5-8B-A1B", "<|tool_call_start|>[bash(command='sed -n '360,450p' f.py')]<|tool_call_end|>"),
+    ("typhoon-ai__typhoon2.1-gemma3-4b", '[bash(command="grep -n "def main" f.py")]'),
+])
+def test_a_quote_left_unescaped_inside_a_python_string(template: str, output: str) -> None:
+    """The string ends at the quote an argument's or the call's end follows, not at the first inner one."""
+    inner = output[output.index("command=") + 9:output.rindex(")") - 1]
+    check(case(template, output, enable_thinking=False),
+          {"tool_calls": [call("bash", json.dumps({"command": inner}))]}, ["unescaped_quote"])
+
+
+def test_a_quote_before_another_arguments_name_is_no_inner_quote() -> None:
+    """`city="Paris"days=3`: a comma missing, not a quote inside the value; the call stays unreadable."""
+    out = '[get_weather(city="Paris"days=3)]'
+    params = generate(CORPUS.by_name("typhoon-ai__typhoon2.1-gemma3-4b").read_text(), {
+        "messages": [{"role": "user", "content": "Hi"}], "tools": TOOLS, "enable_thinking": False})
+    msg = params.parse(out)
+    assert msg.tool_calls == ()
+    assert 'get_weather(city="Paris"days=3)' in msg.content
+    assert "unescaped_quote" not in {d.kind for d in msg.diagnostics}
 
 
 def test_nothing_readable_is_content_with_a_diagnostic() -> None:
