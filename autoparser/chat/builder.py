@@ -250,8 +250,17 @@ class ChatBuilder(Relaxations):
             choices |= self.loose_json_call(eff_name_key, eff_args_key, [f.name for f in functions(tools_json,
                                                                                                   typed=False)])
         calls = choices
+        # (lenient: calls one after the other as models write them beyond the template, `{...}; {...}` or one
+        # per line; where the request allows one call only, each further one is reported too. Built only
+        # then: a node made in the strict parser shifts the ids its grammar's rule names embed.)
+        loose = self.lenient and not array_wrapped
         if parallel_tool_calls:
-            calls = calls + self.zero_or_more(self.space() + self.literal(",") + self.space() + choices)
+            between = self.space() + self.literal(",") + self.space()
+            if loose:
+                between = between | self.repair("call_separator", self._loose_between())
+            calls = calls + self.zero_or_more(between + choices)
+        elif loose:
+            calls = calls + self.zero_or_more(self.repair("extra_call", self._loose_between()) + choices)
         if array_wrapped:
             calls = self.literal("[") + self.space() + calls + self.space() + self.literal("]")
         opener = self.opener_or_missing(section_start) if self.lenient and section_start.strip() \
@@ -259,6 +268,10 @@ class ChatBuilder(Relaxations):
         section = self.trigger_rule("tool-call", opener + self.space() + calls + self.space()
                                     + self.literal(section_end))
         return section if force_tool_calls else self.optional(section)
+
+    def _loose_between(self) -> P:
+        """Between two calls as models write them: whitespace, or `;` or `,` with whitespace around."""
+        return self.space() + self.optional(self.chars("[;,]", 1, 1) + self.space())
 
     def _json_tools_function_is_key(self, tools: Any, args_key: str, eff_args_key: str, call_id_key: str,
                                     gen_call_id_key: str) -> P:

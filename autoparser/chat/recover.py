@@ -76,6 +76,8 @@ _MESSAGES = {
     "trailing_text": "text at {pos} after the end of the format: kept as content",
     "unreadable_call": "call {raw!r} at {pos} cannot be read (its neighbours can): kept as content",
     "call_opener_spelling": "call opener {raw!r} at {pos} spelled unlike the template: accepted",
+    "extra_call": "another call at {pos} where the request allows one: read as a call",
+    "call_separator": "calls separated by {raw!r} at {pos}, not as the template separates them: accepted",
     "unescaped_quote": "string value {raw!r} at {pos} holds a quote it does not escape: read up to the quote "
                        "an argument or the call's end follows",
 }

@@ -250,6 +250,21 @@ def test_a_bare_json_call_after_one_it_cannot_read() -> None:
     check(case(LLAMA32, out), {"content": bad, "tool_calls": [PARIS]}, ["unparsed_text"])
 
 
+LLAMA31 = "meta-llama__Llama-3.1-8B-Instruct"
+TOKYO = call("get_weather", '{"city": "Tokyo"}')
+
+
+@pytest.mark.parametrize("between", ["; ", ";", ";\n", "\n"])
+def test_calls_one_after_the_other_as_models_write_them(between: str) -> None:
+    """Llama 3.1 renders one bare `{"name": ..., "parameters": ...}` call (its template raises on a second);
+    its models write several anyway, `{...}; {...}` or one per line (vLLM's llama3_json parser reads them)."""
+    first = '{"name": "get_weather", "parameters": {"city": "Paris"}}'
+    second = '{"name": "get_weather", "parameters": {"city": "Tokyo"}}'
+    check(case(LLAMA31, first + between + second), {"tool_calls": [PARIS, TOKYO]}, ["call_separator"])
+    check(case(LLAMA31, first + between + second, parallel_tool_calls=False), {"tool_calls": [PARIS, TOKYO]},
+          ["extra_call"])
+
+
 @pytest.mark.parametrize(("template", "output"), [
     # LFM2.5 (llama.cpp's LFM2 format) and Typhoon 2.1 (an analyzer-derived bare list) write Python calls
     ("llama.cpp__LFM2.5-8B-A1B", "<|tool_call_start|>[bash(command='sed -n '360,450p' f.py')]<|tool_call_end|>"),
