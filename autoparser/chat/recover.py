@@ -536,10 +536,19 @@ def after_unparsed(strict: Arena, rec: Recovery, output: str, generation_prompt:
             and rest.tool_calls[:len(readable.tool_calls)] == readable.tool_calls):
         return with_unparsed(readable, output[cut:], cut, is_partial, rec.call_markers)
     shift = len(skipped)
-    diags = [replace(d, position=d.position + shift) if d.position >= cut else d for d in rest.diagnostics]
+    diags = [_moved(d, shift) if d.position >= cut else d for d in rest.diagnostics]
     diags.append(Diagnostic("unparsed_text", cut, _MESSAGES["unparsed_text"].format(raw=skipped, pos=cut), skipped))
     return replace(rest, content=readable.content + skipped + rest.content[len(readable.content):],
                    diagnostics=tuple(sorted(diags, key=lambda d: d.position)))
+
+
+def _moved(d: Diagnostic, shift: int) -> Diagnostic:
+    """`d` `shift` characters later in the output: its position, and the message that says it."""
+    pos = d.position + shift
+    if d.kind in _MESSAGES:
+        return replace(d, position=pos, message=_MESSAGES[d.kind].format(raw=d.raw, pos=pos))
+    # (the others name a tool, or what was added, before ` at {pos}`: never output text)
+    return replace(d, position=pos, message=re.sub(rf" at {d.position}(?![0-9])", f" at {pos}", d.message, count=1))
 
 
 def split_unparsed(rec: Recovery, effective: str, offset: int, fmt: ChatFormat) -> tuple[ChatMessage, int]:

@@ -59,6 +59,8 @@ def check(test: PegTestCase, message: dict[str, Any], repairs: list[str]) -> Non
     """The intended message with exactly `repairs`, whole and streamed; no text lost; the strict parse fails
     or reads something else."""
     got = test.expect_diagnostics(repairs).expect(message)
+    for d in got.diagnostics:  # each message says where it applies, as its position does
+        assert f" at {d.position}" in d.message, d
     request = dict(test.request, messages=[{"role": "user", "content": "Hey there!"}], now=test.tester.now)
     params = generate(test.tester.source, request)
     assert params.recovery is not None
@@ -263,6 +265,20 @@ def test_calls_one_after_the_other_as_models_write_them(between: str) -> None:
     check(case(LLAMA31, first + between + second), {"tool_calls": [PARIS, TOKYO]}, ["call_separator"])
     check(case(LLAMA31, first + between + second, parallel_tool_calls=False), {"tool_calls": [PARIS, TOKYO]},
           ["extra_call"])
+
+
+def test_repairs_after_skipped_text_say_where_they_are() -> None:
+    """After text the reading skips (`<|python_tag|>`, which Llama 3.2's template never writes), the repairs
+    found in the rest keep their place in the output, in the position and in the message."""
+    call_ = '{"name": "get_weather", "parameters": {"city": "Paris"}}'
+    out = f"<|python_tag|>{call_}<|python_tag|>{call_}"
+    got = case(LLAMA32, out).expect_diagnostics(["unparsed_text", "call_separator"]).expect(
+        {"content": "<|python_tag|><|python_tag|>", "tool_calls": [PARIS, PARIS]})
+    second = out.rindex("<|python_tag|>") + len("<|python_tag|>")  # (where the second call begins)
+    assert [(d.kind, d.position) for d in got.diagnostics] == [("unparsed_text", len(call_) + 14),
+                                                               ("call_separator", second)]
+    for d in got.diagnostics:
+        assert f" at {d.position}" in d.message, d
 
 
 @pytest.mark.parametrize(("template", "output"), [
