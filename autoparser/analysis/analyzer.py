@@ -90,8 +90,7 @@ def _transformers_reading(compiled: CppTemplate, source: str, r: DiffRenderer) -
             beyond, br = _analyze_rendered(compiled, beyond_caps, requests_arguments=True)
     except (AnalysisError, ValueError, TypeError, KeyError, IndexError, AttributeError):
         return None  # (what fails the whole analysis elsewhere fails only this reading here)
-    found = (beyond.tools.format.mode is not ToolFormat.NONE and not _holds_needles(beyond.tools)) \
-        or beyond.call_form is not None
+    found = _reads_calls(beyond.tools) or beyond.call_form is not None
     return _finished(source, beyond) if found or (br.rendered_any and not r.rendered_any) else None
 
 
@@ -111,8 +110,7 @@ def _analyze_rendered(compiled: CppTemplate, caps: TemplateCaps, *,
     tools, tools_r = ToolsAnalysis(), r
     if caps.supports_tool_calls:
         tools, tools_r = _tools_phase(compiled, caps, r, reasoning, requests_arguments)
-    cpp_reads_calls = tools.format.mode is not ToolFormat.NONE and not _holds_needles(tools)
-    call_form = derive_call_form(tools_r, reasoning, cpp_reads_calls=cpp_reads_calls) \
+    call_form = derive_call_form(tools_r, reasoning, cpp_reads_calls=_reads_calls(tools)) \
         if caps.supports_tool_calls else None
     analysis = TemplateAnalysis(caps=caps, reasoning=reasoning, content=content, tools=tools, call_form=call_form,
                                 string_arguments=tools_r.string_arguments,
@@ -163,6 +161,11 @@ def _reads_json_text(tools: ToolsAnalysis) -> bool:
         return True
     opener = fmt.section_start + fmt.per_call_start + tools.function.name_prefix
     return fmt.mode is ToolFormat.TAG_WITH_JSON and bool(opener.strip(_WS)) and not _holds_needles(tools)
+
+
+def _reads_calls(tools: ToolsAnalysis) -> bool:
+    """Whether the tools describe a format a parser made from them reads calls with."""
+    return tools.format.mode is not ToolFormat.NONE and not _holds_needles(tools)
 
 
 def _holds_needles(tools: ToolsAnalysis) -> bool:
