@@ -507,9 +507,9 @@ class ChatBuilder(Relaxations):
                         # such value, and the call stays unreadable.)
                         ends = _value_ends(form, list(props), prop_name)
                         keys = [k + "=" for k in props if k != prop_name]
-                        printed = self.choice([self.literal(q) + self.tool_arg_string_value(
-                            self.until_one_of([q + e for e in [*ends, *keys]])) + self.literal(q)
-                            + self.peek(self.choice([self.literal(e) for e in ends])) for q in "'\""])
+                        printed = self.choice([self._quoted_as_is(q, [*ends, *keys])
+                                               + self.peek(self.choice([self.literal(e) for e in ends]))
+                                               for q in "'\""])
                         string_value = string_value + self.peek(self.space() + self.chars("[,)]", 1, 1)) \
                             | self.repair("unescaped_quote", printed)
                     if is_string:
@@ -532,7 +532,7 @@ class ChatBuilder(Relaxations):
             choices |= self.rule(f"tool-{name}", tool_parser)
 
         if form is not None:
-            separator = form.separator.strip(" \t\n\v\f\r") if not form.list_wrapped else ","
+            separator = form.separator.strip(_C_SPACE) if not form.list_wrapped else ","
             between = self.space() + separator + self.space() if separator else self.space()
             calls = choices
             if parallel_tool_calls:
@@ -558,10 +558,12 @@ class ChatBuilder(Relaxations):
         ends = _value_ends(form, keys, key)
         if form.strings is StringValues.BARE:
             return literal | self.tool_arg_string_value(self.until_one_of(ends))
-        q = form.quote
-        printed = self.literal(q) + self.tool_arg_string_value(self.until_one_of([q + e for e in ends])) \
-            + self.literal(q)
-        return printed | literal
+        return self._quoted_as_is(form.quote, ends) | literal
+
+    def _quoted_as_is(self, quote: str, ends: list[str]) -> P:
+        """`quote`, a string value as it is up to a `quote` one of `ends` follows, `quote`."""
+        return self.literal(quote) + self.tool_arg_string_value(self.until_one_of([quote + e for e in ends])) \
+            + self.literal(quote)
 
     def _python_call_text(self) -> P:
         """Any `name(...)` with balanced brackets and closed quotes: a call the lenient parser cannot read."""
@@ -588,7 +590,7 @@ def _value_ends(form: CallForm | None, keys: list[str], key: str) -> list[str]:
     ends = [sep + k + "=" for k in keys if k != key for sep in (",", ", ")]
     if form is None:
         return [*ends, "),", ")]"]
-    after_call = [form.separator.strip(" \t\n\v\f\r") or form.separator, form.section_end.strip(" \t\n\v\f\r")]
+    after_call = [form.separator.strip(_C_SPACE) or form.separator, form.section_end.strip(_C_SPACE)]
     if form.list_wrapped:
         after_call.append("]")
     return ends + ([")" + a for a in dict.fromkeys(after_call) if a] or [")"])
