@@ -37,7 +37,7 @@ from autoparser.chat.tags import (
 from autoparser.errors import ParseError
 from autoparser.peg import Arena, Ast, AstNode, ParseResult
 from autoparser.peg.ast import INVALID_AST_ID, AstId
-from autoparser.peg.utf8 import ESCAPED_BYTE, to_text
+from autoparser.peg.utf8 import ESCAPED_BYTE, ESCAPED_RANGE, to_text
 from autoparser.types import ChatFormat, ChatMessage, ToolCall
 
 __all__ = [
@@ -77,7 +77,7 @@ def _dump_string(s: str) -> str:
 
 
 # The characters _dump_string changes: what JSON escapes (quote, backslash, controls) and undecodable bytes
-_ESCAPED_IN_JSON = re.compile('[\x00-\x1f"\\\\\udc80-\udcff]')
+_ESCAPED_IN_JSON = re.compile('[\x00-\x1f"\\\\' + ESCAPED_RANGE + ']')
 
 
 def escape_inner(s: str) -> str:

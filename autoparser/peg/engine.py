@@ -27,7 +27,7 @@ from autoparser.peg.ast import Ast, AstId, AstNode
 from autoparser.peg.first import FirstSets, dispatch_table
 from autoparser.peg.nodes import ParserId
 from autoparser.peg.trie import NO_MATCH, Trie
-from autoparser.peg.utf8 import ESCAPED_BYTE, INCOMPLETE, INVALID, SUCCESS, decode_at
+from autoparser.peg.utf8 import ESCAPED_BYTE, ESCAPED_RANGE, INCOMPLETE, INVALID, SUCCESS, decode_at
 
 if TYPE_CHECKING:
     from autoparser.peg.arena import Arena
@@ -160,10 +160,10 @@ def _class_regex(node: N.Chars) -> re.Pattern[str]:
         parts.append(re.escape(chr(lo)) if lo == hi else f"{re.escape(chr(lo))}-{re.escape(chr(hi))}")
     body = "".join(parts)
     if node.negated:
-        return re.compile(f"[^{body}\udc80-\udcff]" if body else "[^\udc80-\udcff]")
+        return re.compile(f"[^{body}{ESCAPED_RANGE}]")
     if not body:
         return re.compile("(?!)")
-    return re.compile(f"(?![\udc80-\udcff])[{body}]")
+    return re.compile(f"(?![{ESCAPED_RANGE}])[{body}]")
 
 
 def _compile_literal(s: str, pid: ParserId) -> Fn:
@@ -423,7 +423,7 @@ def string_body_regex(delim: str) -> re.Pattern[str]:
     Tokens of a string body start either with a plain character or a backslash, so the walk below reaches the
     end of this run in the same state: a string that ends there ends where the walk would end it.
     """
-    plain = "[^" + re.escape(delim) + "\\\\\udc80-\udcff]*"
+    plain = "[^" + re.escape(delim) + "\\\\" + ESCAPED_RANGE + "]*"
     escape = "\\\\(?:[" + re.escape(delim + "\\/bfnrt") + "]|u[0-9a-fA-F]{4})"
     return re.compile(f"{plain}(?:{escape}{plain})*")
 
@@ -434,7 +434,7 @@ CUT_ESCAPE = re.compile(r"\\(?:u[0-9a-fA-F]{0,3})?\Z")
 
 
 def _compile_string(delim: str, pid: ParserId) -> Fn:
-    plain = re.compile("[^" + re.escape(delim) + "\\\\\udc80-\udcff]*")
+    plain = re.compile("[^" + re.escape(delim) + "\\\\" + ESCAPED_RANGE + "]*")
     body = string_body_regex(delim)
     simple_escapes = frozenset(delim + "\\/bfnrt")
 

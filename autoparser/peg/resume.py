@@ -49,6 +49,7 @@ from autoparser.peg.engine import (
     has_escaped_bytes,
     string_body_regex,
 )
+from autoparser.peg.utf8 import ESCAPED_RANGE
 
 if TYPE_CHECKING:
     from autoparser.peg.arena import Arena
@@ -68,24 +69,21 @@ Check = Callable[[str], bool]
 # C-level scan a streamed token needs in the common case (chat/stream.py's fast path).
 Stops = Callable[[str], re.Match[str] | None]
 
-# an undecodable byte (a surrogate escape) ends every scan
-_ESCAPED_BYTES = "\udc80-\udcff"
-
-
 @cache
 def until_stops(delimiters: tuple[str, ...]) -> Stops:
     """For an `until` scan: a delimiter's first character. Once a check passed, no delimiter and no cut-off one
     starts in the text it checked (a cut-off one would have failed it, a longer one cannot end before the
     window does), so text without such a character starts none either."""
     firsts = sorted({re.escape(d[0]) for d in delimiters if d})
-    return re.compile("[" + "".join(firsts) + _ESCAPED_BYTES + "]").search
+    # (and an undecodable byte, which ends every scan)
+    return re.compile("[" + "".join(firsts) + ESCAPED_RANGE + "]").search
 
 
 @cache
 def string_stops(delimiter: str) -> Stops:
     """For a JSON string body: the delimiter, a backslash (an escape, maybe cut) or an undecodable byte; any
     other character is a plain one the body takes."""
-    return re.compile("[" + re.escape(delimiter) + "\\\\" + _ESCAPED_BYTES + "]").search
+    return re.compile("[" + re.escape(delimiter) + "\\\\" + ESCAPED_RANGE + "]").search
 
 
 @cache

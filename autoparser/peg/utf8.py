@@ -15,7 +15,9 @@ from autoparser.peg.nodes import CharRange
 
 SUCCESS, INCOMPLETE, INVALID = 0, 1, 2
 
-ESCAPED_BYTE = re.compile("[\udc80-\udcff]")
+# The surrogate escapes of undecodable bytes, as a character-class range (regexes that stop at such a byte)
+ESCAPED_RANGE = "\udc80-\udcff"
+ESCAPED_BYTE = re.compile(f"[{ESCAPED_RANGE}]")
 
 
 def to_text(data: str | bytes) -> str:
