@@ -267,8 +267,10 @@ class ChatPegMapper:
             self._args_buffer = value
 
     def from_ast(self, ast: Ast, result: ParseResult) -> ChatMessage:
+        act = self.map
         for node in ast.walk(result.nodes):
-            self.map(node)
+            if node.tag:  # (most nodes are untagged rules, e.g. of JSON values: no call for those)
+                act(node)
         pending = self._pending
         if pending is not None and pending.name:
             if self._args_buffer:
