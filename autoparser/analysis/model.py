@@ -236,6 +236,11 @@ class TemplateAnalysis:
     """Beyond the C++: the text between two tagged arguments (`arguments.separator`), which llama.cpp's parser
     does not read; set only in a transformers reading, where the generic path then joins arguments with it
     (not in `to_dict()`)."""
+    prompt_reasoning: ReasoningAnalysis | None = None
+    """Beyond the C++: a reasoning block the generation prompt opens (its opening tag, as the prompt writes it,
+    and the tag's closing form) where the analysis found no end to one (analysis/reasoning.py
+    `prompt_opened_reasoning`). The lenient parser reads it, where the generation prompt still opens it
+    (not in `to_dict()`)."""
     transformers_reading: TemplateAnalysis | None = None
     """Beyond the C++: the template analysed as transformers renders a request (caps probed that way too, the
     arguments as their JSON text), where llama.cpp renders no conversation of it, no call, or calls its tag
@@ -257,6 +262,8 @@ class TemplateAnalysis:
             extra["string_arguments"] = True
         if self.tool_calls_described_only:
             extra["tool_calls"] = "described_only"
+        if self.prompt_reasoning is not None:
+            extra["prompt_reasoning"] = {"start": self.prompt_reasoning.start, "end": self.prompt_reasoning.end}
         reading = self.transformers_reading
         if reading is not None:
             extra["transformers_reading"] = {**reading.to_dict(), **reading.beyond_cpp()}

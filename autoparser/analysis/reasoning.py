@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import re
 
 from autoparser.analysis import fixtures as fx
 from autoparser.analysis._search import MARKER_START, anywhere, parser
@@ -16,7 +17,7 @@ from autoparser.template.diff import (
     trim_whitespace,
 )
 
-__all__ = ["analyze_reasoning"]
+__all__ = ["analyze_reasoning", "prompt_opened_reasoning"]
 
 _T = fx.THINKING_CONTENT
 
@@ -111,3 +112,38 @@ def _compare_reasoning_scope(r: DiffRenderer, st: ReasoningAnalysis) -> Reasonin
     if res.success:
         return dataclasses.replace(st, mode=ReasoningMode.TOOLS_ONLY, end=res.get("post"))
     return dataclasses.replace(st, mode=ReasoningMode.NONE)
+
+
+# An opening tag, and so its closing one by the same convention: `<think>` -> `</think>`, `[THINK]` -> `[/THINK]`.
+_OPENING_TAG = re.compile(r"<([A-Za-z_][\w.:-]*)>|\[([A-Za-z_][\w.:-]*)\]")
+
+
+def prompt_opened_reasoning(r: DiffRenderer, found: ReasoningAnalysis) -> ReasoningAnalysis | None:
+    """Beyond the C++: a reasoning block the generation prompt opens where the analysis found no end to it.
+
+    Such a template ends the generation prompt with an opening tag that an assistant turn in the history does
+    not write (OLMo 3 Think's `<|im_start|>assistant\n<think>`, LongCat's `ASSISTANT:<longcat_think>`), or
+    writes one only with `enable_thinking` (the C++ then records it as the reasoning start, with no end), and
+    renders no reasoning in the history: the C++ reads the model's `...</think>answer` as content. The end is
+    the opening tag's closing form. None where the analysis found the end, or the prompt ends otherwise."""
+    if found.end:
+        return None
+    opener = found.start
+    if not opener:
+        base = TemplateParams(messages=(fx.user_msg(),))
+        history = r.apply(base)
+        prompted = r.apply(dataclasses.replace(base, add_generation_prompt=True))
+        replied = r.apply(dataclasses.replace(base, messages=(fx.user_msg(), fx.assistant())))
+        if history is None or prompted is None or replied is None or not prompted.startswith(history) \
+                or not replied.startswith(history):
+            return None
+        prompt, turn = prompted[len(history):], replied[len(history):]
+        segments = prune_whitespace_segments(segmentize_markers(prompt))
+        if not segments or segments[-1].type is not SegmentType.MARKER or segments[-1].value in turn:
+            return None
+        opener = prompt[prompt.rindex(segments[-1].value):]  # (with the whitespace the prompt writes after it)
+    tag = _OPENING_TAG.fullmatch(trim_whitespace(opener))
+    if tag is None:
+        return None
+    end = f"</{tag[1]}>" if tag[1] else f"[/{tag[2]}]"
+    return ReasoningAnalysis(ReasoningMode.TAG_BASED, opener, end)

@@ -9,7 +9,7 @@ first call's opener, and its prefill rebuilds a continued message around the rea
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import partial
 from typing import Any
 
@@ -98,6 +98,8 @@ class _Derived:
 
 def _build(analysis: TemplateAnalysis, b: Build) -> P:
     """`autoparser::build_parser`: reasoning, then response format / tools / content, after the prompt prefix."""
+    if b.lenient:
+        analysis, b = _with_prompt_reasoning(analysis, b)
     p, reasoning = b.p, analysis.reasoning
     p.eps()  # the C++ default-initialises the reasoning parser (ids follow it)
     d = _Derived(b, analysis, _reasoning(b, analysis))
@@ -119,6 +121,34 @@ def _build(analysis: TemplateAnalysis, b: Build) -> P:
     return prefix + body if pure_content else prefix << body
 
 
+def _with_prompt_reasoning(a: TemplateAnalysis, b: Build) -> tuple[TemplateAnalysis, Build]:
+    """For the lenient parser: the analysis and build of a request whose prompt leaves a reasoning block open
+    where the strict (C++) parser does not read one.
+
+    - The generation prompt opens a block the C++ finds no end to (`TemplateAnalysis.prompt_reasoning`): it is
+      read as the C++ reads a template's reasoning the prompt opens.
+    - The prompt opens the template's block before the generation prompt begins (ERNIE 4.5 writes its
+      assistant header whatever `add_generation_prompt` says: the generation prompt is empty, the prompt ends
+      in `<think>`): the output starts inside it (`Build.reasoning_open`).
+
+    Either way every output is read by the lenient parser (`Relaxations.prompt_reasoning`): one that never
+    closes the block is reasoning, as a stream shows it while it is open."""
+    r = a.reasoning
+    block = r if r.start and r.end else a.prompt_reasoning
+    if block is None or b.inputs.reasoning_format == "none":
+        return a, b
+    opener = _trim(block.start)
+    if _trim(b.generation_prompt).endswith(opener):
+        if block is r:
+            return a, b  # (the C++ reads it: its parser's prefix stops before the opener)
+        b.p.prompt_reasoning = opener
+        return replace(a, reasoning=block), replace(b, extract_reasoning=True)
+    if opener in b.generation_prompt or not _trim(b.prompt).endswith(opener):
+        return a, b
+    b.p.prompt_reasoning = opener
+    return replace(a, reasoning=block), replace(b, extract_reasoning=True, reasoning_open=True)
+
+
 def _reasoning(b: Build, a: TemplateAnalysis) -> P:
     p, r = b.p, a.reasoning
     if b.lenient and r.mode is ReasoningMode.NONE and b.inputs.reasoning_format != "none":
@@ -127,6 +157,10 @@ def _reasoning(b: Build, a: TemplateAnalysis) -> P:
         return p.eps()
     if b.lenient:
         body = _reasoning_body(b, a, r.end)
+        if p.prompt_reasoning:  # (a reading llama.cpp does not make: said by a diagnostic)
+            body = p.repair("prompt_reasoning", p.eps()) + body
+        if b.reasoning_open:  # (a repeated opener is reasoning text, dropped with its diagnostic by the recovery)
+            return p.optional(body)
         if r.start:  # or an end marker with no reasoning open
             return p.optional(p.choice([p.optspace(r.start) + body, _stray_end(p, r.end)]))
         return p.optional(body)

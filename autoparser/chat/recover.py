@@ -62,6 +62,8 @@ _WS = " \t\n\v\f\r"
 _MESSAGES = {
     "missing_call_opener": "tool call without its opener at {pos}: read as a call",
     "repeated_reasoning_start": "reasoning start {raw!r} repeated at {pos} (the prompt opened it): dropped",
+    "prompt_reasoning": "the output at {pos} continues a reasoning block the prompt left open: read as reasoning "
+                        "(llama.cpp reads it as content)",
     "undeclared_reasoning": "reasoning block {raw!r} at {pos} that the template does not show: read as reasoning",
     "stray_reasoning_end": "reasoning end {raw!r} at {pos} with no reasoning open: dropped",
     "reasoning_ended_by_call": "tool call at {pos} while reasoning was open: reasoning ends there",
@@ -98,6 +100,9 @@ class Recovery:
     """The reasoning start marker, dropped at the start of reasoning when the model repeats it."""
     tools: tuple[Function, ...] = ()
     """The request's tools, which a recovered call's arguments are checked against."""
+    prompt_reasoning: bool = False
+    """The prompt leaves a reasoning block open that only the lenient parser reads (chat/generic.py
+    `_with_prompt_reasoning`): every output may be reasoning the strict message shows as content."""
     call_markers: tuple[str, ...] = ()
     """The texts calls begin with (the format's trigger words, and where calls have no marker, how the
     template begins one): after a call it cannot read, the reading resumes at the next one."""
@@ -109,6 +114,8 @@ class Recovery:
     def triggered(self, msg: ChatMessage) -> bool:
         """Whether the strict message's text holds a trigger, where the lenient parser may read otherwise."""
         content = msg.content
+        if self.prompt_reasoning and content:
+            return True
         if any(t in content or t in msg.reasoning_content for t in self.triggers):
             return True
         lead = self._lead_pattern

@@ -74,6 +74,9 @@ class Relaxations(ChatTags):
         # Where a call may begin beside the grammar's trigger words (a bare JSON call's `{"name"`): after text
         # it cannot read, the reading resumes at one (Recovery.call_markers).
         self.call_markers: list[str] = []
+        # The opening tag of a reasoning block the prompt leaves open and the strict (C++) parser does not read
+        # (generic.py `_with_prompt_reasoning`), or "": where set, every output is read by this parser.
+        self.prompt_reasoning = ""
 
     def repair(self, kind: str, p: P | str) -> P:
         """`repair:kind:(p)`: a relaxation the strict format does not allow; the default parse reports it."""

@@ -108,6 +108,11 @@ class Build:
     """As the template rendered it (before a continued message is added)."""
     response_format: bool
     extract_reasoning: bool
+    prompt: str = ""
+    """The whole prompt as the template rendered it."""
+    reasoning_open: bool = False
+    """The prompt leaves a reasoning block open before the generation prompt begins: the output starts inside it
+    (the lenient parser only: chat/generic.py `_with_prompt_reasoning`)."""
 
     @property
     def lenient(self) -> bool:
@@ -288,7 +293,7 @@ def assemble(spec: FormatSpec, tmpl: ChatTemplate, inputs: GenerationInputs) -> 
         prompt += gp
     p = ChatBuilder()
     b = Build(p, inputs, rendered.generation_prompt, spec.response_format.given(inputs.json_schema),
-              spec.reasoning and inputs.reasoning_format != "none")
+              spec.reasoning and inputs.reasoning_format != "none", prompt=rendered.prompt)
     arena = p.build(spec.build(b))
     triggers = spec.grammar_triggers(inputs)
     lazy = spec.lazy(b)
@@ -312,6 +317,8 @@ def assemble(spec: FormatSpec, tmpl: ChatTemplate, inputs: GenerationInputs) -> 
         lenient = lp.build(spec.build(replace(b, p=lp)))
         recovery = replace(recovery, lenient=lenient, triggers=tuple(dict.fromkeys(lp.repair_triggers)),
                            lead_triggers=tuple(dict.fromkeys(lp.lead_triggers)),
+                           reasoning_start=lp.prompt_reasoning or recovery.reasoning_start,
+                           prompt_reasoning=bool(lp.prompt_reasoning),
                            call_markers=tuple(dict.fromkeys((*markers, *lp.call_markers))))
     return ChatParams(
         format=spec.format, prompt=prompt, generation_prompt=gp, parser=arena, grammar=grammar,
