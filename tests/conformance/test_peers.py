@@ -1,9 +1,9 @@
 """The peers' own test vectors (tests/data/peers/, each with its source and licence), run through the corpus
 template that renders the form the peer's parser reads, with the request the test implies.
 
-Only what each source test asserts is compared: the content where it asserts one (vLLM's `None` is our empty
-content; whitespace around it stripped, as llama.cpp's chat tests compare content: where markup ends and text
-begins is each engine's own), the calls' names and arguments (as JSON values: the spacing of an arguments
+Only what each source test asserts is compared: the reasoning and the content where it asserts them (vLLM's
+`None` is our empty text; whitespace around them stripped, as llama.cpp's chat tests compare content: where
+markup ends and text begins is each engine's own), the calls' names and arguments (as JSON values: the spacing of an arguments
 string is each engine's own as well). A vector marked streaming is fed to `ChatParams.stream()` (in the test's own chunks where it gives them,
 else a few characters at a time) and its folded deltas compared; the others go through `parse()`. Where we
 disagree, ratchet/peers.json says why.
@@ -58,12 +58,14 @@ def implied_tools(calls: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 def _parsed(vector: dict[str, Any]) -> ChatMessage:
     source = CORPUS.by_name(vector["template"]).read_text()
-    # (the tool-parser tests give outputs without reasoning: a template's thinking is off; what the generation
-    # prompt opens and closes of it is reasoning, as the engines' reasoning parsers take it)
+    # (the tool-parser tests give outputs without reasoning: a template's thinking is off, unless the vector's
+    # `request` says otherwise, as the reasoning-parser tests do; what the generation prompt opens and closes
+    # of it is reasoning, as the engines' reasoning parsers take it)
     params = generate(source, {"messages": [{"role": "user", "content": "Hi"}], "parallel_tool_calls": True,
                                "enable_thinking": False, "reasoning_format": "auto",
                                "tools": implied_tools(vector["asserts"].get("tool_calls") or
-                                                      vector["asserts"].get("implied_calls") or [])})
+                                                      vector["asserts"].get("implied_calls") or []),
+                               **vector.get("request", {})})
     output = vector["output"]
     if not vector["streaming"]:
         return params.parse(output)
@@ -74,7 +76,8 @@ def _parsed(vector: dict[str, Any]) -> ChatMessage:
         acc = apply_deltas(acc, stream.feed(chunk))
     final = stream.finish()
     acc = apply_deltas(acc, stream.last_deltas)
-    assert (acc.content, acc.tool_calls) == (final.content, final.tool_calls), "the deltas fold to the final message"
+    assert (acc.reasoning_content, acc.content, acc.tool_calls) == \
+        (final.reasoning_content, final.content, final.tool_calls), "the deltas fold to the final message"
     return acc
 
 
@@ -82,13 +85,15 @@ def disagreement(vector: dict[str, Any], got: ChatMessage) -> str | None:
     """What we do that the source test's assertions reject, or None."""
     asserts = vector["asserts"]
     problems = []
+    if "reasoning" in asserts and (asserts["reasoning"] or "").strip(_WS) != got.reasoning_content.strip(_WS):
+        problems.append(f"reasoning: the test asserts {asserts['reasoning']!r}, we give {got.reasoning_content!r}")
     if "content" in asserts and (asserts["content"] or "").strip(_WS) != got.content.strip(_WS):
         problems.append(f"content: the test asserts {asserts['content']!r}, we give {got.content!r}")
     have = [(c.name, json.loads(c.arguments)) for c in got.tool_calls]
     if "min_tool_calls" in asserts:
         if len(have) < asserts["min_tool_calls"]:
             problems.append(f"tool_calls: the test asserts at least {asserts['min_tool_calls']}, we give {have}")
-    elif not _calls_agree(asserts["tool_calls"], have):
+    elif "tool_calls" in asserts and not _calls_agree(asserts["tool_calls"], have):  # (reasoning tests: none)
         problems.append(f"tool_calls: the test asserts {asserts['tool_calls']}, we give {have}")
     return "; ".join(problems) or None
 
