@@ -34,6 +34,7 @@ from autoparser.analysis.model import (
     CallForm,
     CallIdPosition,
     ContentMode,
+    ReasoningAnalysis,
     ReasoningMode,
     StringValues,
     TemplateAnalysis,
@@ -87,7 +88,8 @@ def _response_template(source: str) -> dict[str, Any]:
         return _with_anchor(source, _hand_written(handler), (handler.thinking_start_tag,))
     analysis = strict_analysis(source).effective  # (the generator's, analysed once per source)
     fields: dict[str, Any] = {}
-    thinking = _thinking(analysis)
+    reasoning = _reasoning(analysis)
+    thinking = _thinking(reasoning)
     if thinking:
         fields["thinking"] = thinking
     fields["content"] = _content(analysis)
@@ -101,7 +103,7 @@ def _response_template(source: str) -> dict[str, Any]:
             fields["markup"] = markup_field([section.section_end])
     if len(fields) == 1 and fields["content"] == IMPLICIT_CONTENT:
         raise ExportError("no reasoning, content markers or tool calls to describe: the whole output is content")
-    return _with_anchor(source, fields, (analysis.reasoning.start, analysis.content.start))
+    return _with_anchor(source, fields, (reasoning.start, analysis.content.start))
 
 
 def _with_anchor(source: str, fields: dict[str, Any], openers: tuple[str, ...]) -> dict[str, Any]:
@@ -144,8 +146,14 @@ def _hand_written(spec: FormatSpec) -> dict[str, Any]:
     return fields
 
 
-def _thinking(a: TemplateAnalysis) -> dict[str, Any]:
-    r = a.reasoning
+def _reasoning(a: TemplateAnalysis) -> ReasoningAnalysis:
+    """The reasoning block the template's output holds: the analysis's, or the one the generation prompt opens
+    where the analysis finds no end (`TemplateAnalysis.prompt_reasoning`: OLMo 3 Think's `<think>`). transformers
+    reads the latter like any other: the anchor stops before its opener, which the prompt then opens for it."""
+    return a.prompt_reasoning if a.prompt_reasoning is not None and not a.reasoning.end.strip(_WS) else a.reasoning
+
+
+def _thinking(r: ReasoningAnalysis) -> dict[str, Any]:
     if r.mode is ReasoningMode.NONE or not r.end.strip(_WS):
         return {}
     if not r.start.strip(_WS):

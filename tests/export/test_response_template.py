@@ -14,12 +14,14 @@ from pathlib import Path
 
 import pytest
 
+from autoparser import generate
+from autoparser.chat.compare import as_message, message_differences
 from autoparser.cli import main
 from autoparser.corpus import Corpus
 from autoparser.corpus.exported import transformers_results
 from autoparser.corpus.roundtrip import SCENARIOS
 from autoparser.errors import AutoparserError
-from autoparser.export import response_template
+from autoparser.export import response_template, transformers_message
 from autoparser.testing.ratchet import Ratchet
 
 pytest.importorskip("transformers.utils.chat_parsing", reason="transformers (5.13+) is in the test extra")
@@ -61,6 +63,26 @@ def test_most_templates_with_a_format_export_one() -> None:
         except AutoparserError:  # not expressible, or (firefunction-v2) a template no plain request renders
             pass
     assert len(exported) >= 0.8 * len(with_format), sorted(set(with_format) - set(exported))
+
+
+# A generation prompt that opens `<think>` after the assistant header, which no turn of the history writes (OLMo 3
+# Think): the analysis derives the block (`prompt_reasoning`), the round trip cannot express it (the prompt is no
+# prefix of a rendered reply), so transformers is checked here on outputs against our default parse.
+_PROMPT_OPENS_THINK = ("{%- for m in messages %}<|im_start|>{{ m.role }}\n{{ m.content }}<|im_end|>\n{% endfor %}"
+                       "{%- if add_generation_prompt %}<|im_start|>assistant\n<think>{% endif %}")
+
+
+@pytest.mark.parametrize("output", ["I should greet.</think>Hello!", "</think>Hi", "Still thinking"])
+def test_transformers_reads_the_block_the_generation_prompt_opens(output: str) -> None:
+    from transformers.utils import chat_parsing
+
+    spec = response_template(_PROMPT_OPENS_THINK)
+    assert spec["start_anchor"] == "<|im_start|>assistant"
+    assert spec["fields"]["thinking"] == {"open_pattern": "<think>|(?=</think>)", "close": "</think>"}
+    params = generate(_PROMPT_OPENS_THINK, {"messages": [{"role": "user", "content": "Hi"}],
+                                            "reasoning_format": "auto"})
+    theirs = as_message(transformers_message(chat_parsing.parse_response(output, spec, prefix=params.prompt)))
+    assert not message_differences(params.parse(output), theirs)
 
 
 # --- the command line -----------------------------------------------------------------------------------------
