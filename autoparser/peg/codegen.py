@@ -6,8 +6,12 @@ the root) becomes one generated function whose body is its whole subtree written
 position, choices and repetitions are loops, literals are `str.startswith`, spaces a set test, and results pass
 between nodes in four locals (t, e, nd, iv: type, end, AST node ids, invalid-byte records) instead of tuples.
 
+A rule-free, tag-free subtree of a few nodes (a JSON number, `space "," space`) is first tried as one regex
+(peg/regular.py): one C call instead of a line per node.
+
 Exactness: the generated code only takes fast paths whose outcome the closure would reach as well (a literal
-that matches, a string body that ends in its quote, a class run followed by a character outside the class);
+that matches, a string body that ends in its quote, a class run followed by a character outside the class, a
+regex match that ends far enough from the end of the input that no decision looked at it);
 everything else -- partial matches at the end of the input, escaped bytes, `until` scans, missing rules -- calls
 the node's closure from engine.py, which stays the one statement of the semantics. Evaluation order is the
 closures' order, so the AST node ids, `observed` records and trace-free results are identical (differential
@@ -16,6 +20,7 @@ tests in tests/peg/test_codegen.py compare both on random grammars and on every 
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any, assert_never
@@ -35,6 +40,7 @@ from autoparser.peg.engine import (
 )
 from autoparser.peg.first import FirstSets, dispatch_table
 from autoparser.peg.nodes import ParserId
+from autoparser.peg.regular import Regular, concatenation, regular
 
 if TYPE_CHECKING:
     from autoparser.peg.arena import Arena
@@ -45,6 +51,10 @@ _MAX_LOOPS = 16
 _MAX_INDENT = 60
 
 _SPACE_SET = "".join(sorted(_SPACE_CHARS))
+
+# A rule-free subtree (or run of a sequence's children) of at least this many nodes is first tried as one regex
+# (peg/regular.py): fewer save less than the regex call costs.
+_REGEX_MIN_SIZE = 3
 
 
 def _sure_mismatch(literal: str) -> int:
@@ -73,6 +83,8 @@ class _Emitter:
         self.todo: list[ParserId] = []
         self._nodes: dict[ParserId, bool] = {}
         self._inv: dict[ParserId, bool] = {}
+        self._regular: dict[ParserId, Regular | None] = {}
+        self.plain = 0  # >0 while emitting the exact code a regex fast path falls back to (no regex in it)
 
     # --- static facts ----------------------------------------------------------------------------------------
 
@@ -188,6 +200,17 @@ class _Emitter:
                                                                                   | N.Repetition)):
             self.line(f"t, e, nd, iv = {self.root(pid)}(ctx, {p})")
             return
+        reg = self.regex_worth(pid)
+        if reg is not None:
+            with self.block(f"if {self.regex_match(reg, p)}:"):
+                self.line("t = 1")
+            with self.block("else:"), self.exact():
+                self.node_code(pid, p)
+            return
+        self.node_code(pid, p)
+
+    def node_code(self, pid: ParserId, p: str) -> None:
+        node = self.arena.parsers[pid]
         match node:
             case N.Epsilon():
                 self.line(f"t = 1; e = {p}")
@@ -267,6 +290,30 @@ class _Emitter:
         with self.block("else:"):
             self.line("ctx.observed.append(OTHER)")
 
+    # --- the regex fast path (peg/regular.py) --------------------------------------------------------------
+
+    def regex_worth(self, pid: ParserId) -> Regular | None:
+        """The regex form of `pid`'s subtree where trying it first pays (a leaf has a fast path of its own)."""
+        if self.plain:
+            return None
+        reg = regular(self.arena, pid, self._regular)
+        return reg if reg is not None and reg.size >= _REGEX_MIN_SIZE and reg.reach < float("inf") else None
+
+    def regex_match(self, reg: Regular, p: str) -> str:
+        """The condition under which `reg` decides: it matches from `p`, ending at `e`, on text without escaped
+        bytes, early enough that nothing it looked at was the end of the input."""
+        rx = self.name(re.compile(reg.pattern).match, "RX")
+        return f"not ctx.escapes and (m := {rx}(text, {p})) is not None and (e := m.end()) + {int(reg.reach)} <= n"
+
+    @contextmanager
+    def exact(self) -> Iterator[None]:
+        """Emit the node-by-node code a fast path falls back to: no regex inside it (it would only repeat)."""
+        self.plain += 1
+        try:
+            yield
+        finally:
+            self.plain -= 1
+
     def rule(self, child: ParserId, p: str, name: str, tag: str) -> None:
         self.line("ctx.depth += 1")
         with self.block("if ctx.depth > MAXD:"):
@@ -294,57 +341,87 @@ class _Emitter:
             self.line(f"{inv} = _E")
         partial_exit = "; ".join(([f"nd = {nodes}"] if keep_nodes else []) + ([f"iv = {inv}"] if keep_inv else []))
         with self.block("while True:", loop=True):
-            for c in children:
-                child = self.arena.parsers[c]
-                if isinstance(child, N.Literal):
-                    # a match or a plain mismatch inline; near the end of the input (a partial match?) the closure decides
-                    with self.block(f"if text.startswith({child.literal!r}, {pos}):"):
-                        self.line(f"{pos} += {len(child.literal)}")
-                    with self.block(f"elif n - {pos} >= {_sure_mismatch(child.literal)}:"):
-                        self.line(f"t = 0; e = {pos}")
-                        self.line("break")
-                    with self.block("else:"):
-                        self.line(f"t, e, nd, iv = {self.closure(c)}(ctx, {pos})")
-                        if partial_exit:
-                            self.line(partial_exit)
-                        self.line("break")
-                    continue
-                if isinstance(child, N.Space):
-                    self.space(pos)
-                    continue
-                if isinstance(child, N.Epsilon):
-                    continue
-                if isinstance(child, N.String | N.Chars):
-                    # the fast path advances the position; the closure decides the rest
-                    decided, short = self.scan_fast_path(c, pos)
-                    with self.block(f"if {decided}:"):
-                        if short:
-                            with self.block(f"if {short}:"):
-                                self.line("t = 0")
-                                self.line("break")
+            i = 0
+            while i < len(children):
+                found = self.regular_run(children, i)
+                if found is not None:
+                    run, reg = found
+                    with self.block(f"if {self.regex_match(reg, pos)}:"):
                         self.line(f"{pos} = e")
-                    with self.block("else:"):
-                        self.line(f"t, e, nd, iv = {self.closure(c)}(ctx, {pos})")
-                        with self.block("if t != 1:"):
-                            if partial_exit:
-                                self.line(partial_exit)
-                            self.line("break")
-                        self.line(f"{pos} = e")
+                    with self.block("else:"), self.exact():
+                        for c in run:
+                            self.sequence_child(pid, c, pos, nodes, inv, partial_exit)
+                    i += len(run)
                     continue
-                self.node(c, pos)
-                if not self.never_fails(c):
-                    with self.block("if t == 0:"):
-                        self.line("break")
-                self.accumulate(c, pid, nodes, inv)
-                with self.block("if t == 2:"):
-                    if partial_exit:
-                        self.line(partial_exit)
-                    self.line("break")
-                self.line(f"{pos} = e")
+                self.sequence_child(pid, children[i], pos, nodes, inv, partial_exit)
+                i += 1
             done = [f"t = 1; e = {pos}"] + ([f"nd = {nodes}"] if keep_nodes else []) + \
                 ([f"iv = {inv}"] if keep_inv else [])
             self.line("; ".join(done))
             self.line("break")
+
+    def regular_run(self, children: tuple[ParserId, ...], i: int) -> tuple[tuple[ParserId, ...], Regular] | None:
+        """The longest run of regular children from `i` on and its regex, where trying that first pays."""
+        if self.plain:
+            return None
+        parts: list[Regular] = []
+        while i + len(parts) < len(children) and \
+                (part := regular(self.arena, children[i + len(parts)], self._regular)) is not None:
+            parts.append(part)
+        if len(parts) < 2:
+            return None  # (a lone child has its own fast path, in node())
+        reg = concatenation(parts)
+        worth = reg.size >= _REGEX_MIN_SIZE and reg.reach < float("inf")
+        return (children[i:i + len(parts)], reg) if worth else None
+
+    def sequence_child(self, pid: ParserId, c: ParserId, pos: str, nodes: str, inv: str, partial_exit: str) -> None:
+        """One child of sequence `pid` at `pos`, inside its loop: on a failure or a partial result, `break`."""
+        child = self.arena.parsers[c]
+        if isinstance(child, N.Literal):
+            # a match or a plain mismatch inline; near the end of the input (a partial match?) the closure decides
+            with self.block(f"if text.startswith({child.literal!r}, {pos}):"):
+                self.line(f"{pos} += {len(child.literal)}")
+            with self.block(f"elif n - {pos} >= {_sure_mismatch(child.literal)}:"):
+                self.line(f"t = 0; e = {pos}")
+                self.line("break")
+            with self.block("else:"):
+                self.line(f"t, e, nd, iv = {self.closure(c)}(ctx, {pos})")
+                if partial_exit:
+                    self.line(partial_exit)
+                self.line("break")
+            return
+        if isinstance(child, N.Space):
+            self.space(pos)
+            return
+        if isinstance(child, N.Epsilon):
+            return
+        if isinstance(child, N.String | N.Chars):
+            # the fast path advances the position; the closure decides the rest
+            decided, short = self.scan_fast_path(c, pos)
+            with self.block(f"if {decided}:"):
+                if short:
+                    with self.block(f"if {short}:"):
+                        self.line("t = 0")
+                        self.line("break")
+                self.line(f"{pos} = e")
+            with self.block("else:"):
+                self.line(f"t, e, nd, iv = {self.closure(c)}(ctx, {pos})")
+                with self.block("if t != 1:"):
+                    if partial_exit:
+                        self.line(partial_exit)
+                    self.line("break")
+                self.line(f"{pos} = e")
+            return
+        self.node(c, pos)
+        if not self.never_fails(c):
+            with self.block("if t == 0:"):
+                self.line("break")
+        self.accumulate(c, pid, nodes, inv)
+        with self.block("if t == 2:"):
+            if partial_exit:
+                self.line(partial_exit)
+            self.line("break")
+        self.line(f"{pos} = e")
 
     def accumulate(self, child: ParserId, parent: ParserId, nodes: str, inv: str) -> None:
         """Append the child's node ids and invalid-byte records to the parent's, where either side has any."""
