@@ -62,7 +62,7 @@ def analyze_template(template: str | ChatTemplate, name: str = "<template>", *, 
 def _analyze(compiled: CppTemplate, source: str, strict: bool, caps: TemplateCaps | None) -> TemplateAnalysis:
     if caps is None:
         caps = template_caps(compiled)
-    analysis, r = _analyze_rendered(compiled, caps)
+    analysis, r = _analyze_rendered(compiled, source, caps)
     beyond = not r.rendered_any or (not caps.supports_tool_calls and "tool_calls" in source) \
         or (analysis.call_form is None and _holds_needles(analysis.tools))
     reading = _transformers_reading(compiled, source, r) if beyond else None
@@ -87,7 +87,7 @@ def _transformers_reading(compiled: CppTemplate, source: str, r: DiffRenderer) -
             beyond_caps = template_caps(compiled)
             if r.rendered_any and not beyond_caps.supports_tool_calls:
                 return None
-            beyond, br = _analyze_rendered(compiled, beyond_caps, requests_arguments=True)
+            beyond, br = _analyze_rendered(compiled, source, beyond_caps, requests_arguments=True)
     except (AnalysisError, ValueError, TypeError, KeyError, IndexError, AttributeError):
         return None  # (what fails the whole analysis elsewhere fails only this reading here)
     found = _reads_calls(beyond.tools) or beyond.call_form is not None
@@ -103,10 +103,11 @@ def _finished(source: str, analysis: TemplateAnalysis) -> TemplateAnalysis:
     return analysis
 
 
-def _analyze_rendered(compiled: CppTemplate, caps: TemplateCaps, *,
+def _analyze_rendered(compiled: CppTemplate, source: str, caps: TemplateCaps, *,
                       requests_arguments: bool = False) -> tuple[TemplateAnalysis, DiffRenderer]:
     """The analysis phases on one reading of the template (before preserved tokens and workarounds), and the
-    renderer they rendered with (`requests_arguments`: see `_tools_phase`)."""
+    renderer they rendered with (`requests_arguments`: see `_tools_phase`; `source`, the template's text, where
+    a derived marker is looked for)."""
     r = DiffRenderer(compiled, caps)
     reasoning = analyze_reasoning(r, caps.supports_tool_calls)
     content = analyze_content(r, reasoning)
@@ -119,7 +120,8 @@ def _analyze_rendered(compiled: CppTemplate, caps: TemplateCaps, *,
                                 string_arguments=tools_r.string_arguments,
                                 argument_separator=tools.arguments.separator if requests_arguments else "",
                                 assistant_start=_assistant_start(r, reasoning.start, reasoning.end),
-                                user_start=_user_start(r), prompt_reasoning=prompt_opened_reasoning(r, reasoning))
+                                user_start=_user_start(r),
+                                prompt_reasoning=prompt_opened_reasoning(r, reasoning, source))
     return analysis, r
 
 

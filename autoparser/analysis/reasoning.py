@@ -17,7 +17,7 @@ from autoparser.template.diff import (
     trim_whitespace,
 )
 
-__all__ = ["analyze_reasoning", "prompt_opened_reasoning"]
+__all__ = ["REASONING_SPELLINGS", "analyze_reasoning", "prompt_opened_reasoning"]
 
 _T = fx.THINKING_CONTENT
 
@@ -114,36 +114,64 @@ def _compare_reasoning_scope(r: DiffRenderer, st: ReasoningAnalysis) -> Reasonin
     return dataclasses.replace(st, mode=ReasoningMode.NONE)
 
 
-# An opening tag, and so its closing one by the same convention: `<think>` -> `</think>`, `[THINK]` -> `[/THINK]`.
-_OPENING_TAG = re.compile(r"<([A-Za-z_][\w.:-]*)>|\[([A-Za-z_][\w.:-]*)\]")
+# How models that reason without a template's say so open and close their reasoning.
+REASONING_SPELLINGS = (("<think>", "</think>"), ("<thinking>", "</thinking>"), ("<reasoning>", "</reasoning>"),
+                       ("[THINK]", "[/THINK]"))
+
+# An opening tag: `<think>`, `<seed:think>`, `<|START_THINKING|>`, `[THINK]`.
+_OPENING_TAG = re.compile(r"<([A-Za-z_][\w.:-]*)>|<\|([A-Za-z_][\w.:-]*)\|>|\[([A-Za-z_][\w.:-]*)\]")
+_START = re.compile("start", re.IGNORECASE)
 
 
-def prompt_opened_reasoning(r: DiffRenderer, found: ReasoningAnalysis) -> ReasoningAnalysis | None:
+def _closing_tags(opener: str) -> list[str]:
+    """The tags that would close `opener` by the conventions templates use: the slash form (`</think>`,
+    `[/THINK]`) and `start` made `end` (`<start_working_out>` -> `<end_working_out>`, `<|START_THINKING|>` ->
+    `<|END_THINKING|>`)."""
+    tag = _OPENING_TAG.fullmatch(opener)
+    if tag is None:
+        return []
+    xml, piped, bracketed = tag.groups()
+    name = xml or piped or bracketed
+    forms = [] if piped else [f"</{name}>" if xml else f"[/{name}]"]
+    ended = _START.sub(lambda m: "end" if m[0].islower() else "END" if m[0].isupper() else "End", name, count=1)
+    if ended != name:
+        forms.append(f"<|{ended}|>" if piped else f"<{ended}>" if xml else f"[{ended}]")
+    return forms
+
+
+def prompt_opened_reasoning(r: DiffRenderer, found: ReasoningAnalysis, source: str) -> ReasoningAnalysis | None:
     """Beyond the C++: a reasoning block the generation prompt opens where the analysis found no end to it.
 
     Such a template ends the generation prompt with an opening tag that an assistant turn in the history does
     not write (OLMo 3 Think's `<|im_start|>assistant\n<think>`, LongCat's `ASSISTANT:<longcat_think>`), or
     writes one only with `enable_thinking` (the C++ then records it as the reasoning start, with no end), and
     renders no reasoning in the history: the C++ reads the model's `...</think>answer` as content. The end is
-    the opening tag's closing form. None where the analysis found the end, or the prompt ends otherwise."""
+    the tag that closes the opener by the template's own convention: the one of `_closing_tags` the template's
+    text holds, else the slash form of a known reasoning tag (`<think>`: OLMo 3's template never writes
+    `</think>`), and one the history's turns do not write. None where the analysis found the end, or the
+    prompt ends otherwise."""
     if found.end:
         return None
+    base = TemplateParams(messages=(fx.user_msg(),))
+    history = r.apply(base)
+    replied = r.apply(dataclasses.replace(base, messages=(fx.user_msg(), fx.assistant())))
+    if history is None or replied is None or not replied.startswith(history):
+        return None
+    turn = replied[len(history):]  # an assistant turn of the history
     opener = found.start
     if not opener:
-        base = TemplateParams(messages=(fx.user_msg(),))
-        history = r.apply(base)
         prompted = r.apply(dataclasses.replace(base, add_generation_prompt=True))
-        replied = r.apply(dataclasses.replace(base, messages=(fx.user_msg(), fx.assistant())))
-        if history is None or prompted is None or replied is None or not prompted.startswith(history) \
-                or not replied.startswith(history):
+        if prompted is None or not prompted.startswith(history):
             return None
-        prompt, turn = prompted[len(history):], replied[len(history):]
+        prompt = prompted[len(history):]
         segments = prune_whitespace_segments(segmentize_markers(prompt))
         if not segments or segments[-1].type is not SegmentType.MARKER or segments[-1].value in turn:
             return None
         opener = prompt[prompt.rindex(segments[-1].value):]  # (with the whitespace the prompt writes after it)
-    tag = _OPENING_TAG.fullmatch(trim_whitespace(opener))
-    if tag is None:
-        return None
-    end = f"</{tag[1]}>" if tag[1] else f"[/{tag[2]}]"
+    tag = trim_whitespace(opener)
+    closing = _closing_tags(tag)
+    known = any(start.lower() == tag.lower() for start, _ in REASONING_SPELLINGS)
+    end = next((c for c in closing if c in source), closing[0] if known and closing else None)
+    if end is None or end in turn:
+        return None  # (a tag the history's turns close is no reasoning block: a turn's own markup)
     return ReasoningAnalysis(ReasoningMode.TAG_BASED, opener, end)

@@ -21,6 +21,7 @@ from autoparser.analysis.model import (
     TemplateAnalysis,
     ToolFormat,
 )
+from autoparser.analysis.reasoning import REASONING_SPELLINGS
 from autoparser.chat.builder import ChatBuilder
 from autoparser.chat.relax import TaggedMarkers
 from autoparser.chat.request import Continuation
@@ -167,11 +168,6 @@ def _reasoning(b: Build, a: TemplateAnalysis) -> P:
     if r.start:  # (node creation order as in the C++: grammar rule names embed node ids)
         return p.optional(p.optspace(r.start) + p.reasoning(p.until(_trim(r.end))) + p.optspace(r.end))
     return p.optional(p.reasoning(p.until(_trim(r.end))) + p.optspace(r.end))
-
-
-# How models that reason without a template's say so open and close their reasoning.
-REASONING_SPELLINGS = (("<think>", "</think>"), ("<thinking>", "</thinking>"), ("<reasoning>", "</reasoning>"),
-                       ("[THINK]", "[/THINK]"))
 
 
 def _undeclared_reasoning(b: Build, a: TemplateAnalysis) -> P:

@@ -17,10 +17,10 @@ from autoparser.analysis.model import ReasoningAnalysis, ReasoningMode
 from autoparser.testing.peg_tester import peg_tester
 
 
-def _template(prompt_tail: str, turn_head: str = "") -> str:
-    """ChatML: an assistant turn of the history is `turn_head` + its content (never its reasoning); the
-    generation prompt is the assistant header, then `prompt_tail`."""
-    return ("{%- for m in messages %}<|im_start|>{{ m.role }}\n"
+def _template(prompt_tail: str, turn_head: str = "", preamble: str = "") -> str:
+    """ChatML after `preamble`: an assistant turn of the history is `turn_head` + its content (never its
+    reasoning); the generation prompt is the assistant header, then `prompt_tail`."""
+    return (preamble + "{%- for m in messages %}<|im_start|>{{ m.role }}\n"
             "{%- if m.role == 'assistant' %}" + turn_head + "{% endif %}{{ m.content }}<|im_end|>\n{% endfor %}"
             "{%- if add_generation_prompt %}<|im_start|>assistant\n" + prompt_tail + "{% endif %}")
 
@@ -33,8 +33,15 @@ def _tag(start: str, end: str) -> ReasoningAnalysis:
 OPENED = {
     "the prompt alone writes <think> after the header": (_template("<think>"), _tag("<think>", "</think>")),
     "the prompt writes the tag and a newline": (_template("<think>\n"), _tag("<think>\n", "</think>")),
-    "a tag of its own name": (_template("<longcat_think>"), _tag("<longcat_think>", "</longcat_think>")),
+    "a tag of its own name, closed in a branch of the template": (
+        _template("<longcat_think>", preamble="{% if reasoning_content is defined %}</longcat_think>{% endif %}"),
+        _tag("<longcat_think>", "</longcat_think>")),
     "a bracketed tag": (_template("[THINK]"), _tag("[THINK]", "[/THINK]")),
+    "the closing tag the template's text writes: `start` made `end`": (
+        _template("<start_working_out>", preamble="Reason between <start_working_out> and <end_working_out>.\n"),
+        _tag("<start_working_out>", "<end_working_out>")),
+    "a piped tag, closed likewise": (_template("<|START_THINKING|>", preamble="<|START_THINKING|><|END_THINKING|>"),
+                                     _tag("<|START_THINKING|>", "<|END_THINKING|>")),
     "the tag only with enable_thinking (the C++ records a start, no end)": (
         _template("{% if enable_thinking %}<think>{% endif %}"), _tag("<think>", "</think>")),
 }
@@ -44,6 +51,9 @@ NOT_OPENED = {
     "the prompt closes the block it opens (thinking off)": _template("<think>\n\n</think>\n\n"),
     "the history's turns write the tag too (a header, not a block)": _template("<think>", turn_head="<think>"),
     "the prompt ends with a closing tag": _template("</answer>"),
+    "a tag of no known reasoning whose closing form the template never writes": _template("<scratch>"),
+    "a tag the history's turns close (a turn's own markup)": _template("<|START_OF_REPLY|>",
+                                                                        turn_head="<|END_OF_REPLY|>"),
 }
 
 
