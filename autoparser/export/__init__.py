@@ -103,13 +103,14 @@ def _response_template(source: str) -> dict[str, Any]:
             fields["markup"] = markup_field([section.section_end])
     if len(fields) == 1 and fields["content"] == IMPLICIT_CONTENT:
         raise ExportError("no reasoning, content markers or tool calls to describe: the whole output is content")
-    return _with_anchor(source, fields, (reasoning.start, analysis.content.start))
+    return _with_anchor(source, fields, (reasoning.start, analysis.content.start), analysis.assistant_start)
 
 
-def _with_anchor(source: str, fields: dict[str, Any], openers: tuple[str, ...]) -> dict[str, Any]:
+def _with_anchor(source: str, fields: dict[str, Any], openers: tuple[str, ...],
+                 assistant_start: str = "") -> dict[str, Any]:
     """The response_template of `fields`, anchored where the template's generation prompt begins (`_anchors`)."""
     spec: dict[str, Any] = {"version": 1}
-    anchors = _anchors(source, openers)
+    anchors = _anchors(source, openers, assistant_start)
     if anchors:
         spec["start_anchor"] = anchors if len(anchors) > 1 else anchors[0]
     else:  # the prompt shows no assistant start: the output alone is parsed
@@ -118,15 +119,21 @@ def _with_anchor(source: str, fields: dict[str, Any], openers: tuple[str, ...]) 
     return spec
 
 
-def _anchors(source: str, openers: tuple[str, ...]) -> list[str]:
+def _anchors(source: str, openers: tuple[str, ...], assistant_start: str = "") -> list[str]:
     """Where the assistant's turn begins in a prompt: the generation prompts the template appends (with thinking
     on and off: they may differ, `<think>\\n` against `<think></think>`), each up to the reasoning or content
     opener it may write (which then opens that field for the parser, from the prefix). Not the analysis's
-    assistant start, which can hold the end of the probe's user turn."""
+    assistant start, which can hold the end of the probe's user turn -- except where the generation prompt is
+    empty because the template writes its assistant header whatever `add_generation_prompt` says (ERNIE 4.5,
+    in llama.cpp's context): then the prompt's tail from its last assistant start."""
     anchors: list[str] = []
     for thinking in (True, False):
-        gp = generate(source, {"messages": [{"role": "user", "content": "Hi"}], "reasoning_format": "auto",
-                               "enable_thinking": thinking}).generation_prompt
+        params = generate(source, {"messages": [{"role": "user", "content": "Hi"}], "reasoning_format": "auto",
+                                   "enable_thinking": thinking})
+        gp = params.generation_prompt
+        at = params.prompt.rfind(assistant_start) if assistant_start.strip(_WS) else -1
+        if not gp.strip(_WS) and at >= 0:
+            gp = params.prompt[at:]
         for marker in (m.strip(_WS) for m in openers):
             if marker and marker in gp:
                 gp = gp[:gp.rindex(marker)]
