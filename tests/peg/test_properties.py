@@ -14,9 +14,10 @@ from typing import Any
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from peg_specs import Spec, build
 
 from autoparser.errors import AutoparserError
-from autoparser.peg import Arena, Builder, P, ParseResult, ResultType, build_peg_parser, load, save
+from autoparser.peg import Arena, Builder, ParseResult, ResultType, build_peg_parser, load, save
 from autoparser.peg import nodes as N
 from autoparser.peg.engine import MAX_RULE_DEPTH
 from autoparser.peg.trie import NO_MATCH, Trie
@@ -27,7 +28,6 @@ from autoparser.testing.codegen import CodegenCheck
 SETTINGS = settings(max_examples=300, deadline=None, derandomize=True,
                     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
 
-Spec = tuple[Any, ...]
 
 
 @pytest.fixture(scope="module", autouse=True)
@@ -99,53 +99,12 @@ class Grammar:
     def build(self) -> tuple[Arena, int, int]:
         """(arena whose root is `root + end()`, id of `root`, id of the root sequence)."""
         b = Builder()
-        b.rule("r", lambda: _build(b, self.rule_body))
-        g = _build(b, self.root)
+        b.rule("r", lambda: build(b, self.rule_body))
+        g = build(b, self.root)
         whole = g + b.end()
         return b.build(whole), g.id, whole.id
 
 
-def _build(b: Builder, spec: Spec) -> P:
-    kind = spec[0]
-    if kind == "lit":
-        return b.literal(spec[1])
-    if kind == "chars":
-        return b.chars(spec[1], spec[2], spec[3])
-    if kind == "any":
-        return b.any()
-    if kind == "space":
-        return b.space()
-    if kind == "eps":
-        return b.eps()
-    if kind == "until":
-        return b.until(spec[1][0]) if len(spec[1]) == 1 else b.until_one_of(spec[1])
-    if kind == "rest":
-        return b.rest()
-    if kind == "upto":
-        return b.until_one_of(spec[1]) + b.literal(spec[1][0])
-    if kind == "str":
-        return b.literal(spec[1]) + b.string_content(spec[1]) + b.literal(spec[1])
-    if kind == "json":
-        return b.json()
-    if kind == "ref":
-        return b.ref("r")
-    if kind == "seq":
-        return b.sequence([_build(b, c) for c in spec[1]])
-    if kind == "choice":
-        return b.choice([_build(b, c) for c in spec[1]])
-    if kind == "rep":
-        return b.repeat(_build(b, spec[1]), spec[2], spec[3])
-    if kind == "peek":
-        return b.peek(_build(b, spec[1]))
-    if kind == "not":
-        return b.negate(_build(b, spec[1]))
-    if kind == "tag":
-        return b.tag(spec[1], _build(b, spec[2]))
-    if kind == "atomic":
-        return b.atomic(_build(b, spec[1]))
-    if kind == "rule":
-        return b.rule(spec[1], _build(b, spec[2]))
-    raise AssertionError(kind)
 
 
 def _delimiters(spec: Spec) -> set[str]:

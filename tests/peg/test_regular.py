@@ -10,19 +10,18 @@ test_properties.py compares the generated code as a whole on random grammars of 
 from __future__ import annotations
 
 import re
-from typing import Any
 
 import pytest
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
+from peg_specs import Spec, build
 
-from autoparser.peg import Builder, P
+from autoparser.peg import Builder
 from autoparser.peg.engine import SUCCESS_, Ctx, compile_arena
 from autoparser.peg.regular import AVAILABLE, regular
 
 pytestmark = pytest.mark.skipif(not AVAILABLE, reason="atomic groups and possessive quantifiers are Python 3.11's")
 
-Spec = tuple[Any, ...]
 
 LITERALS = ["a", "b", "ab", "ba", "<t>", "", "\n", '"']
 CLASSES = ["[a-b]", "[^a]", "[0-9]", "[a-z<>/]"]
@@ -34,7 +33,7 @@ _leaves = st.one_of(
     st.builds(lambda s: ("lit", s), st.sampled_from(LITERALS)),
     st.builds(lambda c, n: ("chars", c, *n), st.sampled_from(CLASSES), st.sampled_from(COUNTS)),
     st.just(("any",)), st.just(("space",)), st.just(("eps",)),
-    st.builds(lambda q: ("str", q), st.sampled_from(['"', "'"])),
+    st.builds(lambda q: ("body", q), st.sampled_from(['"', "'"])),  # (a string body alone)
 )
 specs = st.recursive(_leaves, lambda children: st.one_of(
     st.builds(lambda cs: ("seq", tuple(cs)), st.lists(children, min_size=2, max_size=4)),
@@ -46,41 +45,12 @@ specs = st.recursive(_leaves, lambda children: st.one_of(
 ), max_leaves=10)
 
 
-def _build(b: Builder, spec: Spec) -> P:
-    kind = spec[0]
-    if kind == "lit":
-        return b.literal(spec[1])
-    if kind == "chars":
-        return b.chars(spec[1], spec[2], spec[3])
-    if kind == "any":
-        return b.any()
-    if kind == "space":
-        return b.space()
-    if kind == "eps":
-        return b.eps()
-    if kind == "str":  # a string body alone: the node ends before its delimiter
-        return b.string_content(spec[1])
-    if kind == "seq":
-        return b.sequence([_build(b, c) for c in spec[1]])
-    if kind == "choice":
-        return b.choice([_build(b, c) for c in spec[1]])
-    if kind == "rep":
-        return b.repeat(_build(b, spec[1]), spec[2], spec[3])
-    if kind == "peek":
-        return b.peek(_build(b, spec[1]))
-    if kind == "not":
-        return b.negate(_build(b, spec[1]))
-    if kind == "atomic":
-        return b.atomic(_build(b, spec[1]))
-    raise AssertionError(kind)
-
-
 @settings(max_examples=600, deadline=None, derandomize=True,
           suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])
 @given(specs, st.lists(st.sampled_from(PIECES), max_size=10))
 def test_the_regex_decides_only_what_the_engine_decides(spec: Spec, pieces: list[str]) -> None:
     b = Builder()
-    root = _build(b, spec)
+    root = build(b, spec)
     arena = b.build(root)
     reg = regular(arena, root.id, {})
     assume(reg is not None)  # (a repetition of something that may match nothing is left to the engine)
