@@ -57,6 +57,11 @@ _SPACE_SET = "".join(sorted(_SPACE_CHARS))
 _REGEX_MIN_SIZE = 3
 
 
+def _pays(reg: Regular) -> bool:
+    """Whether trying `reg` first pays: a few nodes at least, and a bounded look past its end."""
+    return reg.size >= _REGEX_MIN_SIZE and reg.reach < float("inf")
+
+
 def _sure_mismatch(literal: str) -> int:
     """Remaining input from which a literal that does not match is a plain FAIL: engine._compile_literal
     looks further only when less than the literal is left, or (escaped bytes) less than 4 bytes per character."""
@@ -297,7 +302,7 @@ class _Emitter:
         if self.plain:
             return None
         reg = regular(self.arena, pid, self._regular)
-        return reg if reg is not None and reg.size >= _REGEX_MIN_SIZE and reg.reach < float("inf") else None
+        return reg if reg is not None and _pays(reg) else None
 
     def regex_match(self, reg: Regular, p: str) -> str:
         """The condition under which `reg` decides: it matches from `p`, ending at `e`, on text without escaped
@@ -371,8 +376,7 @@ class _Emitter:
         if len(parts) < 2:
             return None  # (a lone child has its own fast path, in node())
         reg = concatenation(parts)
-        worth = reg.size >= _REGEX_MIN_SIZE and reg.reach < float("inf")
-        return (children[i:i + len(parts)], reg) if worth else None
+        return (children[i:i + len(parts)], reg) if _pays(reg) else None
 
     def sequence_child(self, pid: ParserId, c: ParserId, pos: str, nodes: str, inv: str, partial_exit: str) -> None:
         """One child of sequence `pid` at `pos`, inside its loop: on a failure or a partial result, `break`."""
