@@ -43,7 +43,9 @@ def pinned_source(cache: Path) -> Path:
         return src
     tree.mkdir(parents=True, exist_ok=True)
     print(f"cpp_oracle: downloading the {name}=={version} sdist", file=sys.stderr)
-    subprocess.run([sys.executable, "-m", "pip", "download", "--no-deps", "--no-binary", ":all:", "-d", str(tree),
+    # `--no-binary NAME`, not `:all:`: the latter also applies to the sdist's build requirements, which pip
+    # installs to read its metadata, and made a machine with nothing cached compile CMake from source first
+    subprocess.run([sys.executable, "-m", "pip", "download", "--no-deps", "--no-binary", name, "-d", str(tree),
                     f"{name}=={version}"], check=True)
     archive = next(tree.glob(f"{name.replace('-', '_')}-{version}.tar.gz"))
     with tarfile.open(archive) as t:
