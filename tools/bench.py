@@ -83,8 +83,8 @@ def bench_engine() -> list[tuple[str, str]]:
     t_loads = timeit(lambda: json.loads(doc))
     rows.append((f"json() over {len(doc)} chars", f"{fmt(t_json)}  ({len(doc) / t_json / 1e6:.2f} MB/s; "
                                                     f"{t_json / t_loads:.0f}x json.loads)"))
-    t_json_l = timeit(lambda: json_parser.parse(doc[:-1], lenient=True))
-    rows.append(("json() same, truncated, lenient", fmt(t_json_l)))
+    t_json_l = timeit(lambda: json_parser.parse(doc[:-1], partial=True))
+    rows.append(("json() same, truncated, partial", fmt(t_json_l)))
 
     filler = ("lorem ipsum dolor sit amet <b>bold</b> [x] " * 3000)[:100_000]
     text = filler + "</think>after"
@@ -95,8 +95,8 @@ def bench_engine() -> list[tuple[str, str]]:
     multi = build_peg_parser(lambda b: b.until_one_of(["<tool_call>", "<function=", "</think>", "<|im_end|>"]) + b.rest())
     t_multi = timeit(lambda: multi.parse(text))
     rows.append(("until_one_of(4 delimiters) same text", fmt(t_multi)))
-    t_rest = timeit(lambda: build_peg_parser(lambda b: b.rest()).parse(filler, lenient=True), repeat=3)
-    rows.append(("build + rest() over 100 KB, lenient", fmt(t_rest)))
+    t_rest = timeit(lambda: build_peg_parser(lambda b: b.rest()).parse(filler, partial=True), repeat=3)
+    rows.append(("build + rest() over 100 KB, partial", fmt(t_rest)))
     return rows
 
 

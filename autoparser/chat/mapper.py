@@ -611,7 +611,7 @@ def parse_effective(parser: Arena, effective: str, offset: int) -> ParseResult:
     The engine's nesting guard raises ParseError; its position is re-anchored on the model output.
     """
     try:
-        return parser.parse(effective, lenient=True)
+        return parser.parse(effective, partial=True)
     except ParseError as e:
         raise ParseError(e.reason, text=effective[offset:], position=max(0, e.position - offset),
                          expected=e.expected) from None

@@ -117,7 +117,7 @@ class ChatParams:
         effective, offset = self.generation_prompt + output, len(self.generation_prompt)
         cut = viable_prefix(self.parser, effective, offset)
         try:
-            waiting = self.parser.parse(effective[:cut], lenient=True)
+            waiting = self.parser.parse(effective[:cut], partial=True)
         except ParseError:
             return error
         expected = list(dict.fromkeys(

@@ -126,7 +126,7 @@ def _parse(arena: Arena, text: str, *, complete: bool = False) -> ParseResult:
     """`text` parsed as a prefix of an output (where a parse running out of text needs more), or as a
     `complete` one (where it fails: a reasoning that never ends is no draft)."""
     try:
-        return arena.parse(text, lenient=not complete)
+        return arena.parse(text, partial=not complete)
     except ParseError as e:  # the nesting guard: read as a failure there
         return ParseResult(type=ResultType.FAIL, start=0, end=e.position, nodes=(), invalid_utf8=(), ast=Ast(),
                            text=text)

@@ -54,18 +54,18 @@ class Arena:
 
     # --- parsing -----------------------------------------------------------------------------------------
 
-    def parse(self, text: str | bytes, *, lenient: bool = False, start: int = 0, parser: ParserId | None = None,
+    def parse(self, text: str | bytes, *, partial: bool = False, start: int = 0, parser: ParserId | None = None,
               trace: bool = False) -> ParseResult:
         """Parse `text` from `start` with the root (or `parser`). Failure is a FAIL result, not an exception.
 
-        `lenient` is the C++ LENIENT flag: the input may continue, so running out of it gives NEED_MORE_INPUT.
+        `partial`: the input may continue (the C++ LENIENT flag), so running out of it gives NEED_MORE_INPUT.
         """
         from autoparser.peg.evaluate import run
 
         pid = self.root if parser is None else parser
         if pid == INVALID_ID:
             raise GrammarError("No root parser set")
-        return run(self, pid, text, lenient=lenient, start=start, trace=trace)
+        return run(self, pid, text, partial=partial, start=start, trace=trace)
 
     # --- inspection ----------------------------------------------------------------------------------------
 

@@ -283,7 +283,7 @@ class Builder:
             frac = self.sequence([self.literal("."), digits])
             exp = self.sequence([self.choice([self.literal("e"), self.literal("E")]),
                                  self.optional(self.chars("[+-]", 1, 1)), digits])
-            # A number is only committed once the next character cannot extend it: at the end of a lenient
+            # A number is only committed once the next character cannot extend it: at the end of partial
             # input the lookahead asks for more, so "3" is not reported while "3.14" may still be coming.
             not_continued = self.negate(self.chars("[0-9.eE+-]", 1, 1))
             return self.sequence([self.optional(self.literal("-")), int_part, self.optional(frac),

@@ -517,7 +517,7 @@ class _Emitter:
             self.line("; ".join(["t = 2", f"e = {pos}", *tail]))
         if lo > 0:
             with self.block(f"elif {count} < {lo}:"):
-                self.line(f"t = 2 if {pos} >= n and ctx.lenient else 0; e = {pos}")
+                self.line(f"t = 2 if {pos} >= n and ctx.partial else 0; e = {pos}")
                 if tail:
                     self.line("; ".join(tail))
         with self.block("else:"):

@@ -4,7 +4,7 @@ Each node is compiled once into a closure `f(ctx, pos) -> (type, end, nodes, inv
 closures. evaluate.py runs them, or the code codegen.py generates from the same arena, which calls these
 closures wherever it has no fast path: they are the one statement of the semantics. Results are plain tuples
 because they are created for every node visit (the hot path). Semantics follow llama.cpp's `parser_executor`
-exactly (common/peg-parser.cpp), including its lenient rules: where the input may continue, running out of it in
+exactly (common/peg-parser.cpp), including its partial rules: where the input may continue, running out of it in
 the middle of a literal, a delimiter or a lookahead gives NEED_MORE_INPUT, not FAIL. There is no memoisation, as
 in the C++: results, AST node order and invalid-byte records stay identical to it.
 
@@ -43,7 +43,7 @@ _FRAMES_PER_RULE = 8
 
 Raw = tuple[int, int, tuple[AstId, ...], tuple[tuple[int, int], ...]]
 
-# Kinds of end-of-input observation (lenient parses). A parse whose observations are all of the kinds below
+# Kinds of end-of-input observation (partial parses). A parse whose observations are all of the kinds below
 # but OBS_OTHER can be extended when more input arrives without re-parsing (see resume.py): one open-ended scan
 # (an `until` or a JSON string body) that ran into the end, a literal cut off by the end (`<tool_ca`), an `until`
 # stopped before a delimiter cut off by the end. Any other decision taken at the end of the input (a
@@ -130,12 +130,12 @@ def has_escaped_bytes(text: str) -> bool:
 
 
 class Ctx:
-    __slots__ = ("ast", "depth", "escapes", "lenient", "n", "observed", "text", "trace")
+    __slots__ = ("ast", "depth", "escapes", "n", "observed", "partial", "text", "trace")
 
-    def __init__(self, text: str, lenient: bool) -> None:
+    def __init__(self, text: str, partial: bool) -> None:
         self.text = text
         self.n = len(text)
-        self.lenient = lenient
+        self.partial = partial
         self.ast: list[AstNode] = []
         self.depth = 0
         self.trace: list[TraceEvent] | None = None
@@ -176,11 +176,11 @@ def _compile_literal(s: str, pid: ParserId) -> Fn:
         remaining = ctx.n - pos
         if remaining < length and s.startswith(text[pos:]):
             # The input ran out inside the literal.
-            if ctx.lenient:
+            if ctx.partial:
                 ctx.observed.append((OBS_LITERAL, pid, pos))
                 return NEED_MORE_, ctx.n, _E, _E
             ctx.observed.append(_OTHER)
-        elif (ctx.lenient and ctx.escapes and remaining < 4 * length and "\udc80" <= text[-1] <= "\udcff"
+        elif (ctx.partial and ctx.escapes and remaining < 4 * length and "\udc80" <= text[-1] <= "\udcff"
               and _cut_inside_literal(s, text[pos:])):
             ctx.observed.append(_OTHER)
             return NEED_MORE_, ctx.n, _E, _E
@@ -288,7 +288,7 @@ def _compile_repetition(fns: list[Fn], child: ParserId, lo: int, hi: int) -> Fn:
                 return NEED_MORE_, e, nodes, inv
             break
         if lo > 0 and count < lo:
-            if p >= n and ctx.lenient:
+            if p >= n and ctx.partial:
                 return NEED_MORE_, p, nodes, inv
             return FAIL_, p, _E, _E
         return SUCCESS_, p, nodes, inv
@@ -331,7 +331,7 @@ def _any(ctx: Ctx, pos: int) -> Raw:
     ctx.observed.append(_OTHER)  # the end, or an escaped byte (whose decoding may depend on what follows)
     status, _cp, length = decode_at(ctx.text, pos)
     if status == INCOMPLETE:
-        return (NEED_MORE_ if ctx.lenient else FAIL_), pos, _E, _E
+        return (NEED_MORE_ if ctx.partial else FAIL_), pos, _E, _E
     if status == INVALID:
         return FAIL_, pos, _E, _E
     return SUCCESS_, pos + length, _E, _E
@@ -404,7 +404,7 @@ def _compile_chars(node: N.Chars) -> Fn:
         if status == INCOMPLETE:
             if count >= lo:
                 return SUCCESS_, p, _E, _E
-            return (NEED_MORE_, p, _E, _E) if ctx.lenient else (FAIL_, pos, _E, _E)
+            return (NEED_MORE_, p, _E, _E) if ctx.partial else (FAIL_, pos, _E, _E)
         if status == INVALID:
             return (SUCCESS_, p, _E, _E) if count >= lo else (FAIL_, pos, _E, _E)
         if count < lo:
@@ -439,7 +439,7 @@ def _compile_string(delim: str, pid: ParserId) -> Fn:
     simple_escapes = frozenset(delim + "\\/bfnrt")
 
     def string(ctx: Ctx, pos: int) -> Raw:
-        text, n, lenient = ctx.text, ctx.n, ctx.lenient
+        text, n, partial = ctx.text, ctx.n, ctx.partial
         run = body.match(text, pos)  # complete tokens in one C call; the walk goes on from there
         p = run.end() if run else pos
         while True:
@@ -448,7 +448,7 @@ def _compile_string(delim: str, pid: ParserId) -> Fn:
                 p = m.end()
             if p >= n:
                 ctx.observed.append((OBS_STRING, pid, pos))
-                return (NEED_MORE_ if lenient else FAIL_), p, _E, _E
+                return (NEED_MORE_ if partial else FAIL_), p, _E, _E
             c = text[p]
             if c == delim:
                 return SUCCESS_, p, _E, _E
@@ -456,7 +456,7 @@ def _compile_string(delim: str, pid: ParserId) -> Fn:
                 if p + 1 >= n:
                     # a lone backslash at the end: do not count it until the escape is complete
                     ctx.observed.append(_OTHER)
-                    return (NEED_MORE_, p, _E, _E) if lenient else (FAIL_, pos, _E, _E)
+                    return (NEED_MORE_, p, _E, _E) if partial else (FAIL_, pos, _E, _E)
                 e = text[p + 1]
                 if e in simple_escapes:
                     p += 2
@@ -466,7 +466,7 @@ def _compile_string(delim: str, pid: ParserId) -> Fn:
                     for _ in range(4):
                         if q >= n:
                             ctx.observed.append(_OTHER)
-                            return (NEED_MORE_, p, _E, _E) if lenient else (FAIL_, pos, _E, _E)
+                            return (NEED_MORE_, p, _E, _E) if partial else (FAIL_, pos, _E, _E)
                         if text[q] not in _HEXDIGITS:
                             return FAIL_, pos, _E, _E
                         q += 1
@@ -477,7 +477,7 @@ def _compile_string(delim: str, pid: ParserId) -> Fn:
             ctx.observed.append(_OTHER)
             status, _cp, length = decode_at(text, p)
             if status == INCOMPLETE:
-                return (NEED_MORE_, p, _E, _E) if lenient else (FAIL_, pos, _E, _E)
+                return (NEED_MORE_, p, _E, _E) if partial else (FAIL_, pos, _E, _E)
             if status == INVALID:
                 return FAIL_, pos, _E, _E
             p += length
@@ -502,13 +502,13 @@ def _compile_until(delimiters: tuple[str, ...], pid: ParserId) -> Fn:
 
     def slow(ctx: Ctx, pos: int) -> Raw:
         # Exact port of the C++ walk, used when the text holds escaped bytes.
-        text, n, lenient = ctx.text, ctx.n, ctx.lenient
+        text, n, partial = ctx.text, ctx.n, ctx.partial
         ctx.observed.append(_OTHER)  # conservative: texts with escaped bytes are never resumed
         p = last_valid = pos
         invalid: list[tuple[int, int]] = []
         while p < n:
             status, _cp, length = decode_at(text, p)
-            if status == INCOMPLETE and lenient:
+            if status == INCOMPLETE and partial:
                 return NEED_MORE_, last_valid, _E, tuple(invalid)
             if status != SUCCESS:
                 invalid.append((p, length))
@@ -519,7 +519,7 @@ def _compile_until(delimiters: tuple[str, ...], pid: ParserId) -> Fn:
                 return SUCCESS_, p, _E, tuple(invalid)
             p += length
             last_valid = p
-        if last_valid == n and lenient:
+        if last_valid == n and partial:
             return NEED_MORE_, last_valid, _E, tuple(invalid)
         return SUCCESS_, last_valid, _E, tuple(invalid)
 
@@ -534,12 +534,12 @@ def _compile_until(delimiters: tuple[str, ...], pid: ParserId) -> Fn:
         if cut is not None and stop > n - longest + 1:
             c = cut.search(text, max(pos, n - longest + 1))
             if c is not None and c.start() < stop:
-                ctx.observed.append((OBS_UNTIL_CUT, pid, c.start()) if ctx.lenient else _OTHER)
+                ctx.observed.append((OBS_UNTIL_CUT, pid, c.start()) if ctx.partial else _OTHER)
                 return SUCCESS_, c.start(), _E, _E
         if m:
             return SUCCESS_, stop, _E, _E
-        ctx.observed.append((OBS_UNTIL, pid, pos) if ctx.lenient else _OTHER)
-        return (NEED_MORE_ if ctx.lenient else SUCCESS_), n, _E, _E
+        ctx.observed.append((OBS_UNTIL, pid, pos) if ctx.partial else _OTHER)
+        return (NEED_MORE_ if ctx.partial else SUCCESS_), n, _E, _E
 
     return until
 

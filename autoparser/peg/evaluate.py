@@ -143,11 +143,11 @@ def _ensure_recursion_room() -> None:
 _ensure_recursion_room()
 
 
-def run(arena: Arena, pid: ParserId, data: str | bytes, *, lenient: bool, start: int = 0,
+def run(arena: Arena, pid: ParserId, data: str | bytes, *, partial: bool, start: int = 0,
         trace: bool = False) -> ParseResult:
     text = to_text(data)
     fn = compile_arena(arena, trace=True)[pid] if trace else entry_function(arena, pid)
-    ctx = Ctx(text, lenient)
+    ctx = Ctx(text, partial)
     if trace:
         ctx.trace = []
     _ensure_recursion_room()

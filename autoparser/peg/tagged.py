@@ -31,8 +31,8 @@ class TaggedParser:
     def __init__(self, arena: Arena) -> None:
         self.arena = arena
 
-    def parse_and_extract(self, text: str, *, lenient: bool = False, start: int = 0) -> TagParseResult:
-        r = self.arena.parse(text, lenient=lenient, start=start)
+    def parse_and_extract(self, text: str, *, partial: bool = False, start: int = 0) -> TagParseResult:
+        r = self.arena.parse(text, partial=partial, start=start)
         return TagParseResult(r, r.tags() if not r.fail else {})
 
     def parse_anywhere_and_extract(self, text: str) -> TagParseResult:

@@ -1,12 +1,12 @@
 """Checks the generated code of autoparser.peg.codegen against the closures it must agree with exactly.
 
-`CodegenCheck(arena, pid)` compiles `pid` once; `mismatch(text, lenient)` runs both on the text and says how
+`CodegenCheck(arena, pid)` compiles `pid` once; `mismatch(text, partial)` runs both on the text and says how
 they differ (None when the result tuples, the AST nodes made -- including those of abandoned alternatives,
 whose ids shift every later one --, the end-of-input observations and any depth error are identical). Used
 by the random-grammar property tests and the per-chat-case differential tests.
 
     check = CodegenCheck(arena, arena.root)
-    assert check.mismatch(text, lenient=True) is None
+    assert check.mismatch(text, partial=True) is None
 """
 
 from __future__ import annotations
@@ -24,8 +24,8 @@ from autoparser.peg.utf8 import to_text
 __all__ = ["CodegenCheck"]
 
 
-def _outcome(fn: Fn, text: str, lenient: bool, start: int) -> tuple[Any, ...]:
-    ctx = Ctx(text, lenient)
+def _outcome(fn: Fn, text: str, partial: bool, start: int) -> tuple[Any, ...]:
+    ctx = Ctx(text, partial)
     try:
         raw: Any = fn(ctx, start)
     except _TooDeep as deep:
@@ -42,15 +42,15 @@ class CodegenCheck:
         self.closure = closures[pid]
         self.generated = compile_entry(arena, pid, closures, firsts)
 
-    def mismatch(self, data: str | bytes, *, lenient: bool, start: int = 0) -> str | None:
+    def mismatch(self, data: str | bytes, *, partial: bool, start: int = 0) -> str | None:
         _ensure_recursion_room()
         text = to_text(data)
-        want = _outcome(self.closure, text, lenient, start)
-        got = _outcome(self.generated, text, lenient, start)
+        want = _outcome(self.closure, text, partial, start)
+        got = _outcome(self.generated, text, partial, start)
         if got == want:
             return None
         labels = ("result (type, end, node ids, invalid bytes)", "AST nodes", "observations")
         for label, w, g in zip(labels, want, got, strict=True):
             if w != g:
-                return f"{label} differ on {text!r} (lenient={lenient}):\n  closures:  {w!r}\n  generated: {g!r}"
+                return f"{label} differ on {text!r} (partial={partial}):\n  closures:  {w!r}\n  generated: {g!r}"
         return None  # pragma: no cover - the tuples differ, so one of their parts does

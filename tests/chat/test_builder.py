@@ -47,7 +47,7 @@ def parse_full(arena: Arena, text: str) -> ChatMessage:
 
 
 def assert_streams(arena: Arena, text: str) -> ChatMessage:
-    """Every prefix parses (lenient) to a message that the deltas of the previous one fold into."""
+    """Every prefix parses (partial) to a message that the deltas of the previous one fold into."""
     prev = acc = ChatMessage()
     for i in range(1, len(text) + 1):
         cur = peg_parse(arena, text[:i], is_partial=i < len(text))

@@ -53,14 +53,14 @@ def strict(arena: Arena, text: str, fmt: ChatFormat = ChatFormat.PEG_NATIVE) -> 
 
 def incremental(arena: Arena, pieces: list[str], fmt: ChatFormat = ChatFormat.PEG_NATIVE,
                 check: Callable[[ChatMessage], None] | None = None) -> ChatMessage:
-    """Parse growing prefixes (lenient except the last, as the C++ tests do); every step must not fail and its
+    """Parse growing prefixes (partial except the last, as the C++ tests do); every step must not fail and its
     deltas must fold onto the previous message to give exactly the new one."""
     prev = acc = ChatMessage()
     text = ""
     for k, piece in enumerate(pieces):
         text += piece
         last = k == len(pieces) - 1
-        result = arena.parse(text, lenient=not last)
+        result = arena.parse(text, partial=not last)
         assert not result.fail, f"{text[:result.end]!r}[failed->]{text[result.end:]!r}"
         cur = map_result(result, fmt)
         if check is not None:
@@ -178,7 +178,7 @@ def test_example_native(name: str, tools: Any, reasoning_none: bool, json_schema
     expected = ChatMessage(content=content, reasoning_content=reasoning,
                            tool_calls=tuple(ToolCall(n, a) for n, a in calls))
     assert strict(arena, gen_prompt + text) == expected
-    # the parse entry point prepends the generation prompt itself and parses leniently
+    # the parse entry point prepends the generation prompt itself and parses as partial input
     assert peg_parse(arena, text, generation_prompt=gen_prompt) == expected
     # streamed character by character, every prefix maps to a message the deltas grow monotonically into
     streamed = incremental(arena, [*by_char(gen_prompt + text), ""])
@@ -412,7 +412,7 @@ def test_invalid_utf8_replaced_in_reasoning_and_content() -> None:
 
 
 def test_invalid_utf8_partial_keeps_trailing_incomplete_sequence_out() -> None:
-    result = utf8_parser().parse(b"<think>x</think>a\x80b\xe4\xb8", lenient=True)
+    result = utf8_parser().parse(b"<think>x</think>a\x80b\xe4\xb8", partial=True)
     assert not result.fail
     assert map_result(result).content == "a\ufffdb"
 

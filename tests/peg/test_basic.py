@@ -68,8 +68,8 @@ def test_optional_absent() -> None:
 
 
 def test_optional_partial_match_needs_more_input() -> None:
-    # "hello " could still become "hello world": a lenient parse must wait.
-    r = _hello_world().parse("hello ", lenient=True)
+    # "hello " could still become "hello world": a partial parse must wait.
+    r = _hello_world().parse("hello ", partial=True)
     assert r.type == ResultType.NEED_MORE_INPUT
 
 
@@ -90,7 +90,7 @@ def _value_parser() -> Arena:
     return build_peg_parser(build)
 
 
-@pytest.mark.parametrize(("text", "lenient", "expected"), [
+@pytest.mark.parametrize(("text", "partial", "expected"), [
     ("1", False, ResultType.SUCCESS),               # simple_number
     ("[1]", False, ResultType.SUCCESS),             # simple_list
     ("[[2]]", False, ResultType.SUCCESS),           # nested_list
@@ -98,8 +98,8 @@ def _value_parser() -> Arena:
     ("[[", True, ResultType.NEED_MORE_INPUT),       # need_more_input_match
     ("[a]", False, ResultType.FAIL),                # no_match
 ])
-def test_recursive_rules(text: str, lenient: bool, expected: ResultType) -> None:
-    r = _value_parser().parse(text, lenient=lenient)
+def test_recursive_rules(text: str, partial: bool, expected: ResultType) -> None:
+    r = _value_parser().parse(text, partial=partial)
     assert r.type == expected
     if expected == ResultType.SUCCESS:
         assert r.end == len(text)

@@ -45,8 +45,8 @@ def test_chat_case_parser_agrees_with_closures(index: int) -> None:
     check = CodegenCheck(arena, arena.root)
     text = params.generation_prompt + case["input"]
     for k in _prefix_ends(len(text)):
-        for lenient in (True, False):
-            problem = check.mismatch(text[:k], lenient=lenient)
+        for partial in (True, False):
+            problem = check.mismatch(text[:k], partial=partial)
             assert problem is None, problem
 
 
@@ -68,8 +68,8 @@ def test_deep_nesting_compiles_into_several_functions() -> None:
     text = "".join(f"<{level}>" for level in reversed(range(40))) + "x"
     check = CodegenCheck(arena, arena.root)
     for k in range(len(text) + 1):
-        for lenient in (True, False):
-            assert check.mismatch(text[:k], lenient=lenient) is None
+        for partial in (True, False):
+            assert check.mismatch(text[:k], partial=partial) is None
     assert arena.parse(text).success
 
 
@@ -79,8 +79,8 @@ def test_a_long_sequence_compiles() -> None:
     check = CodegenCheck(arena, arena.root)
     text = "".join(words)
     for k in (0, 1, 5, len(text) // 2, len(text) - 1, len(text)):
-        for lenient in (True, False):
-            assert check.mismatch(text[:k], lenient=lenient) is None
+        for partial in (True, False):
+            assert check.mismatch(text[:k], partial=partial) is None
 
 
 def test_corpus_tool_grammars_compile() -> None:
@@ -116,7 +116,7 @@ def test_depth_guard_holds_in_generated_code() -> None:
         assert _is_generated(evaluate.entry_function(arena, arena.root))
         deep = "[" * (MAX_RULE_DEPTH + 5)
         with pytest.raises(ParseError, match=f"nested more than {MAX_RULE_DEPTH} levels"):
-            arena.parse(deep, lenient=True)
+            arena.parse(deep, partial=True)
         assert arena.parse("[" * 100 + "]" * 100).success
     assert (evaluate.KEY_AFTER, evaluate.COMPILE_AFTER) == (8, 256)  # restored
 

@@ -20,22 +20,22 @@ def json_parser() -> Arena:
     return build_peg_parser(lambda p: p.json())
 
 
-def _parse_or_error(arena: Arena, text: str, lenient: bool) -> ResultType | ParseError:
+def _parse_or_error(arena: Arena, text: str, partial: bool) -> ResultType | ParseError:
     try:
-        return arena.parse(text, lenient=lenient).type
+        return arena.parse(text, partial=partial).type
     except ParseError as e:
         return e
 
 
-@pytest.mark.parametrize("lenient", [False, True], ids=["strict", "lenient"])
+@pytest.mark.parametrize("partial", [False, True], ids=["strict", "partial"])
 @pytest.mark.parametrize("text", [
     "[" * LEVELS,
     '{"a":' * LEVELS,
     "[" * LEVELS + "]" * LEVELS,
     '{"a":' * LEVELS + "1" + "}" * LEVELS,
 ], ids=["open-arrays", "open-objects", "closed-arrays", "closed-objects"])
-def test_deep_json_gives_clean_parse_error(json_parser: Arena, text: str, lenient: bool) -> None:
-    outcome = _parse_or_error(json_parser, text, lenient)
+def test_deep_json_gives_clean_parse_error(json_parser: Arena, text: str, partial: bool) -> None:
+    outcome = _parse_or_error(json_parser, text, partial)
     assert isinstance(outcome, ParseError)
     assert "nested more than" in outcome.reason
     # the error points inside the input, at the opening bracket where the depth limit was hit
@@ -44,14 +44,14 @@ def test_deep_json_gives_clean_parse_error(json_parser: Arena, text: str, lenien
     assert len(str(outcome)) < 500  # the excerpt stays short however long the input is
 
 
-@pytest.mark.parametrize("lenient", [False, True], ids=["strict", "lenient"])
-def test_nesting_within_the_limit_still_parses(json_parser: Arena, lenient: bool) -> None:
+@pytest.mark.parametrize("partial", [False, True], ids=["strict", "partial"])
+def test_nesting_within_the_limit_still_parses(json_parser: Arena, partial: bool) -> None:
     # each JSON level costs two rules (json-value and json-array / json-object)
     levels = MAX_RULE_DEPTH // 2 - 1
     text = "[" * levels + "]" * levels
-    r = json_parser.parse(text, lenient=lenient)
+    r = json_parser.parse(text, partial=partial)
     assert (r.type, r.end) == (ResultType.SUCCESS, len(text))
-    partial = json_parser.parse("[" * levels, lenient=True)
+    partial = json_parser.parse("[" * levels, partial=True)
     assert partial.type == ResultType.NEED_MORE_INPUT
 
 
@@ -73,9 +73,9 @@ def test_deep_combinator_nesting_between_rules_gives_parse_error() -> None:
         return x
 
     arena = b.build(b.rule("r", body))
-    for lenient in (False, True):
+    for partial in (False, True):
         with pytest.raises(ParseError):
-            arena.parse("(" * LEVELS, lenient=lenient)
+            arena.parse("(" * LEVELS, partial=partial)
     assert arena.parse("((#").type == ResultType.SUCCESS
 
 
@@ -94,13 +94,13 @@ def test_left_recursion_gives_parse_error() -> None:
 MB = 1 << 20
 
 
-@pytest.mark.parametrize("lenient", [False, True], ids=["strict", "lenient"])
-def test_until_over_one_megabyte(lenient: bool) -> None:
+@pytest.mark.parametrize("partial", [False, True], ids=["strict", "partial"])
+def test_until_over_one_megabyte(partial: bool) -> None:
     chunk = "lorem ipsum <dolor> sit amet, é 世界 "
     body = (chunk * (MB // len(chunk) + 1))[:MB]
     parser = build_peg_parser(lambda p: p.tag("body", p.until("</done>")) + p.literal("</done>") + p.end())
     t0 = time.perf_counter()
-    r = parser.parse(body + "</done>", lenient=lenient)
+    r = parser.parse(body + "</done>", partial=partial)
     elapsed = time.perf_counter() - t0
     assert r.type == ResultType.SUCCESS
     assert r.end == MB + len("</done>")
@@ -111,16 +111,16 @@ def test_until_over_one_megabyte(lenient: bool) -> None:
 def test_until_over_one_megabyte_with_a_cut_off_delimiter() -> None:
     body = "x" * MB
     parser = build_peg_parser(lambda p: p.tag("body", p.until("</done>")))
-    r = parser.parse(body + "</do", lenient=True)
+    r = parser.parse(body + "</do", partial=True)
     assert (r.type, r.end) == (ResultType.SUCCESS, MB)
 
 
-@pytest.mark.parametrize("lenient", [False, True], ids=["strict", "lenient"])
-def test_rest_over_one_megabyte(lenient: bool) -> None:
+@pytest.mark.parametrize("partial", [False, True], ids=["strict", "partial"])
+def test_rest_over_one_megabyte(partial: bool) -> None:
     body = "0123456789abcdef" * (MB // 16)
     parser = build_peg_parser(lambda p: p.literal("<c>") + p.tag("content", p.rest()))
-    r = parser.parse("<c>" + body, lenient=lenient)
-    assert r.type == (ResultType.NEED_MORE_INPUT if lenient else ResultType.SUCCESS)
+    r = parser.parse("<c>" + body, partial=partial)
+    assert r.type == (ResultType.NEED_MORE_INPUT if partial else ResultType.SUCCESS)
     assert r.end == MB + 3
     assert r.tags() == {"content": body}
 

@@ -46,9 +46,9 @@ def test_raise_for_failure_long_input_is_elided() -> None:
     assert excerpt[caret.index("^")] == "!"
 
 
-@pytest.mark.parametrize(("text", "lenient"), [("hello world", False), ("hello", True), ("hel", True)])
-def test_raise_for_failure_is_silent_unless_fail(text: str, lenient: bool) -> None:
-    r = build_peg_parser(lambda p: p.literal("hello") + p.literal(" world")).parse(text, lenient=lenient)
+@pytest.mark.parametrize(("text", "partial"), [("hello world", False), ("hello", True), ("hel", True)])
+def test_raise_for_failure_is_silent_unless_fail(text: str, partial: bool) -> None:
+    r = build_peg_parser(lambda p: p.literal("hello") + p.literal(" world")).parse(text, partial=partial)
     assert not r.fail
     r.raise_for_failure()
 

@@ -32,7 +32,7 @@ def test_complete_json_consumes_everything(json_parser: Arena, text: str) -> Non
     '{"data": {"nested": ',         # incomplete nested structure
 ])
 def test_incomplete_json_needs_more_input(json_parser: Arena, text: str) -> None:
-    assert json_parser.parse(text, lenient=True).type == ResultType.NEED_MORE_INPUT
+    assert json_parser.parse(text, partial=True).type == ResultType.NEED_MORE_INPUT
 
 
 @pytest.mark.parametrize("text", [
@@ -41,7 +41,7 @@ def test_incomplete_json_needs_more_input(json_parser: Arena, text: str) -> None
     '{"text": "hello\\u00',
 ])
 def test_incomplete_escape_is_not_part_of_partial_value(json_parser: Arena, text: str) -> None:
-    r = json_parser.parse(text, lenient=True)
+    r = json_parser.parse(text, partial=True)
     assert r.type == ResultType.NEED_MORE_INPUT
     assert r.end == text.index("\\")
 
@@ -63,11 +63,11 @@ def test_invalid_json_does_not_parse_completely(text: str) -> None:
     assert parser.parse(text).type == ResultType.FAIL
 
 
-def test_number_at_end_of_lenient_input_is_not_committed(json_parser: Arena) -> None:
+def test_number_at_end_of_partial_input_is_not_committed(json_parser: Arena) -> None:
     # "3" may still become "3.14": the trailing lookahead asks for more.
-    assert json_parser.parse("3", lenient=True).type == ResultType.NEED_MORE_INPUT
+    assert json_parser.parse("3", partial=True).type == ResultType.NEED_MORE_INPUT
     assert json_parser.parse("3").type == ResultType.SUCCESS
-    assert json_parser.parse("3 ", lenient=True).type == ResultType.SUCCESS
+    assert json_parser.parse("3 ", partial=True).type == ResultType.SUCCESS
 
 
 @pytest.mark.parametrize("value", [
@@ -92,7 +92,7 @@ def test_member_success(member_parser: Arena) -> None:
 
 
 def test_member_partial(member_parser: Arena) -> None:
-    assert member_parser.parse('"name": "bo', lenient=True).type == ResultType.NEED_MORE_INPUT
+    assert member_parser.parse('"name": "bo', partial=True).type == ResultType.NEED_MORE_INPUT
 
 
 def test_member_failed(member_parser: Arena) -> None:

@@ -1,5 +1,5 @@
 """Partial ("need more input") parsing: the "partial parsing" group of llama.cpp tests/peg-parser/test-basic.cpp,
-plus the lenient rules of the engine that the streaming chat layer relies on (`parser_executor`, peg-parser.cpp).
+plus the partial rules of the engine that the streaming chat layer relies on (`parser_executor`, peg-parser.cpp).
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from autoparser.peg import Builder, P, ResultType, build_peg_parser
 
 S, F, M = ResultType.SUCCESS, ResultType.FAIL, ResultType.NEED_MORE_INPUT
 
-# (case name in the C++, parser, input, lenient, expected)
+# (case name in the C++, parser, input, partial, expected)
 CASES = [
     ("literal_success", lambda p: p.literal("hello"), "hello", False, S),
     ("char_class_lowercase_success", lambda p: p.chars("a-z"), "a", False, S),
@@ -43,9 +43,9 @@ CASES = [
 ]
 
 
-@pytest.mark.parametrize(("build", "text", "lenient", "expected"), [c[1:] for c in CASES], ids=[c[0] for c in CASES])
-def test_partial_parsing(build: Callable[[Builder], P], text: str, lenient: bool, expected: ResultType) -> None:
-    assert build_peg_parser(build).parse(text, lenient=lenient).type == expected
+@pytest.mark.parametrize(("build", "text", "partial", "expected"), [c[1:] for c in CASES], ids=[c[0] for c in CASES])
+def test_partial_parsing(build: Callable[[Builder], P], text: str, partial: bool, expected: ResultType) -> None:
+    assert build_peg_parser(build).parse(text, partial=partial).type == expected
 
 
 # --- engine rules behind those cases -----------------------------------------------------------------------------
@@ -55,33 +55,33 @@ def test_truncated_literal_is_fail_in_strict_mode() -> None:
 
 
 def test_literal_need_more_end_is_end_of_input() -> None:
-    r = build_peg_parser(lambda p: p.literal("ab") + p.literal("cdef")).parse("abcd", lenient=True)
+    r = build_peg_parser(lambda p: p.literal("ab") + p.literal("cdef")).parse("abcd", partial=True)
     assert (r.type, r.end) == (M, 4)
 
 
-def test_optional_at_end_of_input_succeeds_even_when_lenient() -> None:
+def test_optional_at_end_of_input_succeeds_even_when_partial() -> None:
     # the repetition never tries its child at the end of the input
-    r = build_peg_parser(lambda p: p.literal("a") + p.optional(p.literal("b"))).parse("a", lenient=True)
+    r = build_peg_parser(lambda p: p.literal("a") + p.optional(p.literal("b"))).parse("a", partial=True)
     assert (r.type, r.end) == (S, 1)
 
 
 def test_end_is_never_need_more() -> None:
     parser = build_peg_parser(lambda p: p.literal("a") + p.end())
-    assert parser.parse("a", lenient=True).type == S
-    assert parser.parse("ab", lenient=True).type == F
+    assert parser.parse("a", partial=True).type == S
+    assert parser.parse("ab", partial=True).type == F
 
 
-def test_rest_is_need_more_when_lenient() -> None:
+def test_rest_is_need_more_when_partial() -> None:
     parser = build_peg_parser(lambda p: p.rest())
     assert parser.parse("abc").type == S
-    r = parser.parse("abc", lenient=True)
+    r = parser.parse("abc", partial=True)
     assert (r.type, r.end) == (M, 3)
 
 
 def test_until_stops_before_a_cut_off_delimiter_in_both_modes() -> None:
     parser = build_peg_parser(lambda p: p.until("</tool>"))
-    for lenient in (False, True):
-        r = parser.parse("abc</to", lenient=lenient)
+    for partial in (False, True):
+        r = parser.parse("abc</to", partial=partial)
         assert (r.type, r.end) == (S, 3)
 
 
@@ -92,7 +92,7 @@ def test_until_shortest_delimiter_wins() -> None:
 
 def test_rule_node_marked_partial() -> None:
     parser = build_peg_parser(lambda p: p.rule("greet", p.literal("hello") + p.literal(" world")))
-    r = parser.parse("hello wo", lenient=True)
+    r = parser.parse("hello wo", partial=True)
     assert r.type == M
     [node] = r.walk()
     assert (node.rule, node.is_partial, node.text) == ("greet", True, "hello wo")
@@ -102,7 +102,7 @@ def test_rule_node_marked_partial() -> None:
 
 def test_sequence_need_more_keeps_nodes_fail_drops_them() -> None:
     parser = build_peg_parser(lambda p: p.tag("a", p.literal("a")) + p.tag("b", p.literal("bc")))
-    partial = parser.parse("ab", lenient=True)
+    partial = parser.parse("ab", partial=True)
     assert partial.type == M
     assert [(n.tag, n.text, n.is_partial) for n in partial.walk()] == [("a", "a", False), ("b", "b", True)]
     failed = parser.parse("ax")
@@ -112,7 +112,7 @@ def test_sequence_need_more_keeps_nodes_fail_drops_them() -> None:
 
 def test_atomic_drops_nodes_of_a_partial_match() -> None:
     parser = build_peg_parser(lambda p: p.tag("outer", p.atomic(p.tag("name", p.literal("special_function")))))
-    r = parser.parse("special_fu", lenient=True)
+    r = parser.parse("special_fu", partial=True)
     assert r.type == M
     assert [n.tag for n in r.walk()] == ["outer"]
     full = parser.parse("special_function")
@@ -121,7 +121,7 @@ def test_atomic_drops_nodes_of_a_partial_match() -> None:
 
 def test_negate_propagates_need_more() -> None:
     parser = build_peg_parser(lambda p: p.negate(p.literal("abc")) + p.any())
-    assert parser.parse("ab", lenient=True).type == M
+    assert parser.parse("ab", partial=True).type == M
     assert parser.parse("ab").type == S
     assert parser.parse("abc").type == F
 
@@ -130,28 +130,28 @@ def test_peek_returns_child_type_without_consuming() -> None:
     parser = build_peg_parser(lambda p: p.peek(p.literal("ab")))
     r = parser.parse("abc")
     assert (r.type, r.end) == (S, 0)
-    assert parser.parse("a", lenient=True).type == M
+    assert parser.parse("a", partial=True).type == M
     assert parser.parse("x").type == F
 
 
 def test_choice_returns_first_non_fail_even_if_partial() -> None:
     # the first alternative is still possible, so its NEED_MORE wins over a complete second alternative
     parser = build_peg_parser(lambda p: p.literal("abc") | p.literal("a"))
-    r = parser.parse("ab", lenient=True)
+    r = parser.parse("ab", partial=True)
     assert (r.type, r.end) == (M, 2)
 
 
 def test_string_content_unterminated() -> None:
     parser = build_peg_parser(lambda p: p.string_content('"'))
-    r = parser.parse("abc", lenient=True)
+    r = parser.parse("abc", partial=True)
     assert (r.type, r.end) == (M, 3)
     assert parser.parse("abc").type == F
 
 
-def test_chars_with_min_satisfied_at_end_is_success_when_lenient() -> None:
-    r = build_peg_parser(lambda p: p.chars("[a-z]")).parse("abc", lenient=True)
+def test_chars_with_min_satisfied_at_end_is_success_when_partial() -> None:
+    r = build_peg_parser(lambda p: p.chars("[a-z]")).parse("abc", partial=True)
     assert (r.type, r.end) == (S, 3)
-    r = build_peg_parser(lambda p: p.chars("[a-z]", 4, 4)).parse("abc", lenient=True)
+    r = build_peg_parser(lambda p: p.chars("[a-z]", 4, 4)).parse("abc", partial=True)
     assert r.type == M
 
 

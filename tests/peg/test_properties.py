@@ -194,10 +194,10 @@ def grammar_and_input(draw: st.DrawFn) -> tuple[Grammar, str]:
 
 # --- helpers -----------------------------------------------------------------------------------------------------
 
-def _outcome(arena: Arena, text: str | bytes, *, lenient: bool, parser: int | None = None) -> ParseResult | None:
+def _outcome(arena: Arena, text: str | bytes, *, partial: bool, parser: int | None = None) -> ParseResult | None:
     """The parse result, or None when the engine gave up with a clean autoparser error (too deep, ...)."""
     try:
-        return arena.parse(text, lenient=lenient, parser=parser)
+        return arena.parse(text, partial=partial, parser=parser)
     except AutoparserError:
         return None
 
@@ -218,42 +218,42 @@ def _ends_inside_delimiter(prefix: str, delimiters: set[str]) -> bool:
 
 @SETTINGS
 @given(grammar_and_input())
-def test_lenient_prefix_never_fails_when_whole_succeeds(case: tuple[Grammar, str]) -> None:
-    """If `G + end()` parses the whole input strictly, no prefix parsed leniently is FAIL.
+def test_partial_prefix_never_fails_when_whole_succeeds(case: tuple[Grammar, str]) -> None:
+    """If `G + end()` parses the whole input strictly, no prefix parsed as partial input is FAIL.
 
     One exception is part of the C++ semantics, not a bug: `until` treats a delimiter cut off by the end of
-    the input as found, in lenient mode too, and stops before it. The rest of the grammar then sees the
+    the input as found, in partial mode too, and stops before it. The rest of the grammar then sees the
     would-be delimiter as text, and `end()` (which never asks for more input) rejects it: with
     G = until("ab") the whole "xac" succeeds, but its prefix "xa" fails. So the statement that holds is:
     every prefix that does not end inside one of the grammar's `until` delimiters is not FAIL.
     """
     g, text = case
     arena, _, _ = g.build()
-    whole = _outcome(arena, text, lenient=False)
+    whole = _outcome(arena, text, partial=False)
     if whole is None or not whole.success:
         return
     delimiters = _delimiters(g.root) | _delimiters(g.rule_body)
     for k in range(len(text) + 1):
         prefix = text[:k]
-        r = _outcome(arena, prefix, lenient=True)
+        r = _outcome(arena, prefix, partial=True)
         if r is None:
             continue
         if r.fail:
             assert _ends_inside_delimiter(prefix, delimiters), (
-                f"prefix {prefix!r} of {text!r} fails leniently although the whole succeeds\n{arena}")
+                f"prefix {prefix!r} of {text!r} fails as partial input although the whole succeeds\n{arena}")
 
 
 @SETTINGS
 @given(grammar_and_input())
-def test_lenient_whole_agrees_with_strict_success(case: tuple[Grammar, str]) -> None:
-    """A complete match of `G + end()` is never a FAIL in lenient mode either (it may ask for more)."""
+def test_partial_whole_agrees_with_strict_success(case: tuple[Grammar, str]) -> None:
+    """A complete match of `G + end()` is never a FAIL in partial mode either (it may ask for more)."""
     g, text = case
     arena, _, _ = g.build()
-    strict = _outcome(arena, text, lenient=False)
-    lenient = _outcome(arena, text, lenient=True)
-    if strict is None or lenient is None or not strict.success:
+    strict = _outcome(arena, text, partial=False)
+    partial_result = _outcome(arena, text, partial=True)
+    if strict is None or partial_result is None or not strict.success:
         return
-    assert not lenient.fail
+    assert not partial_result.fail
 
 
 # --- property 2: chunking does not matter -----------------------------------------------------------------------
@@ -261,7 +261,7 @@ def test_lenient_whole_agrees_with_strict_success(case: tuple[Grammar, str]) -> 
 @SETTINGS
 @given(grammar_and_input(), st.lists(st.integers(0, 40), max_size=6), st.booleans())
 def test_any_chunking_gives_the_whole_result(case: tuple[Grammar, str], cuts: list[int], as_bytes: bool) -> None:
-    """Feeding the input chunk by chunk (lenient parses of the growing text, strict parse at the end) ends
+    """Feeding the input chunk by chunk (partial parses of the growing text, strict parse at the end) ends
     with exactly the result of one parse of the whole on a fresh arena. Byte chunks may split characters."""
     g, text = case
     data: str | bytes = text.encode("utf-8") if as_bytes else text
@@ -270,9 +270,9 @@ def test_any_chunking_gives_the_whole_result(case: tuple[Grammar, str], cuts: li
     last: ParseResult | None = None
     for i, bound in enumerate(bounds):
         final = i == len(bounds) - 1
-        last = _outcome(arena, data[:bound], lenient=not final)
+        last = _outcome(arena, data[:bound], partial=not final)
     fresh, _, _ = g.build()
-    assert _fingerprint(last) == _fingerprint(_outcome(fresh, text, lenient=False))
+    assert _fingerprint(last) == _fingerprint(_outcome(fresh, text, partial=False))
 
 
 @SETTINGS
@@ -281,12 +281,12 @@ def test_results_are_deterministic_and_survive_serialisation(case: tuple[Grammar
     g, text = case
     arena, gid, _ = g.build()
     loaded = load(save(arena))
-    for lenient in (False, True):
-        first = _fingerprint(_outcome(arena, text, lenient=lenient))
-        assert _fingerprint(_outcome(arena, text, lenient=lenient)) == first
-        assert _fingerprint(_outcome(loaded, text, lenient=lenient)) == first
-        assert _fingerprint(_outcome(loaded, text, lenient=lenient, parser=gid)) == \
-            _fingerprint(_outcome(arena, text, lenient=lenient, parser=gid))
+    for partial in (False, True):
+        first = _fingerprint(_outcome(arena, text, partial=partial))
+        assert _fingerprint(_outcome(arena, text, partial=partial)) == first
+        assert _fingerprint(_outcome(loaded, text, partial=partial)) == first
+        assert _fingerprint(_outcome(loaded, text, partial=partial, parser=gid)) == \
+            _fingerprint(_outcome(arena, text, partial=partial, parser=gid))
 
 
 # --- property 3: only autoparser errors escape ------------------------------------------------------------------
@@ -294,11 +294,11 @@ def test_results_are_deterministic_and_survive_serialisation(case: tuple[Grammar
 @SETTINGS
 @given(grammars, st.text(alphabet="ab<>/t\"\\'{}[]:,1é世😀 \n\udcff\udc80\udce4", max_size=30), st.booleans(),
        st.integers(0, 31))
-def test_nothing_but_autoparser_errors(g: Grammar, text: str, lenient: bool, start: int) -> None:
+def test_nothing_but_autoparser_errors(g: Grammar, text: str, partial: bool, start: int) -> None:
     arena, gid, _ = g.build()
     for parser in (None, gid):
         try:
-            r = arena.parse(text, lenient=lenient, start=min(start, len(text)), parser=parser)
+            r = arena.parse(text, partial=partial, start=min(start, len(text)), parser=parser)
         except AutoparserError:
             continue
         assert r.type in (ResultType.SUCCESS, ResultType.FAIL, ResultType.NEED_MORE_INPUT)
@@ -319,8 +319,8 @@ def test_until_cut_off_delimiter_is_the_documented_exception() -> None:
     """The counterexample behind the exception in the streaming property, pinned down."""
     arena = build_peg_parser(lambda p: p.until("ab") + p.end())
     assert arena.parse("xac").success
-    assert arena.parse("xa", lenient=True).fail  # stops before "a", which end() then rejects
-    assert not arena.parse("x", lenient=True).fail
+    assert arena.parse("xa", partial=True).fail  # stops before "a", which end() then rejects
+    assert not arena.parse("x", partial=True).fail
     assert _ends_inside_delimiter("xa", {"ab"})
     assert not _ends_inside_delimiter("xab", {"ab"})
 
@@ -339,14 +339,14 @@ class _TooDeep(Exception):
     pass
 
 
-def _reference(arena: Arena, text: str, lenient: bool, pid: int) -> Any:
+def _reference(arena: Arena, text: str, partial: bool, pid: int) -> Any:
     n = len(text)
     ast: list[tuple[Any, ...]] = []
     depth = [0]
     Raw = tuple[int, int, tuple[int, ...], tuple[tuple[int, int], ...]]
 
     def more_or_fail(pos: int, fail_end: int) -> Raw:
-        return (_MORE, pos, (), ()) if lenient else (_FAIL, fail_end, (), ())
+        return (_MORE, pos, (), ()) if partial else (_FAIL, fail_end, (), ())
 
     def ev(pid: int, pos: int) -> Raw:
         node = arena.parsers[pid]
@@ -390,7 +390,7 @@ def _reference(arena: Arena, text: str, lenient: bool, pid: int) -> Any:
                     break
                 p, count, nodes, inv = e, count + 1, nodes + nd, inv + iv
             if count < node.min_count:
-                return (_MORE, p, nodes, inv) if p >= n and lenient else (_FAIL, p, (), ())
+                return (_MORE, p, nodes, inv) if p >= n and partial else (_FAIL, p, (), ())
             return _OK, p, nodes, inv
         if isinstance(node, N.And):
             return ev(node.child, pos)[0], pos, (), ()
@@ -418,7 +418,7 @@ def _reference(arena: Arena, text: str, lenient: bool, pid: int) -> Any:
                     break
                 p, count = p + length, count + 1
             if count < node.min_count:
-                return (_MORE, p, (), ()) if p >= n and lenient else (_FAIL, p, (), ())
+                return (_MORE, p, (), ()) if p >= n and partial else (_FAIL, p, (), ())
             return _OK, p, (), ()
         if isinstance(node, N.String):
             p, d = pos, node.delimiter
@@ -444,21 +444,21 @@ def _reference(arena: Arena, text: str, lenient: bool, pid: int) -> Any:
                 if status != UTF8_OK:
                     return more_or_fail(p, pos) if status == INCOMPLETE else (_FAIL, pos, (), ())
                 p += length
-            return (_MORE if lenient else _FAIL), n, (), ()
+            return (_MORE if partial else _FAIL), n, (), ()
         if isinstance(node, N.Until):
             trie = Trie(list(node.delimiters))
             p = last = pos
             runs: list[tuple[int, int]] = []
             while p < n:
                 status, _, length = decode_at(text, p)
-                if status == INCOMPLETE and lenient:
+                if status == INCOMPLETE and partial:
                     return _MORE, last, (), tuple(runs)
                 if status != UTF8_OK:
                     runs.append((p, length))
                 elif trie.check_at(text, p) != NO_MATCH:
                     return _OK, p, (), tuple(runs)
                 p = last = p + length
-            return (_MORE if last == n and lenient else _OK), last, (), tuple(runs)
+            return (_MORE if last == n and partial else _OK), last, (), tuple(runs)
         if isinstance(node, (N.Rule, N.Tag)):
             depth[0] += 1
             if depth[0] > MAX_RULE_DEPTH:
@@ -497,14 +497,14 @@ ESCAPED = ["", "\udcff", "\udce4\udcb8", "\udcc3", "\udc80", "\udcf0\udc9f"]
 
 @SETTINGS
 @given(grammar_and_input(), st.booleans(), st.sampled_from(ESCAPED), st.integers(0, 40))
-def test_engine_agrees_with_reference_walk(case: tuple[Grammar, str], lenient: bool, junk: str, at: int) -> None:
+def test_engine_agrees_with_reference_walk(case: tuple[Grammar, str], partial: bool, junk: str, at: int) -> None:
     g, text = case
     at = min(at, len(text))
     text = text[:at] + junk + text[at:]  # undecodable bytes switch the engine to its exact walks
     arena, gid, root = g.build()
     for pid in (root, gid):
-        assert _fingerprint(_outcome(arena, text, lenient=lenient, parser=pid)) == \
-            _reference(arena, text, lenient, pid)
+        assert _fingerprint(_outcome(arena, text, partial=partial, parser=pid)) == \
+            _reference(arena, text, partial, pid)
 
 
 @SETTINGS
@@ -519,21 +519,21 @@ def test_generated_code_agrees_with_closures(case: tuple[Grammar, str], junk: st
     for pid in (root, gid):
         check = CodegenCheck(arena, pid)
         for k in range(len(text) + 1):
-            for lenient in (False, True):
-                problem = check.mismatch(text[:k], lenient=lenient)
+            for partial in (False, True):
+                problem = check.mismatch(text[:k], partial=partial)
                 assert problem is None, f"{problem}\n{arena}"
 
 
 @SETTINGS
 @given(st.sampled_from(["<｜tool▁calls▁begin｜>", "</think>", "世界"]),
        st.sampled_from(["", "x", "é", "</", "<｜"]), st.integers(0, 30), st.booleans())
-def test_engine_agrees_with_reference_on_cut_utf8(marker: str, before: str, cut: int, lenient: bool) -> None:
+def test_engine_agrees_with_reference_on_cut_utf8(marker: str, before: str, cut: int, partial: bool) -> None:
     data = (before + marker + "tail").encode()[:cut]
     text = data.decode("utf-8", "surrogateescape")
     b = Builder()
     root = b.tag("c", b.until(marker)) + b.optional(b.literal(marker) + b.tag("r", b.rest()))
     arena = b.build(root)
-    assert _fingerprint(_outcome(arena, data, lenient=lenient)) == _reference(arena, text, lenient, root.id)
+    assert _fingerprint(_outcome(arena, data, partial=partial)) == _reference(arena, text, partial, root.id)
 
 
 # --- property: a resumed parse is the parse of the longer text ----------------------------------------------------
@@ -541,7 +541,7 @@ def test_engine_agrees_with_reference_on_cut_utf8(marker: str, before: str, cut:
 @SETTINGS
 @given(grammar_and_input(), st.integers(1, 5))
 def test_a_resumed_parse_is_the_parse_of_the_longer_text(case: tuple[Grammar, str], size: int) -> None:
-    """peg/resume.py: from every prefix whose lenient parse can be resumed, extended `size` characters at a time
+    """peg/resume.py: from every prefix whose partial parse can be resumed, extended `size` characters at a time
     for as long as the resumption accepts: each extended result has the type, end and reachable AST nodes of a
     parse of that longer text from the start. (Streaming relies on it for every kind of end-of-input
     decision it resumes: a scan running into the end, a literal or delimiter cut off by it.) Text ending inside
@@ -552,7 +552,7 @@ def test_a_resumed_parse_is_the_parse_of_the_longer_text(case: tuple[Grammar, st
     g, text = case
     arena, _gid, root = g.build()
     for i in range(len(text) + 1):
-        base = _outcome(arena, text[:i], lenient=True, parser=root)
+        base = _outcome(arena, text[:i], partial=True, parser=root)
         resume = resumption(arena, base) if base is not None else None
         if resume is None:
             continue
@@ -570,7 +570,7 @@ def test_a_resumed_parse_is_the_parse_of_the_longer_text(case: tuple[Grammar, st
                     break
                 j, held = end - cut, cut
             assert _fingerprint(resume.result(text[:j])) == \
-                _fingerprint(_outcome(arena, text[:end], lenient=True, parser=root)), (text[:i], text[i:end], arena)
+                _fingerprint(_outcome(arena, text[:end], partial=True, parser=root)), (text[:i], text[i:end], arena)
 
 
 @SETTINGS
@@ -585,7 +585,7 @@ def test_a_piece_without_a_stop_character_extends_an_until_scan(delimiters: list
 
     b = Builder()
     arena = b.build(b.tag("c", b.until_one_of(delimiters)) + b.tag("r", b.rest()))
-    resume = resumption(arena, arena.parse(text, lenient=True))
+    resume = resumption(arena, arena.parse(text, partial=True))
     if resume is None or resume.stops is None:
         return
     for piece in pieces:
@@ -595,7 +595,7 @@ def test_a_piece_without_a_stop_character_extends_an_until_scan(delimiters: list
         if not extended:
             return
         text += piece
-        assert _fingerprint(resume.result(text)) == _fingerprint(arena.parse(text, lenient=True))
+        assert _fingerprint(resume.result(text)) == _fingerprint(arena.parse(text, partial=True))
 
 
 def test_text_ending_inside_a_json_escape_is_taken_up_to_the_escape() -> None:
@@ -604,19 +604,19 @@ def test_text_ending_inside_a_json_escape_is_taken_up_to_the_escape() -> None:
     b = Builder()
     arena = b.build(b.tag("j", b.json()) + b.end())
     text = '{"a": "xy'
-    resume = resumption(arena, arena.parse(text, lenient=True))
+    resume = resumption(arena, arena.parse(text, partial=True))
     assert resume is not None
     for piece, cut in [("z\\", 1), ("\\u", 2), ("z\\u00", 4), ("\\u00e", 5)]:
-        fresh = resumption(arena, arena.parse(text, lenient=True))
+        fresh = resumption(arena, arena.parse(text, partial=True))
         assert fresh is not None
         assert fresh.extend_before_cut_escape(piece) == cut, piece
         kept = text + piece[:len(piece) - cut]
-        assert _fingerprint(fresh.result(kept)) == _fingerprint(arena.parse(text + piece, lenient=True)), piece
+        assert _fingerprint(fresh.result(kept)) == _fingerprint(arena.parse(text + piece, partial=True)), piece
     # not a cut escape: an invalid one, a bad hex digit, complete escapes; and a refusal leaves no trace
     for piece in ["\\x", "\\u0g", "\\\\", "z", '"']:
         assert resume.extend_before_cut_escape(piece) == 0, piece
     assert resume.extend("\\\\z")
-    assert _fingerprint(resume.result(text + "\\\\z")) == _fingerprint(arena.parse(text + "\\\\z", lenient=True))
+    assert _fingerprint(resume.result(text + "\\\\z")) == _fingerprint(arena.parse(text + "\\\\z", partial=True))
 
 
 def test_a_resumption_rechecks_a_cut_off_delimiter_and_the_literal_after_it() -> None:
@@ -624,9 +624,9 @@ def test_a_resumption_rechecks_a_cut_off_delimiter_and_the_literal_after_it() ->
 
     b = Builder()
     arena = b.build(b.tag("c", b.until_one_of(["</t>", "</b>"])) + b.literal("</t>") + b.tag("r", b.rest()))
-    resume = resumption(arena, arena.parse("x</", lenient=True))
+    resume = resumption(arena, arena.parse("x</", partial=True))
     assert resume is not None
     assert not resume.extend("b")  # "</b" may still stop the text, but is no longer the start of the literal
     assert resume.extend("t")  # a refused extension left no trace
-    assert _fingerprint(resume.result("x</t")) == _fingerprint(arena.parse("x</t", lenient=True))
+    assert _fingerprint(resume.result("x</t")) == _fingerprint(arena.parse("x</t", partial=True))
     assert not resume.extend(">")

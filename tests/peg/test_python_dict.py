@@ -40,7 +40,7 @@ def test_python_values_consume_everything(python_parser: Arena, text: str) -> No
     "{'name': 'test",               # incomplete single-quoted string
 ])
 def test_incomplete_python_needs_more_input(python_parser: Arena, text: str) -> None:
-    assert python_parser.parse(text, lenient=True).type == ResultType.NEED_MORE_INPUT
+    assert python_parser.parse(text, partial=True).type == ResultType.NEED_MORE_INPUT
 
 
 @pytest.mark.parametrize("keyword", ["true", "false", "null"])
@@ -70,7 +70,7 @@ def test_single_quoted_string(single_quoted: Arena, text: str) -> None:
 
 
 def test_single_quoted_string_incomplete(single_quoted: Arena) -> None:
-    assert single_quoted.parse("'hello", lenient=True).type == ResultType.NEED_MORE_INPUT
+    assert single_quoted.parse("'hello", partial=True).type == ResultType.NEED_MORE_INPUT
 
 
 # --- json() with a pre-registered flexible json-string ----------------------------------------------------------

@@ -62,14 +62,14 @@ def test_the_regex_decides_only_what_the_engine_decides(spec: Spec, pieces: list
         prefix = text[:k]
         for start in {0, min(1, k)}:
             m = match(prefix, start)
-            for lenient in (True, False):
-                ctx = Ctx(prefix, lenient)
+            for partial in (True, False):
+                ctx = Ctx(prefix, partial)
                 t, e, _nodes, _inv = fn(ctx, start)
                 if m is not None and m.end() + reg.reach <= k:
-                    assert (t, e, ctx.observed) == (SUCCESS_, m.end(), []), (reg.pattern, prefix, start, lenient)
+                    assert (t, e, ctx.observed) == (SUCCESS_, m.end(), []), (reg.pattern, prefix, start, partial)
                 if not ctx.observed:  # decided without looking at the end: the regex says the same
-                    assert (m is not None) == (t == SUCCESS_), (reg.pattern, prefix, start, lenient, t)
-                    assert m is None or m.end() == e, (reg.pattern, prefix, start, lenient)
+                    assert (m is not None) == (t == SUCCESS_), (reg.pattern, prefix, start, partial, t)
+                    assert m is None or m.end() == e, (reg.pattern, prefix, start, partial)
 
 
 def test_a_json_number_is_one_regex() -> None:

@@ -23,15 +23,15 @@ def test_compare_before_after(original: Arena) -> None:
     assert r1.end == r2.end
 
 
-@pytest.mark.parametrize(("text", "lenient"), [
+@pytest.mark.parametrize(("text", "partial"), [
     ('<tool_call>{"name": "test", "values": [1, 2, 3], "nested": {"a": true}}</tool_call>', False),
     ('<tool_call>{"name": "te', True),
     ("<tool_call>[1, 2", True),
     ("<tool_call>nope", False),
 ])
-def test_loaded_arena_parses_identically(original: Arena, text: str, lenient: bool) -> None:
+def test_loaded_arena_parses_identically(original: Arena, text: str, partial: bool) -> None:
     loaded = load(save(original))
-    r1, r2 = original.parse(text, lenient=lenient), loaded.parse(text, lenient=lenient)
+    r1, r2 = original.parse(text, partial=partial), loaded.parse(text, partial=partial)
     assert (r1.type, r1.end) == (r2.type, r2.end)
     assert [(n.rule, n.tag, n.start, n.end, n.is_partial) for n in r1.walk()] == \
         [(n.rule, n.tag, n.start, n.end, n.is_partial) for n in r2.walk()]

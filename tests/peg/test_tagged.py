@@ -50,9 +50,9 @@ def test_structured_extraction() -> None:
 
 def test_partial_parse() -> None:
     parser = build_tagged_peg_parser(lambda p: p.tag("prefix", p.until(":")) + ":" + p.tag("value", p.rest()) + p.end())
-    r = parser.parse_and_extract("key:val", lenient=True)
+    r = parser.parse_and_extract("key:val", partial=True)
     assert not r.result.fail
-    assert r.result.type == ResultType.NEED_MORE_INPUT  # rest() always waits for more when lenient
+    assert r.result.type == ResultType.NEED_MORE_INPUT  # rest() always waits for more on partial input
     assert r.tags == {"prefix": "key", "value": "val"}
 
 
@@ -138,7 +138,7 @@ def test_invalid_utf8_replaced_in_reasoning_and_content() -> None:
 
 def test_partial_input_keeps_trailing_incomplete_sequence_out() -> None:
     r = build_tagged_peg_parser(_think_parser).parse_and_extract(raw(b"<think>x</think>a\x80b\xe4\xb8"),
-                                                                   lenient=True)
+                                                                   partial=True)
     assert not r.result.fail
     nodes = [(n.tag, n.sanitized_text()) for n in r.result.walk()]
     assert _sanitized(nodes, "content") == "a\ufffdb"

@@ -19,8 +19,8 @@ def matched(r: ParseResult, trim_end: int = 0) -> bytes:
     return r.text[r.start:r.end - trim_end].encode("utf-8", "surrogateescape")
 
 
-def check(parser: Arena, data: bytes, expected_text: bytes, expected: ResultType, *, lenient: bool) -> None:
-    r = parser.parse(data, lenient=lenient)
+def check(parser: Arena, data: bytes, expected_text: bytes, expected: ResultType, *, partial: bool) -> None:
+    r = parser.parse(data, partial=partial)
     assert r.type == expected
     if r.type != ResultType.FAIL:
         assert matched(r) == expected_text
@@ -48,7 +48,7 @@ ANY_CASES = [
 @pytest.mark.parametrize(("data", "expected_text", "expected"), ANY_CASES, ids=[repr(c[0]) for c in ANY_CASES])
 def test_any(data: bytes, expected_text: bytes, expected: ResultType) -> None:
     parser = build_peg_parser(lambda p: p.sequence([p.one_or_more(p.any()), p.end()]))
-    check(parser, data, expected_text, expected, lenient=True)
+    check(parser, data, expected_text, expected, partial=True)
 
 
 # --- char classes ----------------------------------------------------------------------------------------------
@@ -91,20 +91,20 @@ MIXED_CASES = [
 @pytest.mark.parametrize(("data", "expected_text", "expected"), CJK_CASES, ids=[repr(c[0]) for c in CJK_CASES])
 def test_chars_cjk_range(data: bytes, expected_text: bytes, expected: ResultType) -> None:
     parser = build_peg_parser(lambda p: p.sequence([p.chars(r"[\u4E00-\u9FFF]"), p.end()]))
-    check(parser, data, expected_text, expected, lenient=True)
+    check(parser, data, expected_text, expected, partial=True)
 
 
 @pytest.mark.parametrize(("data", "expected_text", "expected"), EMOTICON_CASES,
                          ids=[repr(c[0]) for c in EMOTICON_CASES])
 def test_chars_emoticon_range(data: bytes, expected_text: bytes, expected: ResultType) -> None:
     parser = build_peg_parser(lambda p: p.sequence([p.chars(r"[\U0001F600-\U0001F64F]"), p.end()]))
-    check(parser, data, expected_text, expected, lenient=True)
+    check(parser, data, expected_text, expected, partial=True)
 
 
 @pytest.mark.parametrize(("data", "expected_text", "expected"), MIXED_CASES, ids=[repr(c[0]) for c in MIXED_CASES])
 def test_chars_mixed_ranges(data: bytes, expected_text: bytes, expected: ResultType) -> None:
     parser = build_peg_parser(lambda p: p.sequence([p.chars(r"[\u4E00-\u9FFF\U0001F600-\U0001F64F0-9]"), p.end()]))
-    check(parser, data, expected_text, expected, lenient=True)
+    check(parser, data, expected_text, expected, partial=True)
 
 
 def test_chars_on_str_input_counts_code_points() -> None:
@@ -132,13 +132,13 @@ UNTIL_TRUNCATED = [
 @pytest.mark.parametrize(("data", "expected_text", "expected"), UNTIL_UNICODE,
                          ids=[repr(c[0]) for c in UNTIL_UNICODE])
 def test_until_unicode_content(data: bytes, expected_text: bytes, expected: ResultType) -> None:
-    check(build_peg_parser(lambda p: p.until("</tag>")), data, expected_text, expected, lenient=False)
+    check(build_peg_parser(lambda p: p.until("</tag>")), data, expected_text, expected, partial=False)
 
 
 @pytest.mark.parametrize(("data", "expected_text", "expected"), UNTIL_TRUNCATED,
                          ids=[repr(c[0]) for c in UNTIL_TRUNCATED])
 def test_until_incomplete_utf8_at_end(data: bytes, expected_text: bytes, expected: ResultType) -> None:
-    check(build_peg_parser(lambda p: p.until("</tag>")), data, expected_text, expected, lenient=True)
+    check(build_peg_parser(lambda p: p.until("</tag>")), data, expected_text, expected, partial=True)
 
 
 MALFORMED_UNTIL = [
@@ -214,7 +214,7 @@ STRING_INCOMPLETE = [
 
 @pytest.mark.parametrize(("data", "prefix"), STRING_INCOMPLETE, ids=[repr(c[0]) for c in STRING_INCOMPLETE])
 def test_string_content_incomplete_utf8(data: bytes, prefix: bytes) -> None:
-    r = build_peg_parser(lambda p: p.string_content('"')).parse(data, lenient=True)
+    r = build_peg_parser(lambda p: p.string_content('"')).parse(data, partial=True)
     assert r.type == M
     assert matched(r) == prefix
 
@@ -230,12 +230,12 @@ MARKER = "<｜tool▁calls▁begin｜>"  # DeepSeek-style marker: fullwidth bar 
 
 
 def test_literal_cut_inside_a_multibyte_character_needs_more_input() -> None:
-    # The C++ compares literals byte by byte: every byte prefix of the marker is a partial match in lenient
+    # The C++ compares literals byte by byte: every byte prefix of the marker is a partial match in partial
     # mode (and a failure in strict mode). End offsets: C++ bytes -> characters of the decoded prefix.
     parser = build_peg_parser(lambda p: p.literal(MARKER))
     data = MARKER.encode()
     for k in range(len(data)):
-        r = parser.parse(data[:k], lenient=True)
+        r = parser.parse(data[:k], partial=True)
         assert r.type == M, k
         assert r.end == len(data[:k].decode("utf-8", "surrogateescape"))
         assert parser.parse(data[:k]).type == F
@@ -244,15 +244,15 @@ def test_literal_cut_inside_a_multibyte_character_needs_more_input() -> None:
 
 def test_literal_cut_then_wrong_byte_fails() -> None:
     parser = build_peg_parser(lambda p: p.literal("é"))
-    assert parser.parse(b"\xc3", lenient=True).type == M
-    assert parser.parse(b"\xc3(", lenient=True).type == F
-    assert parser.parse(b"\xc4", lenient=True).type == F   # a different lead byte
-    assert parser.parse(b"\xc3\xa9", lenient=True).type == S
+    assert parser.parse(b"\xc3", partial=True).type == M
+    assert parser.parse(b"\xc3(", partial=True).type == F
+    assert parser.parse(b"\xc4", partial=True).type == F   # a different lead byte
+    assert parser.parse(b"\xc3\xa9", partial=True).type == S
 
 
 def test_text_before_cut_marker_is_content() -> None:
     parser = build_peg_parser(lambda p: p.tag("content", p.until(MARKER)) + p.literal(MARKER))
     cut = b"Hello " + MARKER.encode()[:5]
-    r = parser.parse(cut, lenient=True)
+    r = parser.parse(cut, partial=True)
     assert r.type == M
     assert r.tags() == {"content": "Hello "}
