@@ -3,9 +3,8 @@
 The public API is re-exported here; everything else is internal to its pipeline stage.
 """
 
-from autoparser.chat.generator import generate
-from autoparser.chat.params import ChatParams, GrammarTrigger
-from autoparser.chat.stream import compute_deltas
+from autoparser.chat.spec import GrammarTrigger, TriggerType
+from autoparser.chat.stream import StreamParser, compute_deltas
 from autoparser.errors import (
     AnalysisError,
     AutoparserError,
@@ -18,15 +17,18 @@ from autoparser.errors import (
     SerializationError,
     TemplateError,
 )
+from autoparser.params import ChatParams, generate
 from autoparser.template.source import TemplateSource, load_template
-from autoparser.types import ChatMessage, MessageDelta, ToolCall
+from autoparser.types import ChatFormat, ChatMessage, Diagnostic, MessageDelta, ToolCall
 
 __all__ = [
     "AnalysisError",
     "AutoparserError",
+    "ChatFormat",
     "ChatMessage",
     "ChatParams",
     "CorpusError",
+    "Diagnostic",
     "GGUFError",
     "GrammarError",
     "GrammarTrigger",
@@ -35,9 +37,11 @@ __all__ = [
     "ParseError",
     "SchemaError",
     "SerializationError",
+    "StreamParser",
     "TemplateError",
     "TemplateSource",
     "ToolCall",
+    "TriggerType",
     "compute_deltas",
     "generate",
     "load_template",

@@ -62,7 +62,7 @@ def cmd_analyze(args: argparse.Namespace) -> int:
     import json
 
     from autoparser.analysis.report import run_analyze
-    from autoparser.chat.cli import read_tools
+    from autoparser.params.cli import read_tools
 
     try:
         template = _template(args)
@@ -114,7 +114,7 @@ def _print_generated(generated: dict[str, Any]) -> None:
 def _generated(template: TemplateSource, tools: list[object]) -> dict[str, Any] | str:
     """What `generate` builds for a plain request on this template with these tools, or why it could not (one
     line)."""
-    from autoparser.chat.generator import generate
+    from autoparser.params import generate
 
     request = {"messages": [{"role": "user", "content": "Hey there!"}], "tools": tools, "reasoning_format": "auto"}
     try:
@@ -129,7 +129,7 @@ def _generated(template: TemplateSource, tools: list[object]) -> dict[str, Any] 
 
 def cmd_parse(args: argparse.Namespace) -> int:
     """Parse model output (stdin) with the parser generated for a template; print the message as JSON."""
-    from autoparser.chat.cli import run_parse
+    from autoparser.params.cli import run_parse
 
     try:
         template = _template(args)

@@ -12,14 +12,14 @@ from pathlib import Path
 
 import autoparser
 
-LAYERS = ["errors", "types", "peg", "gbnf", "template", "builtin", "analysis", "chat", "export", "corpus", "testing",
-          "cli", "__main__", "__init__"]
+LAYERS = ["errors", "types", "peg", "gbnf", "template", "builtin", "analysis", "chat", "recovery", "params", "export",
+          "corpus", "testing", "cli", "__main__", "__init__"]
 RANK = {name: i for i, name in enumerate(LAYERS)}
 
-# Inside chat/, the same rule between modules: the formats (spec, handlers, generic) build on the request and
-# result types (params) and the builder, and only the generator and the command line sit above them.
-CHAT = ["__init__", "request", "tools", "compare", "tags", "relax", "builder", "mapper", "growth", "recover", "stream",
-        "params", "spec", "handlers", "generic", "generator", "cli"]
+# Inside chat/, the same rule between modules: the formats (spec, handlers, generic) build on the prepared
+# request (inputs), the builder, the mapper and the stream.
+CHAT = ["__init__", "request", "tools", "compare", "tags", "builder", "mapper", "growth", "stream", "inputs", "spec",
+        "handlers", "generic"]
 CHAT_RANK = {name: i for i, name in enumerate(CHAT)}
 
 
@@ -74,8 +74,35 @@ def test_a_handler_importing_the_generator_is_reported(tmp_path: Path) -> None:
     handlers = tmp_path / "autoparser" / "chat" / "handlers"
     handlers.mkdir(parents=True)
     (handlers / "x.py").write_text("from autoparser.chat.spec import FormatSpec\n"
-                                   "def f():\n    from autoparser.chat.generator import generate\n")
-    assert upward_imports(tmp_path / "autoparser") == ["autoparser/chat/handlers/x.py:3: imports autoparser.chat.generator"]
+                                   "def f():\n    from autoparser.params import generate\n")
+    assert upward_imports(tmp_path / "autoparser") == ["autoparser/chat/handlers/x.py:3: imports autoparser.params"]
+
+
+def relaxing_reads(package: Path) -> list[str]:
+    """`module:line: what` for every place a format's build (chat/handlers/, chat/generic.py, chat/spec.py) asks
+    which parser it builds: an attribute or name that says lenient or relaxed, or the relaxed builder named.
+    Relaxations are the builder's hooks (chat/builder.py), overridden by the recovery's relaxed builder."""
+    chat = package / "chat"
+    found = []
+    for path in sorted([*(chat / "handlers").glob("*.py"), chat / "generic.py", chat / "spec.py"]):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            name = node.attr if isinstance(node, ast.Attribute) else node.id if isinstance(node, ast.Name) else ""
+            if "lenient" in name.lower() or name.lower() in ("relaxed", "is_relaxed") or name == "RelaxedBuilder":
+                found.append(f"{path.relative_to(package.parent)}:{node.lineno}: {name}")  # type: ignore[attr-defined]
+    return found
+
+
+def test_no_format_asks_whether_it_builds_the_relaxed_parser() -> None:
+    assert relaxing_reads(Path(autoparser.__file__).parent) == []
+
+
+def test_a_format_reading_a_relaxing_flag_is_reported(tmp_path: Path) -> None:
+    handlers = tmp_path / "autoparser" / "chat" / "handlers"
+    handlers.mkdir(parents=True)
+    (tmp_path / "autoparser" / "chat" / "generic.py").write_text("")
+    (tmp_path / "autoparser" / "chat" / "spec.py").write_text("")
+    (handlers / "x.py").write_text("def build(b):\n    return b.p.eps() if b.lenient else b.p.literal('x')\n")
+    assert relaxing_reads(tmp_path / "autoparser") == ["autoparser/chat/handlers/x.py:2: lenient"]
 
 
 def test_an_upward_import_is_reported(tmp_path: Path) -> None:

@@ -1,22 +1,27 @@
-"""The chat-level PEG builder (`common_chat_peg_builder`): the chat tags (chat/tags.py), the relaxations of a
-lenient parser (chat/relax.py), the pieces the chat formats share and llama.cpp's tool-call helpers (JSON,
-XML-like and python-style calls).
+"""The chat-level PEG builder (`common_chat_peg_builder`): the chat tags (chat/tags.py), the pieces the chat
+formats share and llama.cpp's tool-call helpers (JSON, XML-like and python-style calls).
 
-Node creation order follows the C++ builder call by call, since GBNF rule names embed node ids.
+Node creation order follows the C++ builder call by call, since GBNF rule names embed node ids. Where a
+model's output may go beyond what its template writes, a format asks the builder for the piece through a
+hook (`call_opener`, `content_until_calls`, `tagged_call_choice`, ...): this builder makes llama.cpp's piece,
+node for node, and the recovery's relaxed builder (recovery/relax.py) overrides the hooks to read more. A
+format's build function never asks which builder it runs on.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from autoparser.analysis.model import CallForm, StringValues
-from autoparser.chat.relax import Relaxations
-from autoparser.chat.tools import Parameter, functions
+from autoparser.chat.tags import ChatTags
+from autoparser.chat.tools import Function, Parameter, functions
 from autoparser.peg import Arena, P
 from autoparser.types import ToolDef, tools_to_openai
 
-__all__ = ["COMMON_CHAT_MAX_PERMUTE", "ChatBuilder", "build_chat_peg_parser"]
+__all__ = ["COMMON_CHAT_MAX_PERMUTE", "ChatBuilder", "DerivedReasoning", "TaggedMarkers", "build_chat_peg_parser",
+           "python_value_ends"]
 
 # Beyond this many parsers a permutation would need 2^n rules; fall back to the given order.
 COMMON_CHAT_MAX_PERMUTE = 6
@@ -37,9 +42,63 @@ def _properties(params: Any) -> Mapping[str, Any]:
     return props if isinstance(props, Mapping) else {}
 
 
-class ChatBuilder(Relaxations):
-    """The chat tags and relaxations, plus the pieces the formats share and the tool-call helpers of llama.cpp's
-    `common_chat_peg_builder`."""
+def _lead(s: str) -> str:
+    return s[:len(s) - len(s.lstrip(_C_SPACE))]
+
+
+def _trail(s: str) -> str:
+    return s[len(s.rstrip(_C_SPACE)):]
+
+
+@dataclass(frozen=True)
+class TaggedMarkers:
+    """The markers of one tagged call as the template writes them, whitespace included:
+    `NAME_PREFIX name NAME_SUFFIX (ARG_PREFIX key ARG_SUFFIX value VALUE_SUFFIX)* CALL_CLOSE AFTER_CALL`, e.g.
+    `<function=` `>\n` `<parameter=` `>\n` `\n</parameter>\n` `</function>\n` `</tool_call>`."""
+
+    name_prefix: str
+    name_suffix: str
+    arg_prefix: str
+    arg_suffix: str
+    value_suffix: str
+    call_close: str
+    after_call: str = ""
+
+    @property
+    def readable(self) -> bool:
+        """Whether a loose reading can tell the parts apart: an argument opener, a value closer, a call end."""
+        return all(s.strip(_C_SPACE) for s in (self.arg_prefix, self.value_suffix)) \
+            and bool((self.call_close or self.after_call).strip(_C_SPACE))
+
+    @property
+    def names_marked(self) -> bool:
+        """Whether a marker says where a name begins, so that a call to an undeclared tool can be told apart."""
+        return bool(self.name_prefix.strip(_C_SPACE))
+
+
+@dataclass(frozen=True)
+class DerivedReasoning:
+    """The reasoning block of a derived format (chat/generic.py), as data for `ChatBuilder.derived_reasoning`."""
+
+    start: str
+    end: str
+    shown: bool
+    """The template shows reasoning (its analysis found a block)."""
+    read: bool
+    """llama.cpp reads it: the request extracts reasoning and the block has a start or an end marker."""
+    extracted: bool
+    """The request extracts reasoning (`reasoning_format` is not none)."""
+    call_markers: tuple[str, ...] = ()
+    """Where calls begin (the section's or the first call's opener), when the request may call tools."""
+    prompt_opened: bool = False
+    """The prompt leaves this block open where llama.cpp reads none (chat/generic.py `_relaxed_build`)."""
+    open_before_prompt: bool = False
+    """The prompt opens it before the generation prompt begins: the output starts inside it."""
+
+
+class ChatBuilder(ChatTags):
+    """The chat tags, plus the pieces the formats share and the tool-call helpers of llama.cpp's
+    `common_chat_peg_builder`, and the hooks where the relaxed builder reads more (see the module docstring)."""
 
     # --- small helpers -------------------------------------------------------------------------------------
 
@@ -110,6 +169,100 @@ class ChatBuilder(Relaxations):
         for part in made[1:]:
             result = result + part
         return result
+
+    # --- hooks: llama.cpp's piece here, more in the relaxed builder (recovery/relax.py) --------------------
+
+    def call_opener(self, opener: str, *, spaced: bool = False) -> P:
+        """A call's (or a call section's) opener. Relaxed: also left out, or written without the whitespace
+        the template puts around it; with `spaced`, whitespace may follow it where the template writes none."""
+        return self.literal(opener)
+
+    def opened(self, opener: str, then: P) -> P:
+        """`opener then`, the opener a `call_opener`. (`then` is made first, by the caller, and the opener's
+        literal after it, as the C++ evaluates `opener + then`.)"""
+        return self.call_opener(opener) + then
+
+    def calls_opened(self, opener: str, call: P, min_calls: int, max_calls: int) -> P:
+        """`(opener call){min,max}`. Relaxed: the first call's opener may be left out (a format whose every call
+        has its own opener: the model drops the first one most)."""
+        return self.repeat(opener + call, min_calls, max_calls)
+
+    def calls_with_first_opener(self, strict: Callable[[], P], opener: str, call: Callable[[], P],
+                                min_calls: int, max_calls: int) -> P:
+        """Calls each behind `opener`, as the format reads them (`strict()`: where the C++ writes the opener
+        and the call's own head as one literal). Relaxed: `calls_opened(opener, call(), ...)`."""
+        return strict()
+
+    def content_until_calls(self, markers: Sequence[str], bare: Sequence[str], call: Callable[[], P]) -> P:
+        """Content up to the first of `markers`. Relaxed: also up to a `bare` text (how a call written without
+        its opener begins) where `call()` follows."""
+        return self.content(self.until_one_of(list(markers)))
+
+    def content_until_call_list(self, markers: Sequence[str], bare: Sequence[str], call: Callable[[], P]) -> P:
+        """Content up to a bare list of calls (`markers`: where a readable one begins, `[name(`). Relaxed: also
+        up to a `[` a list of calls follows that it cannot read (the list is then the recovery's, not content)."""
+        return self.content(self.until_one_of(list(markers)))
+
+    def bare_call_starts(self, texts: Sequence[str]) -> list[str]:
+        """Where a scan a call ends (reasoning, content) also stops: how a call written without its opener
+        begins (`texts`), in the relaxed parser; llama.cpp reads no such call."""
+        return []
+
+    def reasoning_ended_by_call(self, close: P, openers: Sequence[str]) -> P:
+        """How reasoning ends (`close`). Relaxed: also where a call written without its opener begins."""
+        return close
+
+    def derived_reasoning(self, strict: Callable[[], P], block: DerivedReasoning) -> P:
+        """A derived format's reasoning (chat/generic.py): llama.cpp's (`strict()`). Relaxed: a block the
+        template does not show, a stray end marker, a call that ends the reasoning, a block the prompt left
+        open."""
+        return strict()
+
+    def arguments_value(self) -> P:
+        """A JSON call's arguments: any JSON value, as llama.cpp reads them (it maps anything but an object to
+        `{}`). Relaxed: an object, so that arguments written as a string are a repair of their own."""
+        return self.json()
+
+    def loose_json_calls(self, calls: P, name_key: str, args_key: str, names: Sequence[str]) -> P:
+        """The choice of JSON calls (flat keys) as the template writes them. Relaxed: also as models write
+        them beyond it (members in any order, other argument keys, a wrapper object, an undeclared tool)."""
+        return calls
+
+    def json_call_separator(self, between: P) -> P:
+        """What separates two JSON calls. Relaxed: also whitespace or `;` as models write it."""
+        return between
+
+    def extra_json_calls(self, calls: P, call: P) -> P:
+        """One JSON call where the request allows one. Relaxed: further calls after it, each reported."""
+        return calls
+
+    def python_string_body(self, quote: str, form: CallForm | None) -> P:
+        """A quoted Python string value's body: JSON escapes only (llama.cpp's grammar), or the escapes Python
+        allows for a call form a template's analysis derived. Relaxed: Python's."""
+        return self.python_escaped_body(quote) if form is not None else self.string_content(quote)
+
+    def python_string_value(self, value: P, form: CallForm | None, keys: list[str], key: str) -> P:
+        """A Python string value. Relaxed: also one holding a quote it does not escape."""
+        return value
+
+    def python_call_list(self, call: P, between: P) -> P:
+        """Python calls one after the other. Relaxed: a call it cannot read among them is content."""
+        return call + self.zero_or_more(between + call)
+
+    def tagged_call_choice(self, strict: Callable[[], P], markers: TaggedMarkers | None,
+                           tools: Sequence[Function], json_first: Callable[[Parameter], bool]) -> P:
+        """The choice of tagged calls (`strict()`: as the format reads them). Relaxed, where `markers` can be
+        read loosely: one loose reading of every call (recovery/relax.py `loose_tagged_call`)."""
+        return strict()
+
+    def optionally_closed_call(self, head: P, closer: str) -> P:
+        """A call whose closer may be left out. Relaxed: the call is whole at its head's end, the closer read
+        after it (a stream that shows a call once whole must not wait for a closer that may never come)."""
+        return self.tool(head + self.tool_close(self.optional(self.literal(closer))))
+
+    def calls_begin_at(self, texts: Sequence[str]) -> None:
+        """Where calls without any marker begin (a bare JSON call's `{"name"`). Relaxed: recorded in the
+        parser, where the recovery resumes reading after text it cannot read."""
 
     # --- pieces the chat formats share ----------------------------------------------------------------------
 
@@ -203,10 +356,7 @@ class ChatBuilder(Relaxations):
                          + self.literal("```"))
 
     def _args_schema(self, name: str, params: Any) -> P:
-        # Arguments are an object; the C++ reads any JSON value there and maps anything else to `{}`, which
-        # would lose the arguments a model wrote as a string (the lenient parser reads those loosely).
-        value = self.json_object() if self.lenient else self.json()
-        return self.tool_args(self.schema(value, f"tool-{name}-schema", params))
+        return self.tool_args(self.schema(self.arguments_value(), f"tool-{name}-schema", params))
 
     def _gen_id_value(self) -> P:
         """A generated call id: a quoted string or a bare number (`"tool_call_id": 0`)."""
@@ -224,8 +374,8 @@ class ChatBuilder(Relaxations):
 
         Three layouts: the function name as the key (`{"fn": {...}}`), nested keys in dot notation
         (`function.name` / `function.arguments`), or flat keys whose order follows `parameters_order`.
-        In a lenient parser the section opener may be left out, and flat-key calls may be written loosely
-        (`loose_json_call`).
+        The section opener is a `call_opener`; flat-key calls go through `loose_json_calls`, and more than one
+        through `json_call_separator` / `extra_json_calls`.
         """
         tools_json = tools_to_openai(tools)
         if not tools_json:
@@ -245,33 +395,22 @@ class ChatBuilder(Relaxations):
             choices = self._json_tools_flat_keys(tools_json, eff_name_key, eff_args_key, call_id_key,
                                                  gen_call_id_key, parameters_order, accept_openai_wrapper)
 
-        if self.lenient and not (function_is_key or _split_key(eff_name_key)[0] or _split_key(eff_args_key)[0]):
-            # the template's calls first, then as models write them beyond it
-            choices |= self.loose_json_call(eff_name_key, eff_args_key, [f.name for f in functions(tools_json,
-                                                                                                  typed=False)])
+        if not (function_is_key or _split_key(eff_name_key)[0] or _split_key(eff_args_key)[0]):
+            choices = self.loose_json_calls(choices, eff_name_key, eff_args_key,
+                                            [f.name for f in functions(tools_json, typed=False)])
         calls = choices
-        # (lenient: calls one after the other as models write them beyond the template, `{...}; {...}` or one
-        # per line; where the request allows one call only, each further one is reported too. Built only
-        # then: a node made in the strict parser shifts the ids its grammar's rule names embed.)
-        loose = self.lenient and not array_wrapped
         if parallel_tool_calls:
             between = self.space() + self.literal(",") + self.space()
-            if loose:
-                between = between | self.repair("call_separator", self._loose_between())
+            if not array_wrapped:
+                between = self.json_call_separator(between)
             calls = calls + self.zero_or_more(between + choices)
-        elif loose:
-            calls = calls + self.zero_or_more(self.repair("extra_call", self._loose_between()) + choices)
+        elif not array_wrapped:
+            calls = self.extra_json_calls(calls, choices)
         if array_wrapped:
             calls = self.literal("[") + self.space() + calls + self.space() + self.literal("]")
-        opener = self.opener_or_missing(section_start) if self.lenient and section_start.strip() \
-            else self.literal(section_start)
-        section = self.trigger_rule("tool-call", opener + self.space() + calls + self.space()
-                                    + self.literal(section_end))
+        section = self.trigger_rule("tool-call", self.call_opener(section_start) + self.space() + calls
+                                    + self.space() + self.literal(section_end))
         return section if force_tool_calls else self.optional(section)
-
-    def _loose_between(self) -> P:
-        """Between two calls as models write them: whitespace, or `;` or `,` with whitespace around."""
-        return self.space() + self.optional(self.chars("[;,]", 1, 1) + self.space())
 
     def _json_tools_function_is_key(self, tools: Any, args_key: str, eff_args_key: str, call_id_key: str,
                                     gen_call_id_key: str) -> P:
@@ -492,26 +631,12 @@ class ChatBuilder(Relaxations):
                     is_string = isinstance(prop_def, Mapping) and prop_def.get("type") == "string"
                     arg_name = self.literal(prop_name)
                     self.eps()  # the C++ default-initialises the value parser (ids follow it)
-                    # (llama.cpp's grammar takes JSON escapes only; the lenient parser reads Python's)
-                    python_escapes = form is not None or self.lenient
-                    quoted = [self.literal(q) + (self._python_string_body(q) if python_escapes
-                                                 else self.string_content(q)) + self.literal(q) for q in "\"'"]
+                    quoted = [self.literal(q) + self.python_string_body(q, form) + self.literal(q) for q in "\"'"]
                     string_value = self.tool_arg_value(self.choice(quoted))
                     if form is not None and form.strings is not StringValues.LITERAL:
                         string_value = self._printed_string(form, string_value, list(props), prop_name)
-                    elif self.lenient:
-                        # A quote the model left unescaped inside a string (`command='sed -n '1,5p' f'`): the
-                        # literal holds only where an argument's or the call's end follows it; else the value
-                        # runs to a quote that one follows, as a template that prints values as they are writes.
-                        # (A quote right before another argument's name, `"x"days=3`, is a missing comma: no
-                        # such value, and the call stays unreadable.)
-                        ends = _value_ends(form, list(props), prop_name)
-                        keys = [k + "=" for k in props if k != prop_name]
-                        printed = self.choice([self._quoted_as_is(q, [*ends, *keys])
-                                               + self.peek(self.choice([self.literal(e) for e in ends]))
-                                               for q in "'\""])
-                        string_value = string_value + self.peek(self.space() + self.chars("[,)]", 1, 1)) \
-                            | self.repair("unescaped_quote", printed)
+                    else:
+                        string_value = self.python_string_value(string_value, form, list(props), prop_name)
                     if is_string:
                         value = string_value
                     else:
@@ -536,12 +661,7 @@ class ChatBuilder(Relaxations):
             between = self.space() + separator + self.space() if separator else self.space()
             calls = choices
             if parallel_tool_calls:
-                if self.lenient:  # a call it cannot read, beside one it can: its text is content
-                    bad = self.negate(choices) + self.repair("unreadable_call",
-                                                             self.content(self._python_call_text()))
-                    calls = self.zero_or_more(bad + between) + choices + self.zero_or_more(between + (choices | bad))
-                else:
-                    calls = choices + self.zero_or_more(between + choices)
+                calls = self.python_call_list(choices, between)
             if not form.list_wrapped:
                 return calls
             return "[" + self.space() + calls + self.space() + "]"
@@ -555,27 +675,17 @@ class ChatBuilder(Relaxations):
         (`, KEY=`) or the call's end (`)` and what the template writes after a call) begins; between quotes
         (UNESCAPED), at a quote followed by one of those. A value in the other quote, or one the model quoted
         though the template does not (BARE), is read as a Python literal (first where it is unquoted)."""
-        ends = _value_ends(form, keys, key)
+        ends = python_value_ends(form, keys, key)
         if form.strings is StringValues.BARE:
             return literal | self.tool_arg_string_value(self.until_one_of(ends))
-        return self._quoted_as_is(form.quote, ends) | literal
+        return self.quoted_as_is(form.quote, ends) | literal
 
-    def _quoted_as_is(self, quote: str, ends: list[str]) -> P:
+    def quoted_as_is(self, quote: str, ends: list[str]) -> P:
         """`quote`, a string value as it is up to a `quote` one of `ends` follows, `quote`."""
         return self.literal(quote) + self.tool_arg_string_value(self.until_one_of([quote + e for e in ends])) \
             + self.literal(quote)
 
-    def _python_call_text(self) -> P:
-        """Any `name(...)` with balanced brackets and closed quotes: a call the lenient parser cannot read."""
-        def balanced() -> P:
-            quoted = [self.literal(q) + self._python_string_body(q) + self.literal(q) for q in "\"'"]
-            nested = [self.literal(o) + self.ref("python-balanced") + self.literal(c) for o, c in ("()", "[]", "{}")]
-            return self.zero_or_more(self.choice([self.chars("[^()\\[\\]{}'\"]"), *quoted, *nested]))
-
-        return self.chars("[A-Za-z_]") + self.chars("[A-Za-z0-9_.]", 0) + "(" \
-            + self.rule("python-balanced", balanced) + ")"
-
-    def _python_string_body(self, quote: str) -> P:
+    def python_escaped_body(self, quote: str) -> P:
         """The body of a Python string up to its closing `quote`: any character but the quote and the backslash,
         or an escape JSON can also express, or the other quote escaped (`'It\\'s'`, `"say \\"hi\\""`)."""
         name = "python-dq-body" if quote == '"' else "python-sq-body"
@@ -583,7 +693,7 @@ class ChatBuilder(Relaxations):
             self.chars(f"[^{quote}\\\\]"), self.literal("\\") + self.chars("[\"'\\\\/bfnrtu]", 1, 1)])))
 
 
-def _value_ends(form: CallForm | None, keys: list[str], key: str) -> list[str]:
+def python_value_ends(form: CallForm | None, keys: list[str], key: str) -> list[str]:
     """Where a value printed as it is ends: at `, KEY=` of another argument, or at the call's `)` followed by
     what the template writes after a call (`, ` or a newline before the next one, `]`, the section's end);
     without a form, as llama.cpp's list writes calls (`[a(...), b(...)]`)."""

@@ -16,14 +16,11 @@ from typing import Any
 from autoparser.analysis.model import (
     CallForm,
     CallIdPosition,
-    ContentMode,
     ReasoningMode,
     TemplateAnalysis,
     ToolFormat,
 )
-from autoparser.analysis.reasoning import REASONING_SPELLINGS
-from autoparser.chat.builder import ChatBuilder
-from autoparser.chat.relax import TaggedMarkers
+from autoparser.chat.builder import ChatBuilder, DerivedReasoning, TaggedMarkers
 from autoparser.chat.request import Continuation
 from autoparser.chat.spec import Build, FormatSpec, Prefill, Rendered, pattern, word
 from autoparser.chat.tools import Function, functions, parameters
@@ -61,7 +58,8 @@ def derived_format(analysis: TemplateAnalysis) -> FormatSpec:
         "autoparser", partial(_build, analysis), partial(_prefill, analysis), triggers=triggers,
         messages=_string_arguments if analysis.string_arguments else None,
         triggers_only_when_lazy=True, calls=fmt.mode is not ToolFormat.NONE or form is not None,
-        reasoning=thinking, relaxes=True, preserved_tokens=preserved, additional_stops=analysis.additional_stops,
+        reasoning=thinking, relaxes=True, relaxed_build=partial(_relaxed_build, analysis),
+        preserved_tokens=preserved, additional_stops=analysis.additional_stops,
         supports_thinking=thinking, thinking_start_tag=_trim(reasoning.start) if thinking else "",
         thinking_end_tags=(end_tag,) if thinking and end_tag else (), message_delimiters=delimiters)
 
@@ -99,8 +97,6 @@ class _Derived:
 
 def _build(analysis: TemplateAnalysis, b: Build) -> P:
     """`autoparser::build_parser`: reasoning, then response format / tools / content, after the prompt prefix."""
-    if b.lenient:
-        analysis, b = _with_prompt_reasoning(analysis, b)
     p, reasoning = b.p, analysis.reasoning
     p.eps()  # the C++ default-initialises the reasoning parser (ids follow it)
     d = _Derived(b, analysis, _reasoning(b, analysis))
@@ -122,9 +118,9 @@ def _build(analysis: TemplateAnalysis, b: Build) -> P:
     return prefix + body if pure_content else prefix << body
 
 
-def _with_prompt_reasoning(a: TemplateAnalysis, b: Build) -> tuple[TemplateAnalysis, Build]:
-    """For the lenient parser: the analysis and build of a request whose prompt leaves a reasoning block open
-    where the strict (C++) parser does not read one.
+def _relaxed_build(analysis: TemplateAnalysis, b: Build) -> P:
+    """The relaxed parser's build (`FormatSpec.relaxed_build`): `_build`, reading also a reasoning block the
+    prompt leaves open where the strict (C++) parser reads none.
 
     - The generation prompt opens a block the C++ finds no end to (`TemplateAnalysis.prompt_reasoning`): it is
       read as the C++ reads a template's reasoning the prompt opens.
@@ -132,87 +128,49 @@ def _with_prompt_reasoning(a: TemplateAnalysis, b: Build) -> tuple[TemplateAnaly
       assistant header whatever `add_generation_prompt` says: the generation prompt is empty, the prompt ends
       in `<think>`): the output starts inside it (`Build.reasoning_open`).
 
-    Either way every output is read by the lenient parser (`Relaxations.prompt_reasoning`): one that never
-    closes the block is reasoning, as a stream shows it while it is open."""
-    r = a.reasoning
-    block = r if r.start and r.end else a.prompt_reasoning
+    Either way the block is `Build.prompt_opened` (a `repair:prompt_reasoning` of the relaxed parser, so that
+    the recovery reads every output with it): one that never closes the block is reasoning, as a stream shows
+    it while it is open."""
+    r = analysis.reasoning
+    block = r if r.start and r.end else analysis.prompt_reasoning
     if block is None or b.inputs.reasoning_format == "none":
-        return a, b
+        return _build(analysis, b)
     opener = _trim(block.start)
     if _trim(b.generation_prompt).endswith(opener):
         if block is r:
-            return a, b  # (the C++ reads it: its parser's prefix stops before the opener)
-        b.p.prompt_reasoning = opener
-        return replace(a, reasoning=block), replace(b, extract_reasoning=True)
+            return _build(analysis, b)  # (the C++ reads it: its parser's prefix stops before the opener)
+        return _build(replace(analysis, reasoning=block), replace(b, extract_reasoning=True, prompt_opened=True))
     if opener in b.generation_prompt or not _trim(b.prompt).endswith(opener):
-        return a, b
-    b.p.prompt_reasoning = opener
-    return replace(a, reasoning=block), replace(b, extract_reasoning=True, reasoning_open=True)
+        return _build(analysis, b)
+    return _build(replace(analysis, reasoning=block),
+                  replace(b, extract_reasoning=True, prompt_opened=True, reasoning_open=True))
 
 
 def _reasoning(b: Build, a: TemplateAnalysis) -> P:
+    """The reasoning parser every body starts with: llama.cpp's (`_cpp_reasoning`), through the builder's hook
+    where the relaxed parser reads more (`ChatBuilder.derived_reasoning`)."""
+    r, fmt = a.reasoning, a.tools.format
+    markers = tuple(m for m in (_trim(fmt.section_start), _trim(fmt.per_call_start)) if m) \
+        if b.tool_calls and fmt.mode is not ToolFormat.NONE else ()
+    read = b.extract_reasoning and r.mode in (ReasoningMode.TAG_BASED, ReasoningMode.TOOLS_ONLY) and bool(r.end)
+    block = DerivedReasoning(r.start, r.end, shown=r.mode is not ReasoningMode.NONE, read=read,
+                             extracted=b.inputs.reasoning_format != "none", call_markers=markers,
+                             prompt_opened=b.prompt_opened, open_before_prompt=b.reasoning_open)
+    return b.p.derived_reasoning(lambda: _cpp_reasoning(b, a), block)
+
+
+def _cpp_reasoning(b: Build, a: TemplateAnalysis) -> P:
     p, r = b.p, a.reasoning
-    if b.lenient and r.mode is ReasoningMode.NONE and b.inputs.reasoning_format != "none":
-        return _undeclared_reasoning(b, a)
     if not b.extract_reasoning or r.mode not in (ReasoningMode.TAG_BASED, ReasoningMode.TOOLS_ONLY) or not r.end:
         return p.eps()
-    if b.lenient:
-        body = _reasoning_body(b, a, r.end)
-        if p.prompt_reasoning:  # (a reading llama.cpp does not make: said by a diagnostic)
-            body = p.repair("prompt_reasoning", p.eps()) + body
-        if b.reasoning_open:  # (a repeated opener is reasoning text, dropped with its diagnostic by the recovery)
-            return p.optional(body)
-        if r.start:  # or an end marker with no reasoning open
-            return p.optional(p.choice([p.optspace(r.start) + body, _stray_end(p, r.end)]))
-        return p.optional(body)
     if r.start:  # (node creation order as in the C++: grammar rule names embed node ids)
         return p.optional(p.optspace(r.start) + p.reasoning(p.until(_trim(r.end))) + p.optspace(r.end))
     return p.optional(p.reasoning(p.until(_trim(r.end))) + p.optspace(r.end))
 
 
-def _undeclared_reasoning(b: Build, a: TemplateAnalysis) -> P:
-    """A reasoning block at the start of the output although the template shows none: read as reasoning (and
-    a lone end marker there dropped)."""
-    p = b.p
-    p.lead_triggers.extend(marker for spelling in REASONING_SPELLINGS for marker in spelling)
-    blocks = [p.repair("undeclared_reasoning", p.literal(start)) + _reasoning_body(b, a, end) + p.space()
-              for start, end in REASONING_SPELLINGS]
-    strays = [_stray_end(p, end) for _, end in REASONING_SPELLINGS]
-    return p.optional(p.space() + p.choice(blocks + strays))
-
-
-def _stray_end(p: ChatBuilder, end: str) -> P:
-    return p.repair("stray_reasoning_end", p.space() + p.literal(_trim(end))) + p.space()
-
-
-def _reasoning_body(b: Build, a: TemplateAnalysis, end_marker: str) -> P:
-    """Reasoning after its start, in the lenient parser: up to its end marker, a second end marker dropped;
-    at a call marker, a draft call if the end marker follows later (held back from a stream until it does),
-    else the start of the calls (reasoning ends there)."""
-    p, end = b.p, _trim(end_marker)
-    fmt = a.tools.format
-    markers = [m for m in (_trim(fmt.section_start), _trim(fmt.per_call_start)) if m] \
-        if b.tool_calls and fmt.mode is not ToolFormat.NONE else []
-    p.lead_triggers.append(end)
-    closed = p.optspace(end_marker)
-    stray = p.optional(_stray_end(p, end))  # (outside the draft's atomic: it waits on trailing whitespace)
-    if not markers:
-        return p.reasoning(p.until(end)) + closed + stray
-    at_call = p.peek(p.choice([p.literal(m) for m in markers]))
-    return p.reasoning(p.until_one_of([end, *markers])) + p.choice([
-        closed,
-        at_call + p.atomic(p.reasoning(p.until(end)) + closed),
-        p.repair("reasoning_ended_by_call", at_call)]) + stray
-
-
-def _always_wrapped(a: TemplateAnalysis) -> bool:
-    c = a.content
-    return c.mode is ContentMode.ALWAYS_WRAPPED and bool(c.start) and bool(c.end)
-
-
 def _content(d: _Derived) -> P:
     p, c = d.p, d.a.content
-    if _always_wrapped(d.a):
+    if c.is_always_wrapped():
         if d.b.extract_reasoning:
             return d.reasoning + c.start + p.content(p.until(c.end)) + c.end + p.end()
         return p.content(p.until(c.start)) + c.start + p.content(p.until(c.end)) + c.end + p.end()
@@ -221,7 +179,7 @@ def _content(d: _Derived) -> P:
 
 def _optional_wrapped(d: _Derived) -> P:
     p, c = d.p, d.a.content
-    if _always_wrapped(d.a):
+    if c.is_always_wrapped():
         return p.optional(c.start + p.content(p.until(c.end)) + c.end)
     return p.eps()
 
@@ -258,18 +216,18 @@ def _json_native(d: _Derived) -> P:
         tools = p.trigger_rule("tool-calls", p.one_or_more(single + p.space()))
     else:
         tools = p.standard_json_tools(start, end, b.inputs.tools, b.parallel, b.required, **common)
-    if _always_wrapped(d.a):
+    if d.a.content.is_always_wrapped():
         return d.reasoning + _optional_wrapped(d) + tools + p.end()
     # (a bare array of calls begins with its bracket: llama.cpp stops the content at the first `{`, inside it)
     tool_start = fmt.section_start or fmt.per_call_start or (_BARE_JSON_LIST if fmt.tools_array_wrapped else "{")
-    bare = _bare_json_openers(d) if b.lenient and start.strip() else []
-    if b.lenient and not start.strip():
-        p.call_markers.extend(_bare_json_openers(d))  # calls without markers: each begins so
-    if bare:
-        # a call the model wrote without its opener: content stops where one follows
-        call = p.standard_json_tools(start, end, b.inputs.tools, b.parallel, True, **common)
-        return d.reasoning + p.optional(p.content_before_calls([tool_start], bare, call)) + tools + p.end()
-    return d.reasoning + p.optional(p.content(p.until(tool_start))) + tools + p.end()
+    if start.strip():
+        # (a call the model wrote without its opener: relaxed, content stops where one follows)
+        content = p.content_until_calls([tool_start], _bare_json_openers(d), lambda: p.standard_json_tools(
+            start, end, b.inputs.tools, b.parallel, True, **common))
+    else:
+        p.calls_begin_at(_bare_json_openers(d))  # calls without markers: each begins so
+        content = p.content(p.until(tool_start))
+    return d.reasoning + p.optional(content) + tools + p.end()
 
 
 def _bare_json_openers(d: _Derived) -> list[str]:
@@ -389,15 +347,13 @@ def _after_content(d: _Derived, calls: P) -> P:
     """Reasoning, then content up to the first call marker, then the calls (optional unless required)."""
     p, fmt = d.p, d.a.tools.format
     marker = fmt.section_start or fmt.per_call_start
-    bare = _bare_tag_openers(d) if d.b.lenient and marker.strip(_WS) else []
-    if bare:
-        # a call the model wrote without its opener: content stops where one follows
-        content = p.content_before_calls([marker], bare, calls)
-        return d.reasoning + p.optional(content) + (calls if d.b.required else p.optional(calls)) + p.end()
-    if not d.b.required:
-        calls = p.optional(calls)
-    before = p.until(marker) if marker else p.eps()
-    return d.reasoning + p.optional(p.content(before)) + calls + p.end()
+    section = calls if d.b.required else p.optional(calls)
+    if marker.strip(_WS):
+        # (a call the model wrote without its opener: relaxed, content stops where one follows)
+        content = p.content_until_calls([marker], _bare_tag_openers(d), lambda: calls)
+    else:
+        content = p.content(p.until(marker) if marker else p.eps())
+    return d.reasoning + p.optional(content) + section + p.end()
 
 
 def _tagged_args(d: _Derived, f: Function, until_suffix: P) -> tuple[P, bool]:
@@ -431,22 +387,25 @@ def _tag_with_tagged(d: _Derived) -> P:
     p, tools, b = d.p, d.a.tools, d.b
     fmt, a = tools.format, tools.arguments
     until_suffix = p.rule("until-suffix", p.until(a.value_suffix))
-    choice = p.choice()
+
+    def strict_choice() -> P:
+        choice = p.choice()
+        for f in functions(b.inputs.tools):
+            seq, any_required = _tagged_args(d, f, until_suffix)
+            if a.start:
+                seq = p.literal(a.start) + seq
+            if a.end:
+                seq = seq + p.literal(a.end)
+            call_id_section, have_call_id = _call_id_section(d, inside=True)
+            peek = p.peek(p.literal(a.name_prefix)) if a.name_prefix and any_required else None
+            choice = choice | p.rule(f"tool-{f.name}", _func(d, f.name, call_id_section, have_call_id, seq, peek))
+        return choice
+
     markers = _tagged_markers(d)
-    loose = b.lenient and markers.readable and not (a.start or a.end) \
+    loose = markers.readable and not (a.start or a.end) \
         and tools.call_id.pos is not CallIdPosition.BETWEEN_FUNC_AND_ARGS
-    for f in functions(b.inputs.tools) if not loose else ():
-        seq, any_required = _tagged_args(d, f, until_suffix)
-        if a.start:
-            seq = p.literal(a.start) + seq
-        if a.end:
-            seq = seq + p.literal(a.end)
-        call_id_section, have_call_id = _call_id_section(d, inside=True)
-        peek = p.peek(p.literal(a.name_prefix)) if a.name_prefix and any_required else None
-        choice = choice | p.rule(f"tool-{f.name}", _func(d, f.name, call_id_section, have_call_id, seq, peek))
-    if loose:  # calls as the template writes them and beyond (None: an undeclared tool)
-        for called in [*functions(b.inputs.tools), *([None] if markers.names_marked else [])]:
-            choice = choice | p.loose_tagged_call(markers, called, lambda param: not param.may_be_string)
+    choice = p.tagged_call_choice(strict_choice, markers if loose else None, functions(b.inputs.tools),
+                                  lambda param: not param.may_be_string)
     p.eps()  # `tool_calls` is default-initialised in the C++ (node ids: rule names)
     if fmt.per_call_start:
         wrapped = p.opened(fmt.per_call_start, p.space()) + choice + p.space() + fmt.per_call_end
@@ -491,16 +450,12 @@ def _pythonic(d: _Derived, form: CallForm) -> P:
     else:
         section = calls + p.space()
     calls = p.trigger_rule("tool-calls", section)
-    if b.lenient and not form.section_start.strip(_WS) and form.list_wrapped and bare:
-        # A bare list may begin with a call it cannot read: content also stops at a `[` the calls follow (and
-        # always at a readable call's `[name(`, so a list that fails is the recovery's, not content).
-        p.repair_triggers.append("[")
-        at_list = p.negate(p.choice([p.literal(m) for m in bare])) + p.peek(p.literal("[")) + p.negate(calls)
-        content = p.content(p.until("[")) + p.zero_or_more(at_list + p.content(p.literal("[") + p.until("[")))
+    markers = [form.section_start] if form.section_start else bare
+    if not form.section_start.strip(_WS) and form.list_wrapped and bare:
+        content = p.content_until_call_list(markers, bare, lambda: calls)
     elif form.section_start or bare:
-        # (lenient: calls written without the section marker; content stops where they follow)
-        missing = bare if b.lenient and form.section_start.strip(_WS) else []
-        content = p.content_until_calls([form.section_start] if form.section_start else bare, missing, calls)
+        # (relaxed: calls written without the section marker; content stops where they follow)
+        content = p.content_until_calls(markers, bare if form.section_start.strip(_WS) else [], lambda: calls)
     else:
         content = p.content(p.rest())
     return d.reasoning + p.optional(content) + (calls if b.required else p.optional(calls)) + p.end()

@@ -50,6 +50,7 @@ __all__ = [
     "Gemma4Mapper",
     "MiniMaxM3Mapper",
     "escape_inner",
+    "map_accounted",
     "map_result",
     "normalize_quotes_to_json",
     "peg_parse",
@@ -207,6 +208,12 @@ def _json_brace_depth(s: str) -> int:
         pos = end + 1
 
 
+def _json_not_object(text: str) -> bool:
+    """Whether arguments' text is a JSON value other than an object (a string, an array, a number, a literal)."""
+    text = text.strip(_C_SPACE)
+    return bool(text) and (text[0] in '"[-0123456789' or text in ("true", "false", "null"))
+
+
 @dataclass
 class _Call:
     name: str = ""
@@ -253,6 +260,10 @@ class ChatPegMapper:
         self._arg_count = 0
         self._closing_quote_pending = False
         self._args_buffer = ""  # arguments seen before the tool name
+        self._pending_start = 0  # where the pending call's opener begins
+        # Spans of the text whose field text this mapping leaves out of the message (as llama.cpp's does): a
+        # call that never got a name, arguments that are no object. The recovery's coverage reads them.
+        self.dropped: list[tuple[int, int]] = []
 
     # Arguments go to the current call once it has a name, to the buffer before that.
     def _target(self) -> str:
@@ -272,6 +283,8 @@ class ChatPegMapper:
             if node.tag:  # (most nodes are untagged rules, e.g. of JSON values: no call for those)
                 act(node)
         pending = self._pending
+        if pending is not None and not pending.name:
+            self.dropped.append((self._pending_start, result.end))
         if pending is not None and pending.name:
             if self._args_buffer:
                 pending.arguments = self._args_buffer
@@ -301,6 +314,9 @@ class ChatPegMapper:
         elif tag == CONTENT:
             msg.content += node.sanitized_text()
         elif tag == TOOL_OPEN:
+            if self._pending is not None:  # (the call opened before never got a name)
+                self.dropped.append((self._pending_start, node.start))
+            self._pending_start = node.start
             self._pending = self._current = _Call()
             self._arg_count = 0
             self._args_buffer = ""
@@ -311,6 +327,8 @@ class ChatPegMapper:
                 if len(text) >= 2 and text[0] == '"' and text[-1] == '"':
                     text = text[1:-1]
                 self._current.id = text
+            else:
+                self.dropped.append((node.start, node.end))
         elif tag == TOOL_NAME:
             cur = self._current
             if cur is not None:
@@ -325,16 +343,20 @@ class ChatPegMapper:
                     msg.tool_calls.append(self._pending)
                     self._current = self._pending
                     self._pending = None
+            else:
+                self.dropped.append((node.start, node.end))
         elif tag == TOOL_ARGS:
-            if self._current is not None:
-                text = rstrip_c(node.text)
-                if text.startswith("{"):
-                    self._set_target(text)
+            text = rstrip_c(node.text)
+            if self._current is not None and text.startswith("{"):
+                self._set_target(text)
+            elif _json_not_object(text):  # (llama.cpp maps such arguments to `{}`; tagged ones map their parts)
+                self.dropped.append((node.start, node.end))
         elif tag == TOOL_ARGS_STRING:
-            if self._current is not None:
-                text = _decoded_prefix(node.text).strip(_C_SPACE)
-                if text.startswith("{"):
-                    self._set_target(text)
+            text = _decoded_prefix(node.text).strip(_C_SPACE)
+            if self._current is not None and text.startswith("{"):
+                self._set_target(text)
+            elif text:
+                self.dropped.append((node.start, node.end))
         elif tag == TOOL_ARG_OPEN:
             self._closing_quote_pending = False
         elif tag == TOOL_ARG_NAME:
@@ -348,12 +370,14 @@ class ChatPegMapper:
         elif tag in (TOOL_ARG_VALUE, TOOL_ARG_STRING_VALUE):
             if self._current is not None:
                 self._map_value(node.text, tag == TOOL_ARG_STRING_VALUE)
+            else:
+                self.dropped.append((node.start, node.end))
         elif tag == TOOL_ARG_CLOSE:
             if self._current is not None and self._closing_quote_pending:
                 self._set_target(self._target() + '"')
                 self._closing_quote_pending = False
         elif tag == TOOL_CLOSE:
-            self._close_tool()
+            self._close_tool(node.end)
 
     def _map_value(self, value: str, is_string: bool) -> None:
         if is_string:
@@ -373,7 +397,7 @@ class ChatPegMapper:
             add = ""
         self._set_target(self._target() + add)
 
-    def _close_tool(self) -> None:
+    def _close_tool(self, end: int) -> None:
         cur = self._current
         if cur is None:
             return
@@ -389,6 +413,8 @@ class ChatPegMapper:
         if self._pending is not None:
             if cur.name:
                 self.msg.tool_calls.append(self._pending)
+            else:
+                self.dropped.append((self._pending_start, end))
             self._pending = None
 
 
@@ -441,6 +467,7 @@ class Gemma4Mapper:
 
     def __init__(self) -> None:
         self.msg = _Message()
+        self.dropped: list[tuple[int, int]] = []  # (see ChatPegMapper.dropped)
 
     def from_ast(self, ast: Ast, result: ParseResult) -> ChatMessage:
         stack = list(reversed(result.nodes))
@@ -459,6 +486,8 @@ class Gemma4Mapper:
                     if not name_node.is_partial:
                         args = _gemma4_to_json(ast, args_node.children[0]) if args_node.children else ""
                         self.msg.tool_calls.append(_Call(name_node.text, args))
+                        continue
+                self.dropped.append((node.start, node.end))
             else:
                 stack.extend(reversed(node.children))
         return self.msg.freeze()
@@ -527,6 +556,7 @@ class MiniMaxM3Mapper:
 
     def __init__(self) -> None:
         self.msg = _Message()
+        self.dropped: list[tuple[int, int]] = []  # (see ChatPegMapper.dropped)
 
     def from_ast(self, ast: Ast, result: ParseResult) -> ChatMessage:
         stack = list(reversed(result.nodes))
@@ -541,6 +571,8 @@ class MiniMaxM3Mapper:
                 if name_id != INVALID_AST_ID:
                     args = _m3_container(ast, node, True, not node.is_partial)
                     self.msg.tool_calls.append(_Call(ast.get(name_id).text, args))
+                else:
+                    self.dropped.append((node.start, node.end))
             else:
                 stack.extend(reversed(node.children))
         return self.msg.freeze()
@@ -562,6 +594,13 @@ def _content_only_arena() -> Arena:
 
 def map_result(result: ParseResult, fmt: ChatFormat | str = ChatFormat.PEG_NATIVE) -> ChatMessage:
     """Map a parse result with the mapper `fmt` calls for."""
+    return map_accounted(result, fmt)[0]
+
+
+def map_accounted(result: ParseResult, fmt: ChatFormat | str = ChatFormat.PEG_NATIVE) -> tuple[ChatMessage,
+                                                                                               list[tuple[int, int]]]:
+    """The message of a parse result, and the spans (of the parsed text) whose field text the mapping left out
+    of it, as llama.cpp's mapper does: a call without a name, arguments that are no object."""
     f = ChatFormat.of(fmt)
     mapper: ChatPegMapper | Gemma4Mapper | MiniMaxM3Mapper
     if f is ChatFormat.PEG_GEMMA4:
@@ -570,7 +609,7 @@ def map_result(result: ParseResult, fmt: ChatFormat | str = ChatFormat.PEG_NATIV
         mapper = MiniMaxM3Mapper()
     else:
         mapper = ChatPegMapper()
-    return mapper.from_ast(result.ast, result)
+    return mapper.from_ast(result.ast, result), mapper.dropped
 
 
 def without_open_calls(result: ParseResult) -> ParseResult:

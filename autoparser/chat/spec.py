@@ -3,9 +3,9 @@
 llama.cpp writes each of its specialised formats (common/chat.cpp, parsers/*.cpp) as a function that renders
 the prompt, patches the generation prompt for a continued message, builds the PEG parser, decides whether the
 grammar is lazy and which triggers wake it, and fills `common_chat_params`. Here a format is a `FormatSpec`:
-its markers and flags as fields, and one small build function for its parser. `assemble` does the rest, the
-same way for every format, the specialised ones (chat/handlers/) and the one derived from a template's
-analysis (chat/generic.py) alike. Where the C++ formats disagree on a rule (when the grammar is lazy, which
+its markers and flags as fields, and one small build function for its parser. `assemble` (autoparser/params)
+does the rest, the same way for every format, the specialised ones (chat/handlers/) and the one derived from a
+template's analysis (chat/generic.py) alike. Where the C++ formats disagree on a rule (when the grammar is lazy, which
 `json_schema` counts as a response format, whether triggers are listed for a non-lazy grammar), the rule is a
 field, so the difference is visible in one place.
 """
@@ -15,28 +15,45 @@ from __future__ import annotations
 import enum
 import re
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
+from enum import IntEnum
 from typing import Any
 
 from autoparser.chat.builder import ChatBuilder
-from autoparser.chat.params import (
-    ChatParams,
-    GenerationInputs,
-    GrammarTrigger,
-    TriggerType,
-    generation_prompt,
-    render_prompt,
-)
-from autoparser.chat.recover import Recovery
+from autoparser.chat.inputs import GenerationInputs, generation_prompt, render_prompt
 from autoparser.chat.request import Continuation, ToolChoice, render_content
 from autoparser.chat.tools import functions
 from autoparser.errors import TemplateError
-from autoparser.gbnf.from_peg import arena_to_gbnf
 from autoparser.peg.builder import P
 from autoparser.template.render import ChatTemplate
 from autoparser.types import ChatFormat
 
-__all__ = ["Build", "FormatSpec", "Laziness", "Prefill", "Rendered", "SchemaRule", "assemble", "pattern", "word"]
+__all__ = ["Build", "FormatSpec", "GrammarTrigger", "Laziness", "Prefill", "Rendered", "SchemaRule", "TriggerType",
+           "pattern", "render", "word"]
+
+
+class TriggerType(IntEnum):
+    TOKEN = 0
+    WORD = 1
+    PATTERN = 2
+    PATTERN_FULL = 3
+
+
+@dataclass(frozen=True)
+class GrammarTrigger:
+    type: TriggerType
+    value: str
+    token: int = -1
+
+    def to_dict(self) -> dict[str, Any]:
+        """The C++ record shape: `token` only for TOKEN triggers."""
+        out: dict[str, Any] = {"type": int(self.type), "value": self.value}
+        if self.type == TriggerType.TOKEN:
+            out["token"] = self.token
+        return out
+
+
+
 
 
 class Laziness(enum.Enum):
@@ -110,14 +127,11 @@ class Build:
     extract_reasoning: bool
     prompt: str = ""
     """The whole prompt as the template rendered it."""
+    prompt_opened: bool = False
+    """The prompt leaves a reasoning block open that llama.cpp does not read (set by a relaxed build only:
+    chat/generic.py `_relaxed_build`)."""
     reasoning_open: bool = False
-    """The prompt leaves a reasoning block open before the generation prompt begins: the output starts inside it
-    (the lenient parser only: chat/generic.py `_with_prompt_reasoning`)."""
-
-    @property
-    def lenient(self) -> bool:
-        """Build the lenient parser: the format's relaxations (`p.repair`) on top of the strict one."""
-        return self.p.lenient
+    """That block opens before the generation prompt begins: the output starts inside it."""
 
     @property
     def tools(self) -> bool:
@@ -181,7 +195,11 @@ class FormatSpec:
     finish: Callable[[Rendered, GenerationInputs], Rendered] | None = None
     """A fix-up of the rendered prompt the C++ applies for this format."""
     relaxes: bool = False
-    """The build function knows lenient mode (`Build.lenient`): a lenient parser is built beside the strict one."""
+    """The build function asks the builder's hooks for pieces models write beyond the template: a relaxed
+    parser (the same build on the recovery's relaxed builder) is built beside the strict one."""
+    relaxed_build: Callable[[Build], P] | None = None
+    """The relaxed parser's build, where it reads what the strict build cannot ask a hook for (a derived
+    format's reasoning block the prompt leaves open); None: `build`."""
     response_fields: Mapping[str, Any] | None = None
     """A hand-written format's Hugging Face response_template fields (`response_fields`; autoparser/export adds
     the template's start anchor), where that language can say it (None: it cannot, or nobody has written it);
@@ -282,48 +300,3 @@ def render(spec: FormatSpec, tmpl: ChatTemplate, inputs: GenerationInputs) -> Re
         except TemplateError:
             raise refused from None
     return spec.finish(rendered, inputs) if spec.finish is not None else rendered
-
-
-def assemble(spec: FormatSpec, tmpl: ChatTemplate, inputs: GenerationInputs) -> ChatParams:
-    """Prompt, parser, grammar and triggers of one request in one format (each C++ `common_chat_params_init_*`)."""
-    rendered = render(spec, tmpl, inputs)
-    prompt, gp = rendered.prompt, rendered.generation_prompt
-    if inputs.has_continuation:
-        gp = spec.prefill(rendered, inputs.continue_msg or {}, inputs.continuation)
-        prompt += gp
-    p = ChatBuilder()
-    b = Build(p, inputs, rendered.generation_prompt, spec.response_format.given(inputs.json_schema),
-              spec.reasoning and inputs.reasoning_format != "none", prompt=rendered.prompt)
-    arena = p.build(spec.build(b))
-    triggers = spec.grammar_triggers(inputs)
-    lazy = spec.lazy(b)
-    tool_calls = b.tool_calls and spec.calls
-    # Without a trigger a lazy grammar would never apply: the C++ then emits none.
-    include_grammar = b.response_format or (tool_calls and (not lazy or bool(triggers)))
-    grammar = ""
-    if include_grammar:
-        grammar = arena_to_gbnf(arena, lazy=lazy)
-        if spec.triggers_only_when_lazy and not lazy:
-            triggers = ()
-    else:
-        lazy, triggers = False, ()
-    markers = tuple(dict.fromkeys(t.value.strip() for t in spec.grammar_triggers(inputs)
-                                  if t.type is TriggerType.WORD and t.value.strip())) if tool_calls else ()
-    recovery = Recovery(arena, reasoning_start=spec.thinking_start_tag.strip(" \t\n\v\f\r"),
-                        tools=tuple(functions(inputs.tools, typed=False)) if tool_calls else (),
-                        call_markers=markers)
-    if spec.relaxes:
-        lp = ChatBuilder(lenient=True)
-        lenient = lp.build(spec.build(replace(b, p=lp)))
-        recovery = replace(recovery, lenient=lenient, triggers=tuple(dict.fromkeys(lp.repair_triggers)),
-                           lead_triggers=tuple(dict.fromkeys(lp.lead_triggers)),
-                           reasoning_start=lp.prompt_reasoning or recovery.reasoning_start,
-                           prompt_reasoning=bool(lp.prompt_reasoning),
-                           call_markers=tuple(dict.fromkeys((*markers, *lp.call_markers))))
-    return ChatParams(
-        format=spec.format, prompt=prompt, generation_prompt=gp, parser=arena, grammar=grammar,
-        grammar_lazy=lazy, grammar_triggers=triggers, preserved_tokens=spec.preserved_tokens,
-        additional_stops=spec.additional_stops, supports_thinking=spec.supports_thinking,
-        thinking_start_tag=spec.thinking_start_tag, thinking_end_tags=spec.thinking_end_tags,
-        message_delimiters=spec.message_delimiters, handler=spec.name, recovery=recovery,
-        template_context=rendered.context)

@@ -11,21 +11,9 @@ from __future__ import annotations
 import dataclasses
 from codecs import utf_8_decode
 from collections.abc import Callable, Iterable
-from dataclasses import replace
 
 from autoparser.chat.growth import FieldGrowth, feeds_no_field, map_growing
-from autoparser.chat.mapper import map_result, message_of, output_parser, parse_effective, without_open_calls
-from autoparser.chat.recover import (
-    Recovery,
-    after_unparsed,
-    drop_repeated_start,
-    may_become_marker,
-    recover,
-    repair_diagnostics,
-    rest_after,
-    split_unparsed,
-)
-from autoparser.chat.tags import TOOL
+from autoparser.chat.mapper import message_of, output_parser, parse_effective
 from autoparser.errors import ParseError
 from autoparser.peg import Arena, ParseResult
 from autoparser.peg.ast import AstId
@@ -154,22 +142,18 @@ class StreamParser:
     Byte chunks are decoded incrementally: a UTF-8 sequence cut by a chunk boundary waits for its continuation,
     and undecodable bytes reach the parser as surrogate escapes. With `gen_tool_call_id`, calls the model gave
     no id get a generated one, stable across chunks. An empty parse result leaves the previous message in
-    place (nothing is sent). `finish` parses the whole output as complete (`is_partial=False`) and returns the
-    final message; the deltas it produced are in `last_deltas`.
+    place (nothing is sent). `finish` parses the whole output as complete and returns the final message; the
+    deltas it produced are in `last_deltas`.
+
+    This is llama.cpp's stream (its parse, errors and all). The default stream of `ChatParams.stream()` reads
+    as the default parse does (recovery/stream.py); it differs through the hooks `_parsed`, `_mapped`,
+    `_settled` and `_final`, and the parser it is given.
     """
 
     def __init__(self, parser: Arena | None = None, *, generation_prompt: str = "",
                  format: ChatFormat | str = ChatFormat.PEG_NATIVE,
-                 gen_tool_call_id: Callable[[], str] | None = None, recovery: Recovery | None = None) -> None:
-        self._strict = output_parser(parser)
-        # With a recovery (the default), the stream reads the output as the default parse does: with the lenient
-        # parser, and from where that rejects the output on, the rest as content (chat/recover.py).
-        self._recovery = recovery
-        self._parser = recovery.lenient if recovery is not None else self._strict
-        self._reasoning_start = recovery.reasoning_start if recovery is not None else ""
-        self._tail: int | None = None  # where, in the output, the text the parser rejects begins
-        self._head = ChatMessage()  # the message of the output before it
-        self._mapped: ParseResult | None = None  # the parse the last mapped message came from (its repairs)
+                 gen_tool_call_id: Callable[[], str] | None = None) -> None:
+        self._parser = output_parser(parser)
         self._offset = len(generation_prompt)
         self._fmt = ChatFormat.of(format)
         self._gen_id = gen_tool_call_id
@@ -225,12 +209,8 @@ class StreamParser:
 
     @property
     def message(self) -> ChatMessage:
-        """The message so far (what the deltas sent so far add up to), with the repairs made so far."""
+        """The message so far (what the deltas sent so far add up to)."""
         self._fold()
-        if self._recovery is not None and not self._finished and self._tail is None and self._mapped is not None:
-            repairs = repair_diagnostics(self._mapped, self._offset)
-            if repairs:
-                return replace(self._message, diagnostics=(*repairs, *self._message.diagnostics))
         return self._message
 
     def _fold(self) -> None:
@@ -241,17 +221,21 @@ class StreamParser:
         assert self._growth is not None
         self._message = self._growth.grown(self._message, extra)
 
-    def feed(self, chunk: str | bytes) -> list[MessageDelta]:
-        """Add a chunk of output; returns the deltas it causes (often one, possibly none)."""
+    def _decoded(self, chunk: str | bytes) -> str:
+        """The text of a chunk (a UTF-8 sequence it ends inside of waits for the next one)."""
         if self._finished:
             raise ParseError("the stream is finished: feed() after finish()")
         if isinstance(chunk, str):
-            piece = chunk
-        else:
-            if self._held:
-                chunk = self._held + chunk
-            piece, used = utf_8_decode(chunk, "surrogateescape", False)
-            self._held = chunk[used:]
+            return chunk
+        if self._held:
+            chunk = self._held + chunk
+        piece, used = utf_8_decode(chunk, "surrogateescape", False)
+        self._held = chunk[used:]
+        return piece
+
+    def feed(self, chunk: str | bytes) -> list[MessageDelta]:
+        """Add a chunk of output; returns the deltas it causes (often one, possibly none)."""
+        piece = self._decoded(chunk)
         if not piece:
             self.last_deltas = []
             return self.last_deltas
@@ -279,8 +263,6 @@ class StreamParser:
             self._fast = None
             self._catch_up()
         self._parts.append(piece)
-        if self._tail is not None:
-            return self._publish(self._unparsed(), normalized=True)
         marker = marker_parse = None
         if self._marker is not None or self._marker_parse is not None:
             marker, marker_parse = self._marker, self._marker_parse
@@ -313,8 +295,8 @@ class StreamParser:
                 self._fold()
                 # Mapped once more; the growth is found again (reasoning may just have begun to show).
                 result = resume.result(self._text())
-                message, self._growth = self._normalized(result, *self._map(result, resume.spine))
-                return self._publish(message, normalized=True)
+                message, self._growth = self._mapped(result, resume.spine)
+                return self._publish(message, settled=True)
             if self._growth is not None:
                 deltas = self._before_cut_escape(resume, extension)
                 if deltas is not None:
@@ -327,28 +309,15 @@ class StreamParser:
         self._fold()
         result = parse_effective(self._parser, self._text(), self._offset)
         self.full_parses += 1
-        if result.fail and self._recovery is not None:
-            # From here on the output is the part the parser reads and, after it, content.
-            self._head, self._tail = split_unparsed(self._recovery, self._text(), self._offset, self._fmt)
-            self._resume = self._marker = self._marker_parse = self._growth = None
-            return self._publish(self._unparsed(), normalized=True)
-        if self._recovery is not None and result.success and result.end < len(self._text()):
-            # The format ended before the text: the rest is content (parsed from the start while it grows).
-            message = rest_after(self._normalized(result, *self._map(result))[0], result,
-                                 self.text, self._offset, True)
+        read_on = self._parsed(result)
+        if read_on is not None:
             self._resume = self._marker = self._marker_parse = self._growth = None
             self._unchecked, self._unchecked_len = [], 0
-            return self._publish(message, normalized=True)
+            return read_on
         # A parse ending inside a marker is resumed only if the next piece calls for it (see `_marker_parse`).
         inside_marker = not result.fail and ends_inside_marker(result)
         fresh = resumption(self._parser, result) if not (result.fail or inside_marker) else None
-        if fresh is not None:
-            message, growth = self._map(result, fresh.spine)
-        elif self._recovery is not None:
-            message, growth = self._map(result)
-        else:
-            message, growth = message_of(result, self._offset, is_partial=True, fmt=self._fmt), None
-        message, growth = self._normalized(result, message, growth)
+        message, growth = self._mapped(result, fresh.spine if fresh is not None else None)
         if inside_marker:
             self._marker_parse = result
         if fresh is not None or resume is None or self._unchecked_len + len(piece) > _MAX_UNCHECKED:
@@ -356,7 +325,7 @@ class StreamParser:
             self._unchecked, self._unchecked_len = [], 0
         else:
             self._hold(piece)
-        return self._publish(message, normalized=True)
+        return self._publish(message, settled=True)
 
     def _catch_up(self) -> None:
         """Extend `_resume` over the pieces the fast path took (a check that passes: see Resumption.stops)."""
@@ -365,28 +334,6 @@ class StreamParser:
             self._fast_pieces = 0
             extended = self._resume is not None and self._resume.extend(taken)
             assert extended, "a piece without a stop character ended the resumed scan"
-
-    def _map(self, result: ParseResult, spine: tuple[AstId, ...] | None = None) -> tuple[ChatMessage,
-                                                                                          FieldGrowth | None]:
-        """The message of a partial parse and how it grows while its open nodes `spine` do (`map_growing`). With
-        a recovery, a call still open is not shown (chat/recover.py: whole or not at all): while the open
-        nodes are inside it, the message stays as it is."""
-        if self._recovery is not None:
-            shown = without_open_calls(result)
-            if shown is not result:
-                inside = spine is not None and any(result.ast.nodes[i].tag == TOOL for i in spine)
-                return map_result(shown, self._fmt), (FieldGrowth("") if inside else None)
-        if spine is None:
-            return map_result(result, self._fmt), None
-        return map_growing(result, spine, self._fmt)
-
-    def _unparsed(self) -> ChatMessage:
-        """The message once the parser rejected the output at `_tail`: as the default parse reads it (the rest
-        content, or from a later call marker on read again: parsed from the start at every chunk, which only
-        malformed outputs pay)."""
-        assert self._recovery is not None and self._tail is not None
-        return after_unparsed(self._strict, self._recovery, self.text, self._text()[:self._offset], self._fmt,
-                              self._head, self._tail, True)
 
     def _before_cut_escape(self, resume: Resumption, extension: str) -> list[MessageDelta] | None:
         """`extension` (the unchecked pieces and the new one) ends inside a JSON escape (`\\`, `\\u00`) of the
@@ -419,7 +366,7 @@ class StreamParser:
             self.last_deltas = []
             return self.last_deltas
         result = marker.result(self._text())
-        return self._publish(self._normalized(result, *self._map(result))[0], normalized=True)
+        return self._publish(self._mapped(result, None)[0], settled=True)
 
     def _hold(self, piece: str) -> None:
         """`piece` was parsed from the start (or as part of a marker), not by extending `_resume`."""
@@ -444,32 +391,36 @@ class StreamParser:
         self._finished = True
         self._fold()
         self.full_parses += 1
-        if self._recovery is not None:
-            self._publish(recover(self._strict, self._recovery, self.text, self._text()[:self._offset], self._fmt),
-                          normalized=True)
-            return self._message
-        result = parse_effective(self._parser, self._text(), self._offset)
-        self._publish(message_of(result, self._offset, is_partial=False, fmt=self._fmt))
+        self._publish(self._final(), settled=True)
         return self._message
 
-    def _normalized(self, result: ParseResult, message: ChatMessage,
-                    growth: FieldGrowth | None) -> tuple[ChatMessage, FieldGrowth | None]:
-        """The message of a parse as the default parse gives it (a repeated reasoning start dropped, held back
-        while the reasoning could still become one), and whether the growth of its open field stays an append."""
-        if self._recovery is None:
-            return message, growth
-        self._mapped = result
-        marker = self._reasoning_start
-        if marker and message.reasoning_content:
-            if growth is not None and growth.field == "reasoning_content" \
-                    and may_become_marker(message.reasoning_content, marker):
-                growth = None  # what shows depends on whether the marker completes
-            message = drop_repeated_start(message, marker, self.text, True)
-        return message, growth
+    # --- hooks: llama.cpp's stream here; the recovering stream reads on (recovery/stream.py) ------------------
 
-    def _publish(self, new: ChatMessage, *, normalized: bool = False) -> list[MessageDelta]:
-        if not normalized and self._recovery is not None:
-            new = drop_repeated_start(new, self._reasoning_start, self.text, True)
+    def _parsed(self, result: ParseResult) -> list[MessageDelta] | None:
+        """After a parse from the start: the deltas, where the stream reads the output otherwise than by
+        mapping the parse; None: it maps it (`_mapped`)."""
+        return None
+
+    def _mapped(self, result: ParseResult, spine: tuple[AstId, ...] | None) -> tuple[ChatMessage,
+                                                                                     FieldGrowth | None]:
+        """The message of a partial parse, and how it grows while its open nodes `spine` do (`map_growing`;
+        None when not resumable): llama.cpp maps whatever a failed parse left past the first character."""
+        if spine is None:
+            return message_of(result, self._offset, is_partial=True, fmt=self._fmt), None
+        return map_growing(result, spine, self._fmt)
+
+    def _settled(self, message: ChatMessage) -> ChatMessage:
+        """A message grown without mapping a parse (by appending to a field), as it is sent."""
+        return message
+
+    def _final(self) -> ChatMessage:
+        """The message of the whole output, complete."""
+        result = parse_effective(self._parser, self._text(), self._offset)
+        return message_of(result, self._offset, is_partial=False, fmt=self._fmt)
+
+    def _publish(self, new: ChatMessage, *, settled: bool = False) -> list[MessageDelta]:
+        if not settled:
+            new = self._settled(new)
         if new.empty():
             self._published = False
             self.last_deltas = []

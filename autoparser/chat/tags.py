@@ -14,7 +14,6 @@ __all__ = [
     "CONTENT",
     "REASONING",
     "REASONING_BLOCK",
-    "REPAIR",
     "TOOL",
     "TOOL_ARG",
     "TOOL_ARGS",
@@ -49,9 +48,7 @@ TOOL_ARG_VALUE = "tool-arg-value"
 TOOL_ARG_STRING_VALUE = "tool-arg-string-value"  # schema says "string": the value is text, never JSON
 TOOL_ARGS_STRING = "tool-args-string"  # a call's arguments written as a JSON string: the string's body
 
-# Tag prefix of the relaxations of a lenient parser (`repair:<kind>`): the default parse reads them as
-# diagnostics (chat/recover.py).
-REPAIR = "repair:"
+
 
 
 class ChatTags(Builder):

@@ -18,9 +18,9 @@ import re
 from collections.abc import Callable, Mapping
 from typing import Any, Protocol
 
-from autoparser.chat.generator import cached_caps, generate, strict_analysis
 from autoparser.corpus.roundtrip import NOW_TEXT, QUESTION_WEATHER, SEARCH_TOOL, WEATHER_TOOL, run_roundtrip
 from autoparser.export import ExportError, response_template
+from autoparser.params import cached_caps, generate, strict_analysis
 
 __all__ = [
     "ANALYSIS_FILE",

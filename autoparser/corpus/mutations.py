@@ -14,10 +14,10 @@ from collections.abc import Iterator
 from dataclasses import dataclass, replace
 
 from autoparser.chat.compare import as_message, message_differences
-from autoparser.chat.params import ChatParams, TriggerType
-from autoparser.chat.recover import closers
+from autoparser.chat.spec import TriggerType
 from autoparser.corpus.roundtrip import expressible_scenarios
 from autoparser.errors import AutoparserError
+from autoparser.params import ChatParams
 from autoparser.types import ChatMessage
 
 __all__ = ["KINDS", "Mutation", "mutations", "recovered", "recovery_counts"]
@@ -42,7 +42,7 @@ def mutations(params: ChatParams, output: str, expected: ChatMessage) -> Iterato
     calls = bool(expected.tool_calls)
     if calls:
         stripped = output.rstrip(_WS)
-        ends = sorted((c.strip(_WS) for c in closers(params.recovery_or_strict().lenient) if c.strip(_WS)),
+        ends = sorted((c.strip(_WS) for c in params.reader.plan.closers if c.strip(_WS)),
                       key=len, reverse=True)
         closer = next((c for c in ends if stripped.endswith(c)), "")
         if closer:

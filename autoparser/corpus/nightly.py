@@ -24,7 +24,6 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from autoparser.chat.generator import format_name
 from autoparser.corpus.artefacts import (
     ANALYSIS_FILE,
     CAPS_FILE,
@@ -47,6 +46,7 @@ from autoparser.corpus.refresh import (
 )
 from autoparser.corpus.workers import map_templates
 from autoparser.errors import AutoparserError
+from autoparser.params import format_name
 from autoparser.template.sandbox import time_budget
 
 __all__ = [

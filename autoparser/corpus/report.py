@@ -32,7 +32,6 @@ from pathlib import Path
 from typing import Any
 
 from autoparser.builtin import detect_builtin
-from autoparser.chat.generator import generate
 from autoparser.corpus import Corpus, CorpusEntry
 from autoparser.corpus.artefacts import (
     ANALYSIS_FILE,
@@ -47,6 +46,7 @@ from autoparser.corpus.manifest import atomic_write_bytes
 from autoparser.corpus.mutations import recovery_counts
 from autoparser.corpus.roundtrip import SCENARIOS
 from autoparser.corpus.workers import map_templates
+from autoparser.params import generate
 from autoparser.template.sandbox import time_budget
 
 __all__ = [

@@ -26,9 +26,8 @@ from functools import lru_cache
 from typing import Any
 
 from autoparser.chat.compare import as_message, message_differences
-from autoparser.chat.generator import generate
-from autoparser.chat.params import ChatParams
 from autoparser.errors import AutoparserError
+from autoparser.params import ChatParams, generate
 from autoparser.template.render import ChatTemplate
 from autoparser.types import ChatMessage
 

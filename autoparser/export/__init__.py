@@ -41,7 +41,6 @@ from autoparser.analysis.model import (
     ToolFormat,
     ToolsAnalysis,
 )
-from autoparser.chat.generator import generate, strict_analysis
 from autoparser.chat.handlers import find_handler
 from autoparser.chat.spec import (
     CALL_TRANSFORM,
@@ -52,6 +51,7 @@ from autoparser.chat.spec import (
     thinking_field,
 )
 from autoparser.errors import AutoparserError
+from autoparser.params import generate, strict_analysis
 from autoparser.template.render import normalize_source
 from autoparser.template.sandbox import time_budget
 

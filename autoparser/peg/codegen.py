@@ -32,6 +32,7 @@ from autoparser.peg.engine import (
     _SPACE,
     _SPACE_CHARS,
     MAX_RULE_DEPTH,
+    OBS_DROPPED,
     Fn,
     _TooDeep,
     class_run_regex,
@@ -277,7 +278,7 @@ class _Emitter:
                 self.node(c, p)
                 if self.may_nodes(c):
                     with self.block("if t == 2 and nd:"):
-                        self.line("nd = _E")
+                        self.line(f"ctx.observed.append(({OBS_DROPPED}, {pid}, {p})); nd = _E")
             case N.Schema(child=c) | N.Gbnf(child=c) | N.Ac(child=c):
                 self.node(c, p)
                 self.set_empty(c, pid)

@@ -48,8 +48,11 @@ Raw = tuple[int, int, tuple[AstId, ...], tuple[tuple[int, int], ...]]
 # (an `until` or a JSON string body) that ran into the end, a literal cut off by the end (`<tool_ca`), an `until`
 # stopped before a delimiter cut off by the end. Any other decision taken at the end of the input (a
 # repetition or a run of spaces stopped by the end, `end` matching, escaped bytes) forces a re-parse.
-OBS_OTHER, OBS_UNTIL, OBS_STRING, OBS_LITERAL, OBS_UNTIL_CUT = 0, 1, 2, 3, 4
-# (kind, parser id, position): where the scan started; where the cut-off literal or delimiter starts
+# OBS_DROPPED records no decision of its own: an `atomic` that ran into the end dropped the nodes it had made
+# from where it starts (what the parse read there is in no node: the recovery's coverage needs to know).
+OBS_OTHER, OBS_UNTIL, OBS_STRING, OBS_LITERAL, OBS_UNTIL_CUT, OBS_DROPPED = 0, 1, 2, 3, 4, 5
+# (kind, parser id, position): where the scan started; where the cut-off literal or delimiter starts; where the
+# atomic starts
 Observation = tuple[int, int, int]
 _OTHER: Observation = (OBS_OTHER, -1, -1)
 Fn = Callable[["Ctx", int], Raw]
@@ -567,10 +570,11 @@ def _compile_rule(fns: list[Fn], child: ParserId, name: str, tag: str) -> Fn:
     return rule
 
 
-def _compile_atomic(fns: list[Fn], child: ParserId) -> Fn:
+def _compile_atomic(fns: list[Fn], child: ParserId, pid: ParserId) -> Fn:
     def atomic(ctx: Ctx, pos: int) -> Raw:
         r = fns[child](ctx, pos)
         if r[0] == NEED_MORE_ and r[2]:
+            ctx.observed.append((OBS_DROPPED, pid, pos))
             return NEED_MORE_, r[1], _E, r[3]
         return r
 
@@ -651,7 +655,7 @@ def compile_node(arena: Arena, fns: list[Fn], pid: ParserId, firsts: FirstSets |
         case N.Ref(name=name):
             return _compile_ref(fns, arena, name)
         case N.Atomic(child=c):
-            return _compile_atomic(fns, c)
+            return _compile_atomic(fns, c, pid)
         case N.Schema(child=c) | N.Gbnf(child=c) | N.Ac(child=c):
             return _compile_delegate(fns, c)
     assert_never(node)

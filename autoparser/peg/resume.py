@@ -38,6 +38,7 @@ from autoparser.peg import nodes as N
 from autoparser.peg.ast import Ast, AstId, AstNode
 from autoparser.peg.engine import (
     CUT_ESCAPE,
+    OBS_DROPPED,
     OBS_LITERAL,
     OBS_OTHER,
     OBS_STRING,
@@ -274,7 +275,8 @@ _MARKER_KINDS = frozenset({OBS_LITERAL, OBS_UNTIL_CUT})
 def ends_inside_marker(result: ParseResult) -> bool:
     """Whether every end-of-input decision of `result` was a literal or delimiter cut off by the end (cheap:
     whether `resumption` may give a resumption that lasts only as long as that marker, without building it)."""
-    return bool(result.observed) and all(kind in _MARKER_KINDS for kind, _, _ in result.observed)
+    decisions = [kind for kind, _, _ in result.observed if kind != OBS_DROPPED]
+    return bool(decisions) and all(kind in _MARKER_KINDS for kind in decisions)
 
 
 def resumption(arena: Arena, result: ParseResult) -> Resumption | None:
@@ -286,6 +288,8 @@ def resumption(arena: Arena, result: ParseResult) -> Resumption | None:
     watches: list[_Watch] = []
     scans = 0
     for kind, pid, at in dict.fromkeys(result.observed):  # a decision taken twice (backtracking) is one
+        if kind == OBS_DROPPED:
+            continue  # (no decision: the dropped nodes stay dropped while the scan it ran into extends)
         node = arena.parsers[pid] if kind != OBS_OTHER else None
         if kind == OBS_UNTIL and isinstance(node, N.Until):
             check, lookback = _until_check(node.delimiters)
@@ -307,7 +311,7 @@ def resumption(arena: Arena, result: ParseResult) -> Resumption | None:
         watches.append(_Watch(check, lookback, text[max(at, n - lookback):] if lookback else "",
                               stops=until_stops(node.delimiters)))
         scans += 1
-    if scans > 1 or has_escaped_bytes(text):
+    if not watches or scans > 1 or has_escaped_bytes(text):
         return None
     spine = open_spine(result)
     if spine is None:

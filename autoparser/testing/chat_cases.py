@@ -19,10 +19,9 @@ from typing import Any
 
 import pytest
 
-from autoparser.chat.generator import generate
-from autoparser.chat.params import ChatParams
 from autoparser.corpus import Corpus
 from autoparser.errors import AutoparserError
+from autoparser.params import ChatParams, generate
 from autoparser.testing.ratchet import Ratchet
 
 __all__ = ["ChatCases", "template_source"]

@@ -28,12 +28,12 @@ from pathlib import Path
 from typing import Any
 
 from autoparser.chat.compare import as_message, message_differences
-from autoparser.chat.generator import generate, strict_analysis
 from autoparser.corpus import Corpus, CorpusEntry
 from autoparser.corpus.report import select_entries
 from autoparser.corpus.roundtrip import NOW_TEXT, SCENARIOS, build_output, generator_request
 from autoparser.corpus.workers import map_templates
 from autoparser.errors import AutoparserError
+from autoparser.params import generate, strict_analysis
 from autoparser.template.sandbox import time_budget
 
 __all__ = [

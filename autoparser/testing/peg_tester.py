@@ -30,9 +30,9 @@ from pathlib import Path
 from typing import Any
 
 from autoparser.chat.compare import as_message, message_differences
-from autoparser.chat.generator import generate
-from autoparser.chat.params import ChatParams, TriggerType
+from autoparser.chat.spec import TriggerType
 from autoparser.chat.stream import apply_deltas, compute_deltas
+from autoparser.params import ChatParams, generate
 from autoparser.testing.streaming import stream_mismatch
 from autoparser.types import ChatMessage
 

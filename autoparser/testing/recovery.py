@@ -2,23 +2,41 @@
 
 For one well-formed output of a request and the message it means, each mutation that applies
 (autoparser.corpus.mutations) is parsed in the default mode and checked against the invariants of
-chat/recover.py: `parse()` does not raise, no text is lost, the strict parse reports no repairs, and the
+autoparser/recovery: `parse()` does not raise, no text is lost, the strict parse reports no repairs, and the
 stream (in chunks) gives the deltas of whole re-parses and ends on the same message. Whether the mutation's
 intended fields came back is the outcome's `failure`, which suites compare with their ratchet.
+
+"No text lost" is checked here by words (`unaccounted`), independently of the spans the recovery accounts for
+at run time (recovery/coverage.py): a test of the guarantee, not a copy of it.
 """
 
 from __future__ import annotations
 
+import re
+from collections import Counter
+from collections.abc import Iterable
 from dataclasses import dataclass
 
-from autoparser.chat.params import ChatParams
-from autoparser.chat.recover import markup_spans, unaccounted
+from autoparser.chat.tags import (
+    CONTENT,
+    REASONING,
+    TOOL_ARG_NAME,
+    TOOL_ARG_STRING_VALUE,
+    TOOL_ARG_VALUE,
+    TOOL_ARGS,
+    TOOL_ID,
+    TOOL_NAME,
+)
 from autoparser.corpus.mutations import mutations, recovered
 from autoparser.errors import ParseError
+from autoparser.params import ChatParams
+from autoparser.peg import AstNode
+from autoparser.recovery.completion import complete_at_end, parse_text, viable_prefix
+from autoparser.recovery.coverage import SPECIAL_TOKEN
 from autoparser.testing.streaming import stream_mismatch
 from autoparser.types import ChatMessage
 
-__all__ = ["MutationOutcome", "check_mutations"]
+__all__ = ["MutationOutcome", "check_mutations", "markup_spans", "unaccounted"]
 
 
 @dataclass(frozen=True)
@@ -34,7 +52,6 @@ class MutationOutcome:
 def check_mutations(params: ChatParams, output: str, expected: ChatMessage, case: str,
                     stream_step: int = 5) -> list[MutationOutcome]:
     """One outcome per mutation of `output` that applies."""
-    lenient = params.recovery_or_strict().lenient
     outcomes = []
     for m in mutations(params, output, expected):
         name = f"{case}::{m.kind}"
@@ -45,8 +62,7 @@ def check_mutations(params: ChatParams, output: str, expected: ChatMessage, case
             outcomes.append(MutationOutcome(name, f"raised {type(e).__name__}", (
                 f"{name}: parse() raised {type(e).__name__}: {e}",)))
             continue
-        lost = unaccounted(m.output, got, markup_spans(lenient, params.generation_prompt, m.output,
-                                                     params.format))
+        lost = unaccounted(m.output, got, markup_spans(params, m.output))
         if lost:
             bugs.append(f"{name}: text lost: {dict(lost)} from {m.output!r} -> {got}")
         try:
@@ -60,3 +76,75 @@ def check_mutations(params: ChatParams, output: str, expected: ChatMessage, case
             bugs.append(f"{name}: {mismatch}")
         outcomes.append(MutationOutcome(name, "; ".join(recovered(m, got)) or None, tuple(bugs)))
     return outcomes
+
+
+# The tags whose text goes into a message field; what else a parse consumes is markup.
+_FIELDS = (CONTENT, REASONING, TOOL_NAME, TOOL_ID, TOOL_ARGS, TOOL_ARG_NAME, TOOL_ARG_VALUE, TOOL_ARG_STRING_VALUE)
+
+
+def markup_spans(params: ChatParams, output: str) -> list[tuple[int, int]]:
+    """The spans of `output` the relaxed parser reads as markup: consumed by its parse (of the longest prefix it
+    can read, with the closers it waits for at the end) but inside no node whose text goes into a message
+    field."""
+    reader = params.reader
+    arena, offset = reader.plan.relaxed, reader.offset
+    effective = reader.generation_prompt + output
+    result = reader.complete_parse(effective)
+    if result.fail:
+        result = parse_text(arena, effective[:viable_prefix(arena, effective, offset)])
+    elif not result.success:
+        result = complete_at_end(arena, reader.plan.closers, effective, reader.format)[0]
+    ast = result.ast
+
+    def innermost(node: AstNode) -> bool:  # tagged arguments' tool-args node holds their markup too
+        return not any(d.tag in _FIELDS for d in ast.walk(node.children))
+
+    fields = sorted((n.start, n.end) for n in ast.walk(result.nodes) if n.tag in _FIELDS and innermost(n))
+    spans, pos = [], max(result.start, offset)
+    for start, end in fields:
+        if start > pos:
+            spans.append((pos, start))
+        pos = max(pos, end)
+    end = min(result.end, len(effective))  # (not the closers the completion added)
+    if end > pos:
+        spans.append((pos, end))
+    return [(a - offset, b - offset) for a, b in spans if b > offset]
+
+
+_ESCAPE = re.compile(r"\\(?:u[0-9a-fA-F]{4}|.)")
+
+
+def _words(text: str) -> list[str]:
+    """The words of a text, JSON escapes read as separators (`\\n` is no `n`)."""
+    return re.findall(r"\w+", _ESCAPE.sub(" ", text))
+
+
+_PYTHON_LITERALS = {"True": "true", "False": "false", "None": "null"}
+
+
+def unaccounted(output: str, message: ChatMessage, markup: Iterable[tuple[int, int]]) -> Counter[str]:
+    """The words of `output` (runs of letters, digits, underscores) found neither in a field of `message`
+    (content, reasoning, a call's name, arguments or id), nor in markup (`markup_spans`) or a special token, nor
+    in a diagnostic's raw text: empty when no text was lost. Counted with their multiplicity."""
+    chars = list(output)
+    for start, end in markup:
+        chars[max(start, 0):end] = " " * (min(end, len(chars)) - max(start, 0))
+    rest = SPECIAL_TOKEN.sub(" ", "".join(chars))
+    texts = [message.content, message.reasoning_content, *(d.raw for d in message.diagnostics)]
+    for call in message.tool_calls:
+        texts += [call.name, call.arguments, call.id]
+    # Each word is looked for inside the fields' text and used up there: a marker between two words of a field
+    # (`assistant<|content|>The`) joins them in the field, and that is no loss.
+    have = "\x00".join(_ESCAPE.sub(" ", t) for t in texts)
+    lost: Counter[str] = Counter()
+    for word in _words(rest):
+        whole = re.search(rf"(?<!\w){re.escape(word)}(?!\w)", have)
+        if whole is None and word in _PYTHON_LITERALS:  # a python-style call's value, as its JSON literal
+            word = _PYTHON_LITERALS[word]
+            whole = re.search(rf"(?<!\w){word}(?!\w)", have)
+        at = whole.start() if whole else have.find(word)
+        if at < 0:
+            lost[word] += 1
+        else:
+            have = have[:at] + "\x00" * len(word) + have[at + len(word):]
+    return lost

@@ -15,9 +15,9 @@ import itertools
 from collections.abc import Iterable, Iterator, Sequence
 from typing import Any
 
-from autoparser.chat.params import ChatParams
 from autoparser.chat.stream import compute_deltas, set_tool_call_ids
 from autoparser.errors import ParseError
+from autoparser.params import ChatParams
 from autoparser.types import ChatMessage
 
 __all__ = ["Step", "chunked", "reference_steps", "stream_mismatch", "streamed_steps"]

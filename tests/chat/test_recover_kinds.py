@@ -23,10 +23,10 @@ from typing import Any
 import pytest
 
 from autoparser import generate
-from autoparser.chat.recover import markup_spans, unaccounted
 from autoparser.corpus import Corpus
 from autoparser.errors import ParseError
 from autoparser.testing.peg_tester import PegTestCase, peg_tester
+from autoparser.testing.recovery import markup_spans, unaccounted
 
 CORPUS = Corpus.load()
 
@@ -64,8 +64,7 @@ def check(test: PegTestCase, message: dict[str, Any], repairs: list[str]) -> Non
     request = dict(test.request, messages=[{"role": "user", "content": "Hey there!"}], now=test.tester.now)
     params = generate(test.tester.source, request)
     assert params.recovery is not None
-    lost = unaccounted(test.input, got, markup_spans(params.recovery.lenient, params.generation_prompt,
-                                                     test.input, params.format))
+    lost = unaccounted(test.input, got, markup_spans(params, test.input))
     assert not lost, f"text lost: {dict(lost)}"
     try:
         strict = params.parse(test.input, strict=True)

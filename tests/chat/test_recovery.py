@@ -25,13 +25,12 @@ from typing import Any
 import pytest
 
 from autoparser.chat.compare import as_message, message_differences
-from autoparser.chat.recover import markup_spans, unaccounted
 from autoparser.corpus import Corpus
 from autoparser.corpus.mutations import KINDS
 from autoparser.corpus.roundtrip import generate_cached, generator_request
 from autoparser.errors import ParseError
 from autoparser.testing.ratchet import Ratchet
-from autoparser.testing.recovery import check_mutations
+from autoparser.testing.recovery import check_mutations, markup_spans, unaccounted
 
 DATA = Path(__file__).resolve().parent.parent / "data"
 RATCHET = Ratchet(DATA / "ratchet" / "recovery.json")
@@ -106,8 +105,7 @@ def test_well_formed_outputs_lose_no_text_and_parse_as_strictly(template: str) -
         except Exception:
             continue
         got = params.parse(row["output"])
-        spans = markup_spans(params.recovery_or_strict().lenient, params.generation_prompt, row["output"],
-                             params.format)
+        spans = markup_spans(params, row["output"])
         lost = unaccounted(row["output"], got, spans)
         if lost:
             bugs.append(f"{row_id(row)}: text lost: {dict(lost)} from {row['output']!r} -> {got}")

@@ -22,9 +22,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from autoparser import generate
-from autoparser.chat.params import ChatParams
 from autoparser.chat.stream import StreamParser
 from autoparser.errors import AutoparserError, ParseError
+from autoparser.params import ChatParams
 from autoparser.peg.resume import ends_inside_marker
 from autoparser.testing.chat_cases import ChatCases, template_source
 from autoparser.testing.streaming import stream_mismatch

@@ -43,8 +43,8 @@ def test_most_templates_with_a_format_export_one() -> None:
     # the bar: at least 80% of the llama.cpp seed templates that show reasoning or tool calls (every
     # hand-written format has one, else the analysis says which)
     from autoparser.analysis.model import ReasoningMode, ToolFormat
-    from autoparser.chat.generator import cached_analysis
     from autoparser.chat.handlers import find_handler
+    from autoparser.params import cached_analysis
     from autoparser.template.render import normalize_source
 
     exported, with_format = [], []

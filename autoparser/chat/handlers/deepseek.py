@@ -16,7 +16,7 @@ from dataclasses import replace
 from functools import partial
 from typing import Any
 
-from autoparser.chat.params import GenerationInputs
+from autoparser.chat.inputs import GenerationInputs
 from autoparser.chat.request import Continuation, render_content
 from autoparser.chat.spec import (
     CALL_TRANSFORM,
@@ -145,8 +145,8 @@ def _build(b: Build, *, v4: bool) -> P:
     # the call section comes first: reasoning may run straight into it
     tool_choice = _tool_choice(b) if b.tool_calls else p.choice()
     obligatory_tool_calls = p.call_block(fc_start, tool_choice, fc_end, parallel=b.parallel, required=True)
-    # (lenient: the section opener may be left out, call_block; the first call then begins `<DSML invoke name="NAME"`)
-    bare = [f'<{DSML}invoke name="{f.name}"' for f in functions(b.inputs.tools)] if b.lenient else []
+    # (relaxed: the section opener may be left out, call_block; the first call then begins `<DSML invoke name="NAME"`)
+    bare = [f'<{DSML}invoke name="{f.name}"' for f in functions(b.inputs.tools)]
     reasoning = p.eps()
     reasoning_with_tc = p.eps()
     allow_reasoning_with_tc = False
@@ -154,7 +154,8 @@ def _build(b: Build, *, v4: bool) -> P:
     if b.extract_reasoning and b.inputs.enable_thinking:
         reasoning = p.think(THINK_START, THINK_END)
         space = p.space()  # (made before the left operand, as GCC evaluates the C++ expression)
-        reasoning_with_tc = THINK_START + p.reasoning(p.until_one_of([TC_SEPARATOR + fc_start, fc_start, THINK_END, *bare])) \
+        reasoning_with_tc = THINK_START + p.reasoning(p.until_one_of([TC_SEPARATOR + fc_start, fc_start, THINK_END,
+                                                                   *p.bare_call_starts(bare)])) \
             + space + obligatory_tool_calls
         allow_reasoning_with_tc = True
     elif b.extract_reasoning:
@@ -169,7 +170,7 @@ def _build(b: Build, *, v4: bool) -> P:
         return gen_prompt + reasoning + p.content(p.rest()) + end
 
     space = p.space()  # (operands made right to left, as GCC evaluates the C++ expression)
-    content = p.content_until_calls([TC_SEPARATOR + fc_start, fc_start], bare, obligatory_tool_calls)
+    content = p.content_until_calls([TC_SEPARATOR + fc_start, fc_start], bare, lambda: obligatory_tool_calls)
     content_before_tools = p.negate(p.literal(THINK_START)) + content + space
     if allow_reasoning_with_tc:
         return gen_prompt + (reasoning_with_tc | (reasoning + content_before_tools + tool_calls)) + end

@@ -15,7 +15,7 @@ from dataclasses import replace
 from typing import Any
 
 from autoparser.chat.builder import ChatBuilder
-from autoparser.chat.params import GenerationInputs
+from autoparser.chat.inputs import GenerationInputs
 from autoparser.chat.request import Continuation, render_content
 from autoparser.chat.spec import CALL_TRANSFORM, Build, FormatSpec, Rendered, SchemaRule, response_fields, word
 from autoparser.chat.tools import functions
@@ -181,19 +181,17 @@ def _build(b: Build) -> P:
                 p.tool_open(p.tool_name(p.literal(f.name)) + brace),
                 p.tool_args(p.ref("gemma4-dict")),
             ])))
-        if b.lenient:
-            # the model may leave out the first `<|tool_call>`: that call then begins with `call:NAME{`
-            call = p.literal("call:") + tool_choice + "<tool_call|>"
-            tool_call = p.trigger_rule("tool-call", p.calls_opened("<|tool_call>", call, *b.call_counts))
-            bare = [f"call:{f.name}{{" for f in functions(b.inputs.tools)]
-        else:
-            tool_call = p.trigger_rule("tool-call", p.repeat("<|tool_call>call:" + tool_choice + "<tool_call|>",
-                                                             *b.call_counts))
-            call, bare = tool_call, []
+        # (relaxed: the model may leave out the first `<|tool_call>`: that call then begins with `call:NAME{`)
+        def call() -> P:
+            return p.literal("call:") + tool_choice + "<tool_call|>"
+
+        tool_call = p.trigger_rule("tool-call", p.calls_with_first_opener(
+            lambda: p.repeat("<|tool_call>call:" + tool_choice + "<tool_call|>", *b.call_counts),
+            "<|tool_call>", call, *b.call_counts))
+        bare = [f"call:{f.name}{{" for f in functions(b.inputs.tools)]
         if b.required:
             return start + thought + tool_call
-        scan_to_toolcall = p.rule("scan-to-toolcall", p.until_one_of(["<|tool_call>", *bare]) if bare
-                                  else p.until("<|tool_call>"))
+        scan_to_toolcall = p.rule("scan-to-toolcall", p.until_one_of(["<|tool_call>", *p.bare_call_starts(bare)]))
         content = p.rule("content", p.content_until_calls(["<|channel>", "<channel|>", "<|tool_call>"], bare, call))
         message = p.rule("message", thought + content)
         return start + p.zero_or_more(message) + scan_to_toolcall + tool_call

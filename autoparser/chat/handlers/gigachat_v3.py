@@ -59,16 +59,12 @@ def _build(b: Build) -> P:
             tool_choice |= p.rule(f"tool-{f.name}", tool_open << "," << tool_args << "}")
         # the format has no way to write parallel calls
         min_calls = b.call_counts[0]
-        if b.lenient:
-            # Models write the call beyond the template: loosely (other keys, string arguments), or without its
-            # marker, where the content then ends at the call's `{"name"`.
-            call = p.choice([tool_choice, p.loose_json_call("name", "arguments", [f.name for f in fs])])
-            tool_calls = p.trigger_rule("tool-call-root", p.repeat(p.opened(TOOL_CALL_START_PREFIX, call), min_calls, 1))
-            content = p.content_until_calls([MESSAGE_SEP], ['{"name"'], call)
-        else:
-            tool_call = p.rule("tool-call", p.literal(TOOL_CALL_START_PREFIX) + tool_choice)
-            tool_calls = p.trigger_rule("tool-call-root", p.repeat(tool_call, min_calls, 1))
-            content = p.content(p.until(MESSAGE_SEP))
+        # (relaxed: the call written loosely, other keys or string arguments, or without its marker, where the
+        # content then ends at the call's `{"name"`)
+        call = p.loose_json_calls(tool_choice, "name", "arguments", [f.name for f in fs])
+        tool_call = p.rule("tool-call", p.call_opener(TOOL_CALL_START_PREFIX) + call)
+        tool_calls = p.trigger_rule("tool-call-root", p.repeat(tool_call, min_calls, 1))
+        content = p.content_until_calls([MESSAGE_SEP], ['{"name"'], lambda: call)
         ret = content << tool_calls
     else:
         ret = p.content(p.rest())

@@ -12,7 +12,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from typing import Any
 
-from autoparser.chat.params import GenerationInputs
+from autoparser.chat.inputs import GenerationInputs
 from autoparser.chat.spec import Build, FormatSpec, Prefill, Rendered, SchemaRule, pattern
 from autoparser.chat.tools import functions
 from autoparser.peg.builder import P

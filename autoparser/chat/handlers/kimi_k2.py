@@ -55,25 +55,16 @@ def _build(b: Build) -> P:
                             + p.chars("[0-9]", 1, -1))
         head = p.tool_open(tool_id + p.literal(ARGS_BEGIN)) \
             + p.tool_args(p.schema(p.json(), f"tool-{f.name}-schema", f.schema))
-        if b.lenient:
-            # the optional closer outside the call: a call whole at its arguments' end stays whole while more
-            # text comes (a recovered stream shows a call once whole, and never takes it back)
-            tool_parser = p.tool(head + p.tool_close(p.eps())) + p.optional(p.literal(CALL_END))
-        else:
-            tool_parser = p.tool(head + p.tool_close(p.optional(p.literal(CALL_END))))
-        tool_choice |= p.rule(f"tool-{f.name}", tool_parser)
+        tool_choice |= p.rule(f"tool-{f.name}", p.optionally_closed_call(head, CALL_END))
 
-    # (lenient: the first call's `<|tool_call_begin|>` may be left out; the call then begins `functions.NAME:`)
+    # (relaxed: the first call's `<|tool_call_begin|>` may be left out; the call then begins `functions.NAME:`)
     tool_calls = p.rule("tool-calls", p.optional(p.literal(SECTION_BEGIN))
                         + p.trigger_rule("tool-call", p.calls_opened(CALL_BEGIN, tool_choice, *b.call_counts)
                                          + p.optional(p.literal(SECTION_END))))
-    if b.lenient:
-        # (a call follows where its id and the arguments marker do, whatever the optional closer may become)
-        bare = [f"functions.{f.name}:" for f in functions(b.inputs.tools)]
-        head = p.choice([p.literal(t) for t in bare]) + p.chars("[0-9]", 1, -1) + p.literal(ARGS_BEGIN)
-        content_before_tools = p.content_until_calls([SECTION_BEGIN, CALL_BEGIN], bare, head)
-    else:
-        content_before_tools = p.content(p.until_one_of([SECTION_BEGIN, CALL_BEGIN]))
+    # (relaxed: a call follows where its id and the arguments marker do, whatever the optional closer becomes)
+    bare = [f"functions.{f.name}:" for f in functions(b.inputs.tools)]
+    content_before_tools = p.content_until_calls([SECTION_BEGIN, CALL_BEGIN], bare, lambda: p.choice(
+        [p.literal(t) for t in bare]) + p.chars("[0-9]", 1, -1) + p.literal(ARGS_BEGIN))
     return gen_prompt + reasoning + content_before_tools + tool_calls + end
 
 

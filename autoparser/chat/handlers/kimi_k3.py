@@ -28,6 +28,7 @@ ARG_START = '<|open|>argument key="'
 ARG_END = "<|close|>argument<|sep|>"
 MSG_END = "<|close|>message<|sep|>"
 EOM_TOKEN = "<|end_of_msg|>"
+TOOLS_RULE = "kimi-k3-tool-call"
 
 
 def detect(source: str) -> FormatSpec | None:
@@ -45,11 +46,14 @@ def _build(b: Build) -> P:
     think_body = p.reasoning(think_until) if b.extract_reasoning else p.content(think_until)
     reasoning = p.optional(p.optional(p.literal(THINK_START)) + think_body + p.optional(p.literal(THINK_END)))
 
-    # a truncated response runs to whichever section comes next
+    # a truncated response runs to whichever section comes next (relaxed: or to where a call written without
+    # the tools section's opener begins, `<|open|>call tool="NAME"`)
     # (operands in the C++ evaluation order, see cpp_sum, so that automaton rule ids match)
+    bare = [f'{CALL_START}{f.name}"' for f in functions(b.inputs.tools)] if b.tool_calls else []
     response = p.cpp_sum(lambda: p.optional(p.literal(RESP_START)),
-                       lambda: p.content(p.until_one_of([RESP_END, TOOLS_START, MSG_END])),
-                       lambda: p.optional(p.literal(RESP_END)))
+                         lambda: p.content_until_calls([RESP_END, TOOLS_START, MSG_END], bare,
+                                                       lambda: p.ref(TOOLS_RULE)),
+                         lambda: p.optional(p.literal(RESP_END)))
 
     # the end-of-message token reaches the parser as text and must be consumed
     trailer = p.optional(p.literal(MSG_END)) + p.optional(p.literal(EOM_TOKEN))
@@ -94,16 +98,10 @@ def _build(b: Build) -> P:
         tool_choices |= p.rule(f"kimi-k3-tool-{name}", call)
 
     # The message closer belongs to the trigger rule: a lazy grammar that has started on the calls must accept it.
-    # (lenient: the section opener may be left out; the calls then begin `<|open|>call tool="NAME"`)
-    calls_opened = p.opened(TOOLS_START, p.one_or_more(tool_choices)) if b.lenient \
-        else p.literal(TOOLS_START) + p.one_or_more(tool_choices)  # (strict: the C++ evaluation order)
-    tools_section = p.trigger_rule("kimi-k3-tool-call", calls_opened + p.literal(TOOLS_END)
-                                   + p.optional(p.literal(MSG_END)) + p.optional(p.literal(EOM_TOKEN)))
-    if b.lenient:
-        bare = [f'{CALL_START}{f.name}"' for f in functions(b.inputs.tools)]
-        response = p.optional(p.literal(RESP_START)) \
-            + p.content_until_calls([RESP_END, TOOLS_START, MSG_END], bare, tools_section) \
-            + p.optional(p.literal(RESP_END))
+    # (relaxed: the section opener may be left out)
+    tools_section = p.trigger_rule(TOOLS_RULE, p.call_opener(TOOLS_START) + p.one_or_more(tool_choices)
+                                   + p.literal(TOOLS_END) + p.optional(p.literal(MSG_END))
+                                   + p.optional(p.literal(EOM_TOKEN)))
     calls = tools_section if b.required else p.optional(tools_section)
     return start + reasoning + response + calls + trailer + end
 

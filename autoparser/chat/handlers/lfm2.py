@@ -59,15 +59,15 @@ def _build(b: Build) -> P:
                                                                b.inputs.json_schema)) + end
         return gen_prompt + reasoning + p.content(p.rest()) + end
 
-    # (lenient: the marker may be left out, and llama.cpp's list follows it at once where models may put a space)
-    start = p.opened(TOOL_CALL_START, p.space()) if b.lenient else p.literal(TOOL_CALL_START)
+    # (relaxed: the marker may be left out, and llama.cpp's list follows it at once where models may put a space)
+    start = p.call_opener(TOOL_CALL_START, spaced=True)
     tool_calls = p.rule("tool-calls", p.trigger_rule("tool-call", start
                                                      + p.python_style_tool_calls(b.inputs.tools, b.parallel,
                                                                                  allow_json_literals=True)
                                                      + p.literal(TOOL_CALL_END)))
     # a list written without the marker begins `[NAME(`
-    bare = [f"[{f.name}(" for f in functions(b.inputs.tools)] if b.lenient else []
-    content = p.content_until_calls([TOOL_CALL_START], bare, tool_calls)
+    bare = [f"[{f.name}(" for f in functions(b.inputs.tools)]
+    content = p.content_until_calls([TOOL_CALL_START], bare, lambda: tool_calls)
     return gen_prompt + reasoning + content + tool_calls + end
 
 

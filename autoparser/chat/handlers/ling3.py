@@ -39,6 +39,7 @@ ARG_KEY_END = "</arg_key>"
 ARG_VAL = "<arg_value>"
 ROLE_END = "<|role_end|>"
 ARG_VAL_END = "</arg_value>"
+TOOLS_RULE = "ling3-tool-call"
 
 
 def detect(source: str) -> FormatSpec | None:
@@ -62,14 +63,15 @@ def _build(b: Build) -> P:
     # the parse input starts with the generation prompt, whose assistant opener is consumed here
     opener = p.optional(p.literal(ROLE) + p.optional(p.space()))
 
-    # (lenient: an open think block also ends where a call written without its opener begins)
+    # (relaxed: an open think block also ends where a call written without its opener begins, `NAME<arg_key>`)
     bare = [f"{f.name}{ws}{ARG_KEY}" for f in functions(b.inputs.tools) for ws in ("", "\n")] \
-        if b.lenient and b.tool_calls else []
-    body_end = p.until_one_of([THINK_END, CALL_START, *bare]) if think_open else p.until_one_of([THINK_END])
+        if b.tool_calls else []
+    body_end = p.until_one_of([THINK_END, CALL_START, *p.bare_call_starts(bare)]) if think_open \
+        else p.until_one_of([THINK_END])
     think_body = p.reasoning(body_end) if b.extract_reasoning else p.content(body_end)
     reasoning = p.optional(p.optional(p.literal(THINK_START)) + think_body + p.optional(p.literal(THINK_END)))
 
-    content = p.optional(p.content(p.until_one_of([CALL_START])))
+    content = p.optional(p.content_until_calls([CALL_START], bare, lambda: p.ref(TOOLS_RULE)))
     # a trailing end-of-turn token is eaten rather than left in the content
     tail = p.optional(p.content(p.until(ROLE_END))) + p.optional(p.literal(ROLE_END))
 
@@ -98,19 +100,13 @@ def _build(b: Build) -> P:
             (required_args if param.required else optional_args).append(arg)
 
         args = p.args_permuted(f"ling3-{name}-args", required_args, optional_args)
-        # (lenient: the opener is the calls', so that the first call's may be left out)
-        open_name = p.tool_name(p.literal(name)) if b.lenient else p.literal(CALL_START) + p.tool_name(p.literal(name))
-        call = p.tool(p.tool_open(open_name + p.optional(p.space()))
+        # (relaxed: a call's opener may be left out)
+        call = p.tool(p.tool_open(p.call_opener(CALL_START) + p.tool_name(p.literal(name)) + p.optional(p.space()))
                       + p.tool_args(args) + p.tool_close(p.optional(p.space()) + p.literal(CALL_END)))
         tool_choices |= p.rule(f"ling3-tool-{name}", call)
 
-    if b.lenient:  # a call without its opener begins `NAME<arg_key>` (bare)
-        first = p.opened(CALL_START, tool_choices)
-        calls = first + p.zero_or_more(p.space() + CALL_START + tool_choices) if b.parallel else first
-        content = p.optional(p.content_until_calls([CALL_START], bare, calls))
-    else:
-        calls = tool_choices + p.zero_or_more(p.space() + tool_choices) if b.parallel else tool_choices
-    tools_section = p.trigger_rule("ling3-tool-call", calls + p.space() + p.optional(p.content(p.until(ROLE_END)))
+    calls = tool_choices + p.zero_or_more(p.space() + tool_choices) if b.parallel else tool_choices
+    tools_section = p.trigger_rule(TOOLS_RULE, calls + p.space() + p.optional(p.content(p.until(ROLE_END)))
                                    + p.optional(p.literal(ROLE_END)))
     tool_calls = tools_section if b.required else p.optional(tools_section)
     return opener + reasoning + content + tool_calls + tail + end

@@ -147,9 +147,9 @@ def _build(b: Build) -> P:
         tool_choice |= p.rule(f"tool-{f.name}", func)
 
     tool_calls = p.call_block(FC_START, tool_choice, FC_END, parallel=b.parallel, required=b.required)
-    # (lenient: the section opener may be left out, call_block; the first call then begins `<invoke name="NAME">`)
-    bare = [f'{NS}<invoke name="{f.name}">' for f in functions(b.inputs.tools)] if b.lenient else []
-    content = p.content_until_calls([FC_START], bare, tool_calls)  # (the C++'s `content_before_tools`)
+    # (relaxed: the section opener may be left out, call_block; the first call then begins `<invoke name="NAME">`)
+    bare = [f'{NS}<invoke name="{f.name}">' for f in functions(b.inputs.tools)]
+    content = p.content_until_calls([FC_START], bare, lambda: tool_calls)  # (the C++'s `content_before_tools`)
     return gen_prompt + reasoning + content + tool_calls + end
 
 

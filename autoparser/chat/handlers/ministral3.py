@@ -60,14 +60,11 @@ def _build(b: Build) -> P:
         for f in functions(b.inputs.tools):
             tool_choice |= p.rule(f"tool-{f.name}", p.tool_open(p.tool_name(p.literal(f.name)) + "[ARGS]")
                                   + p.tool_args(p.schema(p.json(), f"tool-{f.name}-schema", f.schema)))
-        if not b.lenient:
-            tool_calls = p.trigger_rule("tool-call", p.repeat("[TOOL_CALLS]" + tool_choice, *b.call_counts))
-            return gp + (reasoning << p.content(p.until("[TOOL_CALLS]")) << tool_calls)
-        # the model may leave `[TOOL_CALLS]` out: a call is then its name followed by `[ARGS]`
-        call = p.opener_or_missing("[TOOL_CALLS]") + tool_choice
+        # (relaxed: the model may leave `[TOOL_CALLS]` out: a call is then its name followed by `[ARGS]`)
+        call = p.call_opener("[TOOL_CALLS]") + tool_choice
         tool_calls = p.trigger_rule("tool-call", p.repeat(call, *b.call_counts))
         openers = [f"{f.name}[ARGS]" for f in functions(b.inputs.tools)]
-        return gp + (reasoning << p.content_before_calls(["[TOOL_CALLS]"], openers, call) << tool_calls)
+        return gp + (reasoning << p.content_until_calls(["[TOOL_CALLS]"], openers, lambda: call) << tool_calls)
 
     return gp + (reasoning << p.content(p.rest()))
 

@@ -14,8 +14,7 @@ from __future__ import annotations
 from dataclasses import replace
 from functools import partial
 
-from autoparser.chat.builder import ChatBuilder
-from autoparser.chat.relax import TaggedMarkers
+from autoparser.chat.builder import ChatBuilder, TaggedMarkers
 from autoparser.chat.spec import CALL_TRANSFORM, Build, FormatSpec, Laziness, Prefill, response_fields, word
 from autoparser.chat.tools import functions, parameters
 from autoparser.peg.builder import P
@@ -40,18 +39,13 @@ def _build(b: Build, *, coder: bool) -> P:
 
     reasoning = p.eps()
     openers = [f"<function={f.name}>" for f in functions(b.inputs.tools)] if b.tool_calls else []
-    if b.extract_reasoning and b.lenient and openers:
-        # a call without its `<tool_call>` line also ends the reasoning
-        reasoning = p.optional("<think>" + p.space() + p.reasoning(p.until_one_of(["</think>", "<tool_call>",
-                                                                                    *openers]))
-                               + (p.literal("</think>") | p.peek(p.literal("<tool_call>"))
-                                  | p.repair("reasoning_ended_by_call", p.peek(p.choice(openers)))))
-    elif b.extract_reasoning:
+    if b.extract_reasoning:
         # nodes made in the order GCC builds the C++ expression (operands right to left), as grammar rule names
         # embed node ids: the closing choice, then the reasoning, then the space and `<think>`
         close = p.peek(p.literal("<tool_call>"))
-        close = p.literal("</think>") | close
-        body = p.reasoning(p.until_one_of(["</think>", "<tool_call>"]))
+        # (relaxed: a call written without its `<tool_call>` line also ends the reasoning)
+        close = p.reasoning_ended_by_call(p.literal("</think>") | close, openers)
+        body = p.reasoning(p.until_one_of(["</think>", "<tool_call>", *p.bare_call_starts(openers)]))
         reasoning = p.optional("<think>" + p.space() + body + close)
 
     if b.response_format:
@@ -61,44 +55,39 @@ def _build(b: Build, *, coder: bool) -> P:
         arg_close = p.tool_arg_close(p.literal(ARG_CLOSE))
         arg_string = p.rule("xml-arg-string", p.ac(p.tool_arg_string_value(p.until(ARG_CLOSE)) + arg_close,
                                                    ARG_CLOSE))
-        tool_choice = p.choice()
-        for f in functions(b.inputs.tools) if not b.lenient else ():
-            name, params = f.name, f.schema
-            required_args: list[P] = []
-            optional_args: list[P] = []
-            for param in parameters(f):
-                rule_name = f"tool-{name}-arg-{param.name}"
-                arg_open = p.tool_arg_open("<parameter=" + p.tool_arg_name(p.literal(param.name)) + ">\n")
-                arg_value = p.typed_value(param, rule_name + "-schema", params, arg_close, arg_string,
-                                          partial(_mixed_value, p, param.types, arg_close, arg_string))
-                arg_rule = p.rule(rule_name, p.tool_arg(arg_open + arg_value))
-                (required_args if param.required else optional_args).append(arg_rule)
+        def strict_choice() -> P:
+            tool_choice = p.choice()
+            for f in functions(b.inputs.tools):
+                name, params = f.name, f.schema
+                required_args: list[P] = []
+                optional_args: list[P] = []
+                for param in parameters(f):
+                    rule_name = f"tool-{name}-arg-{param.name}"
+                    arg_open = p.tool_arg_open("<parameter=" + p.tool_arg_name(p.literal(param.name)) + ">\n")
+                    arg_value = p.typed_value(param, rule_name + "-schema", params, arg_close, arg_string,
+                                              partial(_mixed_value, p, param.types, arg_close, arg_string))
+                    arg_rule = p.rule(rule_name, p.tool_arg(arg_open + arg_value))
+                    (required_args if param.required else optional_args).append(arg_rule)
 
-            # Qwen does not always keep the declared order of required arguments.
-            args = p.args_permuted(f"tool-{name}-args", required_args, optional_args)
-            func = p.tool(p.tool_open("<function=" + p.tool_name(p.literal(name)) + ">\n") + p.tool_args(args)
-                          + p.tool_close(p.literal("</function>\n")))
-            tool_choice |= p.rule(f"tool-{name}", func)
+                # Qwen does not always keep the declared order of required arguments.
+                args = p.args_permuted(f"tool-{name}-args", required_args, optional_args)
+                func = p.tool(p.tool_open("<function=" + p.tool_name(p.literal(name)) + ">\n") + p.tool_args(args)
+                              + p.tool_close(p.literal("</function>\n")))
+                tool_choice |= p.rule(f"tool-{name}", func)
+            return tool_choice
 
-        if b.lenient:  # calls as the template writes them and beyond (None: an undeclared tool)
-            for loose in [*functions(b.inputs.tools), None]:
-                tool_choice |= p.loose_tagged_call(MARKERS, loose)
+        tool_choice = p.tagged_call_choice(strict_choice, MARKERS, functions(b.inputs.tools),
+                                           lambda param: param.types != {"string"})
         min_calls = 1 if b.required else 0
         tool_call_body = tool_choice + "</tool_call>" + p.space()
-        tool_call = p.rule("tool-call", "<tool_call>\n" + tool_call_body)
-        # Qwen3-Coder may drop the first `<tool_call>` line; in the lenient parser, any member of the family
-        if b.lenient:
-            tool_call_first = p.rule("tool-call-first", p.opener_or_missing("<tool_call>\n") + tool_call_body)
-        elif coder:
-            tool_call_first = p.rule("tool-call-first", p.optional(p.literal("<tool_call>\n")) + tool_call_body)
-        else:
-            tool_call_first = tool_call
+        tool_call = p.rule("tool-call", p.call_opener("<tool_call>\n") + tool_call_body)
+        # Qwen3-Coder may drop the first `<tool_call>` line (llama.cpp reads it so)
+        tool_call_first = p.rule("tool-call-first", p.optional(p.call_opener("<tool_call>\n")) + tool_call_body) \
+            if coder else tool_call
         calls = tool_call_first + p.zero_or_more(tool_call) if b.parallel else tool_call_first
         tool_calls = p.trigger_rule("tool-call-root", p.repeat(calls, min_calls, 1))
-        if b.lenient:
-            content = p.content_before_calls(["<tool_call>"], openers, calls)
-        else:
-            content = p.content(p.until_one_of(["<tool_call>"] + (openers if coder else [])))
+        # (relaxed: content also stops where a call written without its `<tool_call>` line begins)
+        content = p.content_until_calls(["<tool_call>", *(openers if coder else [])], openers, lambda: calls)
         return gen_prefix + (reasoning << content << tool_calls)
 
     return gen_prefix + (reasoning << p.content(p.rest()))

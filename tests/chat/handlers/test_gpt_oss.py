@@ -6,10 +6,10 @@ from functools import cache
 
 import pytest
 
-from autoparser.chat.generator import generate
 from autoparser.chat.handlers import find_handler
 from autoparser.corpus import Corpus
 from autoparser.errors import ParseError
+from autoparser.params import generate
 
 TOOL = {"type": "function", "function": {"name": "get_weather", "description": "",
                                          "parameters": {"type": "object", "properties": {"city": {"type": "string"}},

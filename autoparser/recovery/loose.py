@@ -1,23 +1,25 @@
-"""The relaxations of a format's lenient parser: how models write outputs beyond what the template renders.
-
-A format's build function, run on a lenient builder (`ChatBuilder(lenient=True)`), adds these to what it
-reads; each is a `repair:<kind>` tag that the default parse (chat/recover.py) reports as a diagnostic. They
-are derived from the markers the format already has (a call's opener, its closers, its value delimiters),
-never from a model's name. The lenient parser parses only: it never becomes a grammar.
+"""Calls as models write them beyond their template, read loosely: the tagged and the JSON call of the relaxed
+builder (recovery/relax.py). Each reading beyond the template is a `repair:<kind>` node, derived from the
+markers the format already has (a call's opener, its closers, its value delimiters), never from a model's
+name.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 
-from autoparser.chat.tags import REPAIR, TOOL_ARGS_STRING, ChatTags
+from autoparser.chat.builder import ChatBuilder, TaggedMarkers
+from autoparser.chat.tags import TOOL_ARGS_STRING
 from autoparser.chat.tools import Function, Parameter, parameters
 from autoparser.peg import P
+from autoparser.recovery.plan import REPAIR
 
-__all__ = ["Relaxations", "TaggedMarkers"]
+__all__ = ["LooseCalls"]
 
 _C_SPACE = " \t\n\v\f\r"
+
+# A name models give a tool or an argument the request does not declare.
+_NAME_CHARS = "[A-Za-z0-9_.:-]"
 
 
 def _lead(s: str) -> str:
@@ -28,114 +30,17 @@ def _trail(s: str) -> str:
     return s[len(s.rstrip(_C_SPACE)):]
 
 
-# A name models give a tool or an argument the request does not declare.
-_NAME_CHARS = "[A-Za-z0-9_.:-]"
-
-
-@dataclass(frozen=True)
-class TaggedMarkers:
-    """The markers of one tagged call as the template writes them, whitespace included:
-    `NAME_PREFIX name NAME_SUFFIX (ARG_PREFIX key ARG_SUFFIX value VALUE_SUFFIX)* CALL_CLOSE AFTER_CALL`, e.g.
-    `<function=` `>\n` `<parameter=` `>\n` `\n</parameter>\n` `</function>\n` `</tool_call>`."""
-
-    name_prefix: str
-    name_suffix: str
-    arg_prefix: str
-    arg_suffix: str
-    value_suffix: str
-    call_close: str
-    after_call: str = ""
-
-    @property
-    def readable(self) -> bool:
-        """Whether a loose reading can tell the parts apart: an argument opener, a value closer, a call end."""
-        return all(s.strip(_C_SPACE) for s in (self.arg_prefix, self.value_suffix)) \
-            and bool((self.call_close or self.after_call).strip(_C_SPACE))
-
-    @property
-    def names_marked(self) -> bool:
-        """Whether a marker says where a name begins, so that a call to an undeclared tool can be told apart."""
-        return bool(self.name_prefix.strip(_C_SPACE))
-
-
-
-class Relaxations(ChatTags):
-    """`ChatTags` plus the relaxations; `lenient` says whether a format's build adds them."""
-
-    def __init__(self, *, lenient: bool = False) -> None:
-        super().__init__()
-        # Whether this builds the lenient parser of a format (chat/recover.py): the relaxations on top of the
-        # strict parser, which parses only and never becomes a grammar.
-        self.lenient = lenient
-        # Texts this (lenient) parser reads as markup where the strict one reads text (Recovery.triggers):
-        # anywhere in it, or only at the start of the content (`lead_triggers`: reasoning markers)
-        self.repair_triggers: list[str] = []
-        self.lead_triggers: list[str] = []
-        # Where a call may begin beside the grammar's trigger words (a bare JSON call's `{"name"`): after text
-        # it cannot read, the reading resumes at one (Recovery.call_markers).
-        self.call_markers: list[str] = []
-        # The opening tag of a reasoning block the prompt leaves open and the strict (C++) parser does not read
-        # (generic.py `_with_prompt_reasoning`), or "": where set, every output is read by this parser.
-        self.prompt_reasoning = ""
+class LooseCalls(ChatBuilder):
+    """`ChatBuilder` plus the `repair:<kind>` node and the loose call readings the relaxed builder uses."""
 
     def repair(self, kind: str, p: P | str) -> P:
-        """`repair:kind:(p)`: a relaxation the strict format does not allow; the default parse reports it."""
+        """`repair:kind:(p)`: a reading the strict format does not allow; the default parse reports it."""
         return self.tag(REPAIR + kind, p)
-
-    def opener_or_missing(self, opener: str) -> P:
-        """`opener | repair:call_opener_spelling:(trimmed) | repair:missing_call_opener:(ε)`: a call opener
-        the model may write without the whitespace the template puts around it (`<tool_call>{`), or leave
-        out."""
-        trimmed = opener.strip(_C_SPACE)
-        if not trimmed or trimmed == opener:
-            return self.choice([self.literal(opener), self.repair("missing_call_opener", self.eps())])
-        self.repair_triggers.append(trimmed)
-        return self.choice([self.literal(opener), self.repair("call_opener_spelling", self.literal(trimmed)),
-                            self.repair("missing_call_opener", self.eps())])
-
-    def call_opener(self, opener: str) -> P:
-        """A call's (or a section's) opener; in a lenient parser, one the model may leave out or spell without
-        its whitespace (`opener_or_missing`)."""
-        if self.lenient and opener.strip(_C_SPACE):
-            return self.opener_or_missing(opener)
-        return self.literal(opener)
-
-    def opened(self, opener: str, then: P) -> P:
-        """`opener then`, the opener a `call_opener`. (`then` is made first, and the strict parser's literal
-        after it, as the C++ evaluates `opener + then`.)"""
-        return self.call_opener(opener) + then
-
-    def calls_opened(self, opener: str, call: P, min_calls: int, max_calls: int) -> P:
-        """`(opener call){min,max}`; in a lenient parser, the first call's opener may be left out (a format
-        whose every call has its own opener: the model drops the first one most)."""
-        if not (self.lenient and opener.strip(_C_SPACE)):
-            return self.repeat(opener + call, min_calls, max_calls)
-        first = self.opened(opener, call)
-        if max_calls != 1:
-            first = first + self.repeat(opener + call, 0, -1 if max_calls < 0 else max_calls - 1)
-        return first if min_calls > 0 else self.optional(first)
-
-    def content_until_calls(self, markers: Sequence[str], bare: Sequence[str], call: P) -> P:
-        """Content up to the first of `markers`; in a lenient parser, also up to a `bare` text where `call`
-        follows (`content_before_calls`)."""
-        if self.lenient and bare:
-            return self.content_before_calls(markers, bare, call)
-        return self.content(self.until_one_of(list(markers)) if len(markers) > 1 else self.until(markers[0]))
-
-    def content_before_calls(self, markers: Sequence[str], bare: Sequence[str], call: P) -> P:
-        """Content up to the first marker, or up to the first of the `bare` texts where `call` follows (a call
-        written without its opener); at a bare text no call follows, the content goes on past it."""
-        self.repair_triggers.extend(bare)
-        # (a marker's surrounding whitespace may be left out: the opener reads it so, see opener_or_missing)
-        delimiters = list(dict.fromkeys([*(m.strip(_C_SPACE) or m for m in markers), *bare]))
-        at_bare = self.choice([self.literal(t) for t in bare])
-        more = self.sequence([self.peek(at_bare), self.negate(call), self.content(at_bare + self.until_one_of(delimiters))])
-        return self.content(self.until_one_of(delimiters)) + self.zero_or_more(more)
 
     def loose_tagged_call(self, m: TaggedMarkers, f: Function | None,
                           json_first: Callable[[Parameter], bool] = lambda param: param.types != {"string"}) -> P:
         """One tagged call as the template writes it, and as models write it beyond the template. A format's
-        lenient parser reads its calls with this alone, so that what a stream shows of a well-formed call is
+        relaxed parser reads its calls with this alone, so that what a stream shows of a well-formed call is
         what the whole parse gives; values read as the format reads them (`json_first`: JSON where it parses,
         else a string; the other parameters' values are strings). `f` None: a call to a tool the request does
         not declare, read as `repair:unknown_tool`, its values JSON where they parse, else strings.

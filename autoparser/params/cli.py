@@ -40,7 +40,7 @@ def read_tools(path: str) -> list[object]:
 
 def run_parse(args: argparse.Namespace, source: str, name: str) -> int:
     """Parse stdin with the parser generated for `source` (the template named `name` in messages)."""
-    from autoparser.chat.generator import generate
+    from autoparser.params import generate
 
     try:
         tools = read_tools(args.tools) if args.tools else []

@@ -1,9 +1,10 @@
 """Request + template -> ChatParams: prompt, parser, grammar and triggers (`common_chat_templates_apply`).
 
 Order of work, as in llama.cpp's `common_chat_templates_apply_jinja`: prepare the request for the template
-(chat/params.py), take the specialised format that claims the template if there is one (chat/handlers/),
+(chat/inputs.py), take the specialised format that claims the template if there is one (chat/handlers/),
 otherwise the format the template's analysis describes (chat/generic.py), and assemble the result
-(chat/spec.py). The template is compiled, probed and analysed once per source and kept for the next request.
+(`assemble`: the format's parser and grammar, and its relaxed parser for the recovery). The template is
+compiled, probed and analysed once per source and kept for the next request.
 """
 
 from __future__ import annotations
@@ -14,17 +15,22 @@ from dataclasses import replace
 
 from autoparser.analysis.analyzer import analyze_template
 from autoparser.analysis.model import TemplateAnalysis
+from autoparser.chat.builder import ChatBuilder
 from autoparser.chat.generic import derived_format
 from autoparser.chat.handlers import find_handler
-from autoparser.chat.params import ChatParams, prepare_inputs
+from autoparser.chat.inputs import GenerationInputs, prepare_inputs
 from autoparser.chat.request import ChatRequest
-from autoparser.chat.spec import FormatSpec, assemble
+from autoparser.chat.spec import Build, FormatSpec, TriggerType, render
+from autoparser.chat.tools import functions
 from autoparser.errors import AnalysisError, AutoparserError
+from autoparser.gbnf.from_peg import arena_to_gbnf
+from autoparser.params.result import ChatParams
+from autoparser.recovery import RelaxedBuilder, plan_of
 from autoparser.template.caps import TemplateCaps, template_caps
 from autoparser.template.render import ChatTemplate
 from autoparser.template.sandbox import time_budget as budget
 
-__all__ = ["cached_analysis", "cached_caps", "format_name", "generate", "strict_analysis"]
+__all__ = ["assemble", "cached_analysis", "cached_caps", "format_name", "generate", "strict_analysis"]
 
 
 @functools.lru_cache(maxsize=64)
@@ -99,3 +105,43 @@ def generate(source: str, request: Mapping[str, object] | ChatRequest, *,
         with budget(phase="rendering the prompt"):
             params = assemble(fmt, tmpl, inputs)
     return replace(params, messages=inputs.messages, tools=tuple(inputs.tools or ()))
+
+
+def assemble(spec: FormatSpec, tmpl: ChatTemplate, inputs: GenerationInputs) -> ChatParams:
+    """Prompt, parser, grammar and triggers of one request in one format (each C++ `common_chat_params_init_*`)."""
+    rendered = render(spec, tmpl, inputs)
+    prompt, gp = rendered.prompt, rendered.generation_prompt
+    if inputs.has_continuation:
+        gp = spec.prefill(rendered, inputs.continue_msg or {}, inputs.continuation)
+        prompt += gp
+    p = ChatBuilder()
+    b = Build(p, inputs, rendered.generation_prompt, spec.response_format.given(inputs.json_schema),
+              spec.reasoning and inputs.reasoning_format != "none", prompt=rendered.prompt)
+    arena = p.build(spec.build(b))
+    triggers = spec.grammar_triggers(inputs)
+    lazy = spec.lazy(b)
+    tool_calls = b.tool_calls and spec.calls
+    # Without a trigger a lazy grammar would never apply: the C++ then emits none.
+    include_grammar = b.response_format or (tool_calls and (not lazy or bool(triggers)))
+    grammar = ""
+    if include_grammar:
+        grammar = arena_to_gbnf(arena, lazy=lazy)
+        if spec.triggers_only_when_lazy and not lazy:
+            triggers = ()
+    else:
+        lazy, triggers = False, ()
+    markers = tuple(dict.fromkeys(t.value.strip() for t in spec.grammar_triggers(inputs)
+                                  if t.type is TriggerType.WORD and t.value.strip())) if tool_calls else ()
+    relaxed = arena
+    if spec.relaxes:  # the same build on the relaxed builder (recovery/relax.py)
+        rb = RelaxedBuilder()
+        relaxed = rb.build((spec.relaxed_build or spec.build)(replace(b, p=rb)))
+    recovery = plan_of(relaxed, reasoning_start=spec.thinking_start_tag.strip(" \t\n\v\f\r"),
+                       tools=tuple(functions(inputs.tools, typed=False)) if tool_calls else (), call_markers=markers)
+    return ChatParams(
+        format=spec.format, prompt=prompt, generation_prompt=gp, parser=arena, grammar=grammar,
+        grammar_lazy=lazy, grammar_triggers=triggers, preserved_tokens=spec.preserved_tokens,
+        additional_stops=spec.additional_stops, supports_thinking=spec.supports_thinking,
+        thinking_start_tag=spec.thinking_start_tag, thinking_end_tags=spec.thinking_end_tags,
+        message_delimiters=spec.message_delimiters, handler=spec.name, recovery=recovery,
+        template_context=rendered.context)

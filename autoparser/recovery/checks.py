@@ -1,0 +1,167 @@
+"""What the recovery says about a message: the repairs the relaxed parser made (one line each, from one table),
+the reasoning start the model wrote again, and a recovered call checked against the request's tools."""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Callable, Iterable
+from dataclasses import replace
+
+from autoparser.chat.tags import TOOL, TOOL_NAME, TOOL_OPEN
+from autoparser.chat.tools import Function, parameters
+from autoparser.errors import AutoparserError
+from autoparser.peg import ParseResult
+from autoparser.recovery.plan import REPAIR, RecoveryPlan, lead_end
+from autoparser.types import ChatMessage, Diagnostic
+
+__all__ = ["MESSAGES", "call_positions", "checked_calls", "diagnostic", "drop_repeated_start", "may_become_marker",
+           "moved", "repair_diagnostics", "with_repairs"]
+
+_C_SPACE = " \t\n\v\f\r"
+
+# What each repair says, `{raw}` being the text it concerns and `{pos}` where it is in the output: the readings
+# of the relaxed parser (`repair:<kind>` nodes), then what the recovery itself does.
+MESSAGES = {
+    "missing_call_opener": "tool call without its opener at {pos}: read as a call",
+    "repeated_reasoning_start": "reasoning start {raw!r} repeated at {pos} (the prompt opened it): dropped",
+    "prompt_reasoning": "the output at {pos} continues a reasoning block the prompt left open: read as reasoning "
+                        "(llama.cpp reads it as content)",
+    "undeclared_reasoning": "reasoning block {raw!r} at {pos} that the template does not show: read as reasoning",
+    "stray_reasoning_end": "reasoning end {raw!r} at {pos} with no reasoning open: dropped",
+    "reasoning_ended_by_call": "tool call at {pos} while reasoning was open: reasoning ends there",
+    "unknown_tool": "call to {raw!r} at {pos}, a tool the request does not declare: kept",
+    "arguments_key": "arguments under {raw!r} at {pos}: read as the arguments",
+    "arguments_as_string": "arguments given as a JSON string at {pos}: decoded",
+    "call_wrapper": "call wrapped in {raw!r} at {pos}: unwrapped",
+    "argument_whitespace": "argument value at {pos} without the template's surrounding newlines: accepted",
+    "missing_argument_closer": "argument value at {pos} not closed: it ends where the call does",
+    "missing_call_closer": "tool call at {pos} not closed: it ends where the next marker begins",
+    "unparsed_text": "text at {pos} does not fit the format: kept as content",
+    "trailing_text": "text at {pos} after the end of the format: kept as content",
+    "unreadable_call": "call {raw!r} at {pos} cannot be read (its neighbours can): kept as content",
+    "call_opener_spelling": "call opener {raw!r} at {pos} spelled unlike the template: accepted",
+    "extra_call": "another call at {pos} where the request allows one: read as a call",
+    "call_separator": "calls separated by {raw!r} at {pos}, not as the template separates them: accepted",
+    "unescaped_quote": "string value {raw!r} at {pos} holds a quote it does not escape: read up to the quote "
+                       "an argument or the call's end follows",
+}
+
+
+def diagnostic(kind: str, position: int, raw: str) -> Diagnostic:
+    """The diagnostic of one repair of the table, at `position` in the output."""
+    return Diagnostic(kind, position, MESSAGES.get(kind, kind + " at {pos}").format(raw=raw, pos=position), raw)
+
+
+def moved(d: Diagnostic, shift: int) -> Diagnostic:
+    """`d` `shift` characters later in the output: its position, and the message that says it."""
+    pos = d.position + shift
+    if d.kind in MESSAGES:
+        return diagnostic(d.kind, pos, d.raw)
+    # (the others name a tool, or what was added, before ` at {pos}`: never output text)
+    return replace(d, position=pos, message=re.sub(rf" at {d.position}(?![0-9])", f" at {pos}", d.message, count=1))
+
+
+def repair_diagnostics(result: ParseResult, offset: int, partial: bool = True) -> list[Diagnostic]:
+    """The repairs the relaxed parser made: one per `repair:<kind>` node of the parse (one the text ends inside
+    only if the output is complete, not `partial`, and the node holds more than whitespace: while more may
+    come, it may turn out otherwise, and a complete output ending inside a repair that holds some text keeps
+    it)."""
+    out = []
+    for node in result.ast.walk(result.nodes):
+        if node.tag.startswith(REPAIR) and (not node.is_partial or (not partial and node.text.strip(_C_SPACE))):
+            out.append(diagnostic(node.tag[len(REPAIR):], max(0, node.start - offset), node.text))
+    return out
+
+
+def drop_repeated_start(msg: ChatMessage, marker: str, output: str, partial: bool) -> ChatMessage:
+    """Reasoning that begins with its own start marker: the model wrote the marker the prompt had opened. The
+    marker goes (a diagnostic keeps it); while the reasoning could still become the marker, nothing shows."""
+    reasoning = msg.reasoning_content
+    if not marker or not reasoning:
+        return msg
+    start = lead_end(reasoning)
+    if reasoning.startswith(marker, start):
+        pos = max(output.find(marker), 0)
+        return replace(msg, reasoning_content=reasoning[start + len(marker):],
+                       diagnostics=(*msg.diagnostics, diagnostic("repeated_reasoning_start", pos, marker)))
+    if partial and may_become_marker(reasoning, marker):
+        return replace(msg, reasoning_content="")
+    return msg
+
+
+def may_become_marker(reasoning: str, marker: str) -> bool:
+    """Whether `reasoning` (its leading whitespace aside) is a strict prefix of `marker`: while more may come,
+    it may still turn out to be the repeated marker."""
+    start = lead_end(reasoning)
+    return len(reasoning) - start < len(marker) and marker.startswith(reasoning[start:])
+
+
+def with_repairs(msg: ChatMessage, result: ParseResult, plan: RecoveryPlan, output: str, offset: int,
+                 partial: bool, *, recovered: bool = True, relaxed: bool = True) -> ChatMessage:
+    """The repairs the relaxed parser made, as diagnostics (a `relaxed` result: the strict parser makes none),
+    and the repeated reasoning start dropped; a `recovered` message's calls also checked against the request's
+    tools (the strict reading is the C++'s, left as is)."""
+    diags = repair_diagnostics(result, offset, partial) if relaxed else []
+    if diags:
+        msg = replace(msg, diagnostics=(*diags, *msg.diagnostics))
+    if (recovered or diags) and not partial and msg.tool_calls:
+        msg = checked_calls(msg, plan.tools, call_positions(result, offset))
+    msg = drop_repeated_start(msg, plan.reasoning_start, output, partial)
+    if len(msg.diagnostics) < 2:
+        return msg
+    return replace(msg, diagnostics=tuple(sorted(msg.diagnostics, key=lambda d: d.position)))
+
+
+def call_positions(result: ParseResult, offset: int) -> list[int]:
+    """Where each call of the message begins in the output: calls are published once their name is read, and a
+    call begins where its `tool` node (or, in formats without one, its `tool-open` node) does."""
+    out, start = [], 0
+    for n in result.ast.walk(result.nodes):
+        if n.tag in (TOOL, TOOL_OPEN):
+            start = n.start
+        elif n.tag == TOOL_NAME:
+            out.append(max(0, start - offset))
+    return out
+
+
+_PY_TYPES: dict[str, Callable[[object], bool]] = {
+    "string": lambda v: isinstance(v, str), "boolean": lambda v: isinstance(v, bool),
+    "integer": lambda v: isinstance(v, int) and not isinstance(v, bool),
+    "number": lambda v: isinstance(v, (int, float)) and not isinstance(v, bool),
+    "object": lambda v: isinstance(v, dict), "array": lambda v: isinstance(v, list), "null": lambda v: v is None,
+}
+
+
+def _fits(value: object, types: frozenset[str]) -> bool:
+    return any(_PY_TYPES[t](value) for t in types if t in _PY_TYPES)
+
+
+def checked_calls(msg: ChatMessage, tools: Iterable[Function], positions: list[int]) -> ChatMessage:
+    """A recovered message's calls against the request's tools: a required argument left out and a value of a
+    type its schema does not admit are reported, and kept as the model wrote them (a streamed call's arguments
+    cannot be taken back; a tagged value that reads as its type, `42` for an integer, is already typed)."""
+    declared = {f.name: f for f in tools}
+    diags = list(msg.diagnostics)
+    for i, call in enumerate(msg.tool_calls):
+        f = declared.get(call.name)
+        try:
+            args = json.loads(call.arguments)
+            params = parameters(f) if f is not None else []
+        except (ValueError, AutoparserError):
+            continue
+        if not isinstance(args, dict):
+            continue
+        pos = positions[i] if i < len(positions) else 0
+        for param in params:
+            if param.name not in args:
+                if param.required:
+                    diags.append(Diagnostic("missing_argument", pos, f"call to {call.name!r} at {pos} lacks its "
+                                            f"required argument {param.name!r}: kept without it", ""))
+                continue
+            types, value = param.types, args[param.name]
+            if types and not types >= _PY_TYPES.keys() and not _fits(value, types):
+                raw = json.dumps(value, ensure_ascii=False)
+                diags.append(Diagnostic("argument_type", pos, f"argument {param.name!r} of {call.name!r} at {pos} "
+                                        f"is not of type {'/'.join(sorted(types))}: kept as given", raw))
+    return replace(msg, diagnostics=tuple(diags))

@@ -1,0 +1,138 @@
+"""No text lost, at run time: every character of a complete output is accounted for where the default parse
+returns, or it becomes content with a diagnostic.
+
+A character is accounted for when it lies in markup the parser consumed (a marker, a closer, the whitespace
+between), in a field node whose text reached the message (content, reasoning, a call's name, id or
+arguments), or in a text the recovery itself keeps (text after the format ends, text it cannot read: both
+content with a diagnostic). What is not (a call the mapper dropped for want of a name, arguments that are no
+object, a name or a draft an `atomic` had not finished where the output ends) is put into the content where
+it stands in the output, with an `unparsed_text` diagnostic. Whitespace and the special tokens an output ends
+with are formatting, not text. The spans come from the parse the message was mapped from, its mapping and
+its end-of-input records: the check costs nothing where the parse read the output whole.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass, replace
+
+from autoparser.chat.tags import CONTENT
+from autoparser.peg import ParseResult
+from autoparser.peg.engine import OBS_DROPPED
+from autoparser.recovery.checks import diagnostic
+from autoparser.types import ChatMessage
+
+__all__ = ["SPECIAL_TOKEN", "Reading", "Span", "content_ends", "covered_by", "guaranteed", "merged",
+           "without_trailing_special"]
+
+Span = tuple[int, int]
+
+# Special tokens (`<|call|>`, `<|tool_response>`, `</s>`): at the end of an output, markup the format ends with,
+# not text of the model's to keep.
+_SPECIAL_TOKEN = r"<[|｜][^<>\n]{0,40}>|<[^<>\s]{1,40}[|｜]>|</s>|<eos>|<end_of_turn>"
+SPECIAL_TOKEN = re.compile(_SPECIAL_TOKEN)
+_TRAILING_SPECIAL = re.compile(rf"(?:\s|{_SPECIAL_TOKEN})*\Z")
+_CUT_SPECIAL = re.compile(r"<[^<>\s]{0,40}\Z")  # `<|tool_resp` while the output may still complete it
+_NOT_WS = re.compile(r"[^ \t\n\v\f\r]")
+
+
+def without_trailing_special(text: str, partial: bool) -> str:
+    """`text` without the special tokens it ends with (the end-of-turn markup of the format), nor, while more
+    may come (`partial`), a special token still being written."""
+    if partial:
+        text = _CUT_SPECIAL.sub("", text)
+    return text[:_TRAILING_SPECIAL.search(text).start()]  # type: ignore[union-attr]
+
+
+def content_ends(result: ParseResult, offset: int) -> list[Span]:
+    """Where each content node of a parse ends in the output, with the content's length up to there."""
+    out, length = [], 0
+    for node in result.ast.walk(result.nodes):
+        if node.tag == CONTENT:
+            length += len(node.sanitized_text())
+            out.append((node.end - offset, length))
+    return out
+
+
+@dataclass(frozen=True)
+class Reading:
+    """A message read from an output, with the spans of the output it accounts for, and where its content came
+    from, so that text it does not account for can be put into the content where it stands in the output."""
+
+    message: ChatMessage
+    covered: tuple[Span, ...]
+    result: ParseResult | None = None
+    """The parse the message was mapped from (its content nodes say where the content came from)."""
+    offset: int = 0
+    """The length of the generation prompt `result` parsed before the output."""
+    ends: tuple[Span, ...] = ()
+    """Content beside the parse's (text kept after it, or all of it without a parse): where each piece ends
+    in the output, and the length of the content up to there."""
+
+    def content_ends(self) -> list[Span]:
+        """Where each piece of the content ends in the output, with the length of the content up to there."""
+        own = content_ends(self.result, self.offset) if self.result is not None else []
+        return [*own, *self.ends]
+
+
+def covered_by(result: ParseResult, offset: int, dropped: Iterable[Span] = ()) -> list[Span]:
+    """The spans of the output (`result` parsed generation prompt + output, the prompt `offset` long) the parse
+    accounts for: all it consumed, but for the spans whose field text the mapping `dropped` and what an
+    `atomic` running into the end of the text dropped (`OBS_DROPPED`: a name, a key or a draft it had not
+    finished; a marker cut off by the end is markup)."""
+    if result.fail:
+        return []
+    holes = sorted([*dropped, *((pos, result.end) for kind, _pid, pos in result.observed if kind == OBS_DROPPED)])
+    out, start, end = [], result.start, result.end
+    for hole_start, hole_end in holes:
+        if hole_start < end and hole_end > start:
+            if hole_start > start:
+                out.append((start, hole_start))
+            start = max(start, hole_end)
+    if end > start:
+        out.append((start, end))
+    return [(max(a, offset) - offset, b - offset) for a, b in out if b > offset]
+
+
+def merged(spans: Iterable[Span]) -> list[Span]:
+    """`spans` sorted, overlapping and touching ones joined."""
+    out: list[Span] = []
+    for start, end in sorted(spans):
+        if out and start <= out[-1][1]:
+            out[-1] = (out[-1][0], max(out[-1][1], end))
+        else:
+            out.append((start, end))
+    return out
+
+
+def _gaps(covered: Iterable[Span], length: int) -> list[Span]:
+    gaps, pos = [], 0
+    for start, end in merged(covered):
+        if start > pos:
+            gaps.append((pos, min(start, length)))
+        pos = max(pos, end)
+    if pos < length:
+        gaps.append((pos, length))
+    return [(a, b) for a, b in gaps if b > a]
+
+
+def guaranteed(reading: Reading, output: str) -> ChatMessage:
+    """The message of a complete output's reading with every text it does not account for put into the
+    content where it stands in the output (after the content read before it), each with an `unparsed_text`
+    diagnostic; whitespace and the special tokens the output ends with are formatting, not text."""
+    msg = reading.message
+    tail = len(without_trailing_special(output, False))
+    lost = [(a, min(b, tail)) for a, b in _gaps(reading.covered, len(output)) if a < tail]
+    lost = [(a, b) for a, b in lost if _NOT_WS.search(output, a, b)]
+    if not lost:
+        return msg
+    content, diags, inserted = msg.content, list(msg.diagnostics), 0
+    ends = reading.content_ends()
+    for start, end in lost:
+        text = output[start:end]
+        at = max((n for pos, n in ends if pos <= start), default=0) + inserted
+        content = content[:at] + text + content[at:]
+        inserted += len(text)
+        diags.append(diagnostic("unparsed_text", start, text))
+    return replace(msg, content=content, diagnostics=tuple(sorted(diags, key=lambda d: d.position)))

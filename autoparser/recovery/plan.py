@@ -1,0 +1,155 @@
+"""The recovery plan of one request: the relaxed parser, and what one pass over it tells the recovery.
+
+The relaxed builder (recovery/relax.py) leaves everything the recovery needs in the parser it builds: each
+reading beyond the template is a `repair:<kind>` node, the texts the relaxed parser reads as markup where
+llama.cpp's reads text are tagged `relaxed-markup`, and where calls without any marker begin is a
+`call-start` node. `plan_of` reads them back in one pass, as it reads the closers a truncated output may lack:
+nothing is accumulated on the builder while it builds.
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+
+from autoparser.chat.tags import TOOL, TOOL_ARG_CLOSE, TOOL_ARG_STRING_VALUE, TOOL_CLOSE
+from autoparser.chat.tools import Function
+from autoparser.peg import Arena
+from autoparser.peg import nodes as N
+from autoparser.types import ChatMessage
+
+__all__ = ["CALL_START", "RELAXED_MARKUP", "REPAIR", "RecoveryPlan", "plan_of"]
+
+# Tag prefix of the readings beyond the template (`repair:<kind>`): the default parse reports each node of one
+# as a diagnostic (recovery/checks.py).
+REPAIR = "repair:"
+# Tag of texts the relaxed parser reads as markup where llama.cpp's reads text (calls written without their
+# opener): where the strict message holds one, the relaxed parser may read the output otherwise.
+RELAXED_MARKUP = "relaxed-markup"
+# Tag of where calls without any marker begin (`{"name"`): after text it cannot read, the reading resumes there.
+CALL_START = "call-start"
+
+# Repairs whose markers count only at the start of the content (reasoning markers).
+_LEAD_REPAIRS = (REPAIR + "undeclared_reasoning", REPAIR + "stray_reasoning_end")
+
+_C_SPACE = " \t\n\v\f\r"
+_NOT_WS = re.compile(r"[^ \t\n\v\f\r]")
+
+
+def lead_end(text: str) -> int:
+    """Where the leading whitespace of `text` ends (without copying the text)."""
+    m = _NOT_WS.search(text)
+    return m.start() if m else len(text)
+
+
+@dataclass(frozen=True)
+class RecoveryPlan:
+    """What the default parse of one request needs beside the strict parser."""
+
+    relaxed: Arena
+    """The relaxed parser: the format's build on the relaxed builder (the strict parser for a format that
+    does not relax)."""
+    reasoning_start: str = ""
+    """The reasoning start marker, dropped at the start of reasoning when the model repeats it."""
+    tools: tuple[Function, ...] = ()
+    """The request's tools, which a recovered call's arguments are checked against."""
+    triggers: tuple[str, ...] = ()
+    """Texts the relaxed parser reads as markup where the strict one reads text."""
+    lead_triggers: tuple[str, ...] = ()
+    """The same, read as markup only at the start of the content (reasoning markers)."""
+    prompt_reasoning: bool = False
+    """The prompt leaves a reasoning block open that only the relaxed parser reads: every output may be
+    reasoning the strict message shows as content."""
+    call_markers: tuple[str, ...] = ()
+    """The texts calls begin with (the format's trigger words, and where calls have no marker, how the
+    template begins one): after a call it cannot read, the reading resumes at the next one."""
+    closers: frozenset[str] = frozenset()
+    """The texts that only close something (`closers`): what a truncated output may be completed with."""
+    triggered_by: re.Pattern[str] | None = field(default=None, repr=False, compare=False)
+
+    def triggered(self, msg: ChatMessage) -> bool:
+        """Whether the strict message's text holds a trigger, where the relaxed parser may read otherwise."""
+        content = msg.content
+        if self.prompt_reasoning and content:
+            return True
+        if any(t in content or t in msg.reasoning_content for t in self.triggers):
+            return True
+        lead = self.triggered_by
+        return lead is not None and lead.match(content, lead_end(content)) is not None
+
+
+def plan_of(relaxed: Arena, *, reasoning_start: str = "", tools: tuple[Function, ...] = (),
+            call_markers: tuple[str, ...] = ()) -> RecoveryPlan:
+    """The plan of a request from its relaxed parser (one pass over its nodes), the format's reasoning start,
+    the request's tools and the format's call markers (its trigger words)."""
+    triggers: list[str] = []
+    lead: list[str] = []
+    starts: list[str] = []
+    prompt_reasoning = False
+    for node in relaxed.parsers:
+        if not isinstance(node, N.Tag):
+            continue
+        tag = node.tag
+        if tag == REPAIR + "prompt_reasoning":
+            prompt_reasoning = True
+        elif tag in _LEAD_REPAIRS:
+            lead.extend(_literals(relaxed, node.child))
+        elif tag in (RELAXED_MARKUP, REPAIR + "call_opener_spelling"):
+            triggers.extend(_literals(relaxed, node.child))
+        elif tag == CALL_START:
+            starts.extend(_literals(relaxed, node.child))
+    lead_triggers = tuple(dict.fromkeys(t for t in lead if t.strip(_C_SPACE)))
+    return RecoveryPlan(
+        relaxed, reasoning_start=reasoning_start, tools=tools, triggers=tuple(dict.fromkeys(triggers)),
+        lead_triggers=lead_triggers, prompt_reasoning=prompt_reasoning,
+        call_markers=tuple(dict.fromkeys((*call_markers, *starts))), closers=closers(relaxed),
+        triggered_by=re.compile("|".join(map(re.escape, lead_triggers))) if lead_triggers else None)
+
+
+def _literals(arena: Arena, pid: int, depth: int = 0) -> Iterator[str]:
+    """The literal texts under a node (its delimiters for a scan)."""
+    node = arena.parsers[pid]
+    if depth > 12:
+        return
+    if isinstance(node, N.Literal):
+        yield node.literal
+    elif isinstance(node, N.Until):
+        yield from node.delimiters
+    for child in N.child_ids(node):
+        yield from _literals(arena, child, depth + 1)
+
+
+@functools.lru_cache(maxsize=256)
+def closers(arena: Arena) -> frozenset[str]:
+    """The texts that only close something in this format: literals under tool-close and argument-close tags,
+    the delimiters of string argument values. Supplying them never invents a name, a key or content."""
+    out: set[str] = set()
+    parsers = arena.parsers
+
+    def holds_call(pid: int, depth: int = 0) -> bool:
+        node = parsers[pid]
+        if isinstance(node, N.Tag) and node.tag == TOOL:
+            return True
+        if depth > 3 or not isinstance(node, (N.Choice, N.Rule, N.Tag, N.Sequence)):
+            return False
+        return any(holds_call(c, depth + 1) for c in N.child_ids(node))
+
+    for node in parsers:
+        if isinstance(node, N.Tag) and node.tag in (TOOL_CLOSE, TOOL_ARG_CLOSE, TOOL_ARG_STRING_VALUE):
+            out.update(s for s in _literals(arena, node.child) if s.strip(_C_SPACE))
+        elif isinstance(node, N.Sequence):
+            # the literal right after a call (`</tool_call>` after `<function=...>...</function>`)
+            for before, after in zip(node.children, node.children[1:]):
+                lit = parsers[after]
+                if isinstance(lit, N.Literal) and lit.literal.strip(_C_SPACE) and holds_call(before):
+                    out.add(lit.literal)
+        elif isinstance(node, N.Rule) and node.trigger:
+            # a call section's own closer: the last literal of its body
+            body = parsers[node.child]
+            if isinstance(body, N.Sequence) and body.children:
+                last = parsers[body.children[-1]]
+                if isinstance(last, N.Literal) and last.literal.strip(_C_SPACE):
+                    out.add(last.literal)
+    return frozenset(out)

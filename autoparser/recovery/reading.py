@@ -1,0 +1,261 @@
+"""The default parse: llama.cpp's message wherever its parse reads the output whole, else what the model meant,
+each repair a diagnostic.
+
+llama.cpp answers any output its parser rejects with "Failed to parse input". `Reader.read` gives the same
+message wherever the strict parse is well-formed, and otherwise reads on, in order:
+
+1. The strict parser (the C++'s) reads the whole output and its message's text holds none of the texts the
+   relaxed parser reads as markup (`RecoveryPlan.triggered`): its message stands.
+2. The relaxed parser (the format's build on the relaxed builder: recovery/relax.py) accepts it: its message,
+   its `repair:<kind>` nodes read as diagnostics.
+3. The output ends inside a structure (a call whose closers are missing, arguments cut off): the closers the
+   parse waits for are supplied, else the arguments are closed as JSON (recovery/completion.py).
+4. Text the parser cannot place: the output up to the longest prefix the relaxed parser can still continue
+   (cut back to before a call it cannot complete) is read as in 3; the rest is content, or, from the next
+   call marker on, read again.
+
+Every step makes a `Reading`: the message and the spans of the output it accounts for. Where a complete
+output's reading does not account for a text, recovery/coverage.py puts it into the content with a
+diagnostic: no text is lost, and no exception escapes for a complete output. A stream (recovery/stream.py)
+reaches the same message.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+
+from autoparser.chat.mapper import map_accounted, without_open_calls
+from autoparser.chat.tags import CONTENT, TOOL, TOOL_ARGS
+from autoparser.peg import Arena, ParseResult
+from autoparser.peg import nodes as N
+from autoparser.peg.engine import OBS_LITERAL
+from autoparser.recovery.checks import call_positions, diagnostic, moved, with_repairs
+from autoparser.recovery.completion import closed_calls, complete_at_end, parse_text, viable_prefix
+from autoparser.recovery.coverage import Reading, Span, covered_by, guaranteed, without_trailing_special
+from autoparser.recovery.plan import REPAIR, RecoveryPlan
+from autoparser.types import ChatFormat, ChatMessage, Diagnostic
+
+__all__ = ["Reader"]
+
+_C_SPACE = " \t\n\v\f\r"
+
+# How many unreadable calls one output may skip (each skip parses the rest again).
+_MAX_SKIPS = 8
+
+_UNREADABLE_CALL = REPAIR + "unreadable_call"
+
+
+@dataclass(frozen=True)
+class Reader:
+    """The default parse of one request's outputs: what every step of it shares."""
+
+    strict: Arena
+    """llama.cpp's parser."""
+    plan: RecoveryPlan
+    generation_prompt: str
+    """Prepended to the output: the parsers are built to read it first."""
+    format: ChatFormat
+
+    @property
+    def offset(self) -> int:
+        return len(self.generation_prompt)
+
+    def read(self, output: str, *, partial: bool = False) -> ChatMessage:
+        """The message of `output` (see the module docstring); a complete one accounts for all its text."""
+        reading = self.reading(output, partial)
+        return reading.message if partial else guaranteed(reading, output)
+
+    def reading(self, output: str, partial: bool = False, skips: int = 0) -> Reading:
+        """The steps of the default parse (see the module docstring)."""
+        effective, offset, plan = self.generation_prompt + output, self.offset, self.plan
+        strict, strict_whole = None, False
+        if not partial:
+            strict = parse_text(self.strict, effective)
+            msg, dropped = map_accounted(strict, self.format) if not strict.fail else (ChatMessage(), [])
+            strict_whole = self._read_whole(strict, output, msg)
+            if strict_whole and not plan.triggered(msg):
+                msg = with_repairs(msg, strict, plan, output, offset, partial, recovered=False, relaxed=False)
+                return self._reading(msg, strict, dropped)
+        relaxed = parse_text(plan.relaxed, effective) if partial else self.complete_parse(effective)
+        if strict is not None and strict.success and relaxed.success and relaxed.end < strict.end:
+            relaxed = strict  # the relaxations read less of the output than the strict parse
+        if relaxed.success or (partial and not relaxed.fail):
+            shown = without_open_calls(relaxed) if partial else relaxed
+            msg, dropped = map_accounted(shown, self.format)
+            msg = with_repairs(msg, shown, plan, output, offset, partial, recovered=not strict_whole)
+            return self._rest_after(self._reading(msg, shown, dropped), relaxed, output, partial)
+        if not relaxed.fail:  # a complete output ending inside a structure
+            head, ended = self._head(effective, len(output), partial)
+            if ended.success or ended.end >= len(effective):  # (not stuck in a lookahead short of the end)
+                return replace(head, message=with_repairs(head.message, ended, plan, output, offset, partial))
+        if strict is not None and strict.success:
+            # the relaxations found nothing to repair: the strict reading stands
+            msg, dropped = map_accounted(strict, self.format)
+            msg = with_repairs(msg, strict, plan, output, offset, partial, recovered=False, relaxed=False)
+            return self._rest_after(self._reading(msg, strict, dropped), strict, output)
+        head, cut = self.split_unparsed(effective)
+        return self.after_unparsed(output, head, cut, partial, skips)
+
+    def _reading(self, msg: ChatMessage, result: ParseResult, dropped: list[Span]) -> Reading:
+        return Reading(msg, tuple(covered_by(result, self.offset, dropped)), result, self.offset)
+
+    def _read_whole(self, result: ParseResult, output: str, msg: ChatMessage | None = None) -> bool:
+        """Whether a parse read the whole output as llama.cpp reads it: to its end (but for the special tokens
+        it ends with: a format without an end anchor succeeds on a prefix, and what follows may be a call the
+        relaxations can read), or running out of text before any call (open content or reasoning); and
+        mapped all it read (the C++ reads a call's arguments as any JSON value but maps only an object: a
+        string gives `{}`, which `msg`, the parse's message if known, shows without walking the tree)."""
+        if result.fail:
+            return False
+        open_call = result.need_more_input
+        if open_call:
+            if result.end < self.offset + len(output):
+                return False  # waiting in a lookahead short of the end
+        elif without_trailing_special(output[result.end - self.offset:], False):
+            return False
+        # (over every node made: one of a branch that failed only sends the output to the relaxed reading)
+        nodes = result.ast.nodes
+        if open_call and any(n.tag.startswith(TOOL) for n in nodes):  # (every tool tag: some formats have no TOOL)
+            return False  # the output ends inside or after a call: closers may be missing
+        if msg is None or any(c.arguments == "{}" for c in msg.tool_calls):
+            return not any(n.tag == TOOL_ARGS and n.text.lstrip(_C_SPACE).startswith('"') for n in nodes)
+        return True
+
+    def complete_parse(self, effective: str) -> ParseResult:
+        """The relaxed parse of a complete output: as llama.cpp parses (as a prefix: a parse running out of text
+        is accepted as far as it got), unless read as complete it is whole and holds calls the prefix reading
+        cannot show (a call after reasoning that never ends is the start of the calls, not a draft still being
+        written)."""
+        relaxed, offset = self.plan.relaxed, self.offset
+        result = parse_text(relaxed, effective)
+        if result.success or result.fail:
+            return result
+        complete = parse_text(relaxed, effective, partial=False)
+        if complete.success and self._read_whole(complete, effective[offset:]) \
+                and len(call_positions(complete, offset)) > len(call_positions(result, offset)) \
+                and not any(n.tag == CONTENT and n.start < offset for n in complete.ast.walk(complete.nodes)):
+            return complete  # (and no content read from the generation prompt)
+        return result
+
+    def _head(self, effective: str, output_len: int, partial: bool) -> tuple[Reading, ParseResult]:
+        """The reading of a viable text (its parse does not fail), completed at the end if it is complete."""
+        relaxed = self.plan.relaxed
+        if partial:
+            result = parse_text(relaxed, effective)
+            msg, dropped = map_accounted(result, self.format)
+            return self._reading(msg, result, dropped), result
+        result, added = complete_at_end(relaxed, self.plan.closers, effective, self.format)
+        msg, dropped = map_accounted(result, self.format)
+        if added:
+            pos = len(effective) - self.offset
+            msg = replace(msg, diagnostics=(*msg.diagnostics, Diagnostic(
+                "missing_closer", pos, f"missing {added!r} at {pos}: closed at end of output", "")))
+        return self._reading(closed_calls(msg, output_len), result, dropped), result
+
+    def split_unparsed(self, effective: str) -> tuple[Reading, int]:
+        """For a text the relaxed parser rejects: the reading of the part it can read (the longest prefix it can
+        continue, cut back to before a call it cannot complete, read as complete), and where in the output the
+        rest begins."""
+        relaxed, offset = self.plan.relaxed, self.offset
+        viable = viable_prefix(relaxed, effective, offset)
+        cut = offset
+        if viable > offset:
+            prefix = parse_text(relaxed, effective[:viable])
+            cut = min(_before_open_call(relaxed, prefix, viable), _before_cut_marker(prefix, viable))
+        cut = max(cut, offset)
+        head, ended = self._head(effective[:cut], cut - offset, False)
+        if not ended.fail and ended.end < cut:
+            cut = ended.end  # the head's parse ends (or waits, in a lookahead) before the cut: the rest is unparsed
+        msg = with_repairs(head.message, ended, self.plan, effective[offset:cut], offset, False)
+        return replace(head, message=msg, covered=tuple((a, min(b, cut - offset)) for a, b in head.covered
+                                                        if a < cut - offset)), cut - offset
+
+    def after_unparsed(self, output: str, head: Reading, cut: int, partial: bool, skips: int) -> Reading:
+        """The reading of an output the parse cannot read from `cut` on, `head` being that of the part before:
+        the text from `cut` up to the next call marker is content (a diagnostic says so) and the reading
+        resumes there, as if that text were not there; without a later marker, all the rest is content."""
+        resume = min((at for m in self.plan.call_markers if (at := output.find(m, cut + 1)) > cut), default=-1)
+        if resume < 0 or skips >= _MAX_SKIPS:
+            return self._with_unparsed(head, output, cut, partial)
+        skipped, before = output[cut:resume], head.message
+        rest = self.reading(output[:cut] + output[resume:], partial, skips + 1)
+        after = rest.message
+        if not (after.content.startswith(before.content)
+                and after.tool_calls[:len(before.tool_calls)] == before.tool_calls):
+            return self._with_unparsed(head, output, cut, partial)
+        shift, kept = len(skipped), len(before.content)
+        diags = [moved(d, shift) if d.position >= cut else d for d in after.diagnostics]
+        diags.append(diagnostic("unparsed_text", cut, skipped))
+        message = replace(after, content=before.content + skipped + after.content[kept:],
+                          diagnostics=tuple(sorted(diags, key=lambda d: d.position)))
+
+        def back(pos: int) -> int:  # a position in the output without the skipped text, in the output
+            return pos if pos < cut else pos + shift
+
+        covered = [(cut, resume)]
+        for a, b in rest.covered:
+            covered.extend([(a, min(b, cut)), (resume, back(b))] if a < cut < b else [(back(a), back(b))])
+        ends = [(back(pos), n if n <= kept else n + shift) for pos, n in rest.content_ends()]
+        ends.append((resume, kept + shift))
+        return Reading(message, tuple(covered), ends=tuple(sorted(ends)))
+
+    def _with_unparsed(self, head: Reading, output: str, position: int, partial: bool,
+                       kind: str = "unparsed_text") -> Reading:
+        """`head` with the output from `position` on kept as content (`with_unparsed`), and accounted for."""
+        msg = with_unparsed(head.message, output[position:], position, partial, self.plan.call_markers, kind)
+        added = len(msg.content) - len(head.message.content)
+        return replace(head, message=msg, covered=(*head.covered, (position, len(output))),
+                       ends=(*head.ends, (len(output), len(msg.content))) if added else head.ends)
+
+    def _rest_after(self, reading: Reading, result: ParseResult, output: str, partial: bool = False) -> Reading:
+        """A parse that succeeded before the end of the text: the rest of the output is content (the strict
+        parse ignores it), but for the special tokens it ends with."""
+        if not result.success:
+            return reading
+        return self._with_unparsed(reading, output, result.end - self.offset, partial, "trailing_text")
+
+
+def with_unparsed(head: ChatMessage, tail: str, position: int, partial: bool = False,
+                  markers: tuple[str, ...] = (), kind: str = "unparsed_text") -> ChatMessage:
+    """`head` with the output text from `position` on (`tail`) kept as content, and a diagnostic saying so;
+    special tokens at its end are markup, not text. While more may come (`partial`), a call marker the tail
+    may end in the start of waits (the reading may resume at it)."""
+    tail = without_trailing_special(tail, partial)
+    if partial:
+        tail = tail[:len(tail) - max((n for m in markers for n in range(1, len(m)) if tail.endswith(m[:n])),
+                                     default=0)]
+    if not tail:
+        return head
+    return replace(head, content=head.content + tail, diagnostics=(*head.diagnostics,
+                                                                   diagnostic(kind, position, tail)))
+
+
+def _before_cut_marker(result: ParseResult, cut: int) -> int:
+    """Where a marker the text ends in the start of begins (`[TH` of `[THINK]`): a marker cut off is no
+    marker, its text goes on as content; `cut` when the text ends in none."""
+    starts = [pos for kind, _pid, pos in result.observed if kind == OBS_LITERAL and pos < len(result.text)]
+    return min(starts, default=cut)
+
+
+def _before_open_call(arena: Arena, result: ParseResult, cut: int) -> int:
+    """Where the call the parse of a text is still inside began, its opener included (the call's text goes on
+    as content); `cut` when the parse is inside no call."""
+    triggers = {name for name, rid in arena.rules.items()
+                if isinstance(arena.parsers[rid], N.Rule) and arena.parsers[rid].trigger}  # type: ignore[union-attr]
+    open_call = None
+    last_closed_end = 0
+    for node in result.ast.walk(result.nodes):
+        if node.tag in (TOOL, _UNREADABLE_CALL):  # (one the relaxed parser skips is a call too)
+            if node.is_partial:
+                open_call = node
+                break
+            last_closed_end = node.end
+    if open_call is None:
+        return cut
+    # The opener before the call's body (`<tool_call>\n` before `{`) is the start of the call section rule.
+    start = open_call.start
+    for node in result.ast.walk(result.nodes):
+        if node.rule in triggers and node.is_partial and last_closed_end <= node.start < start \
+                and node.end >= open_call.start:
+            start = node.start
+    return start

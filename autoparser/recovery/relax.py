@@ -1,0 +1,203 @@
+"""The relaxed builder: a format's build function, run on it, makes the relaxed parser, which reads what models
+write beyond their template.
+
+`ChatBuilder` (chat/builder.py) makes llama.cpp's pieces through a few hooks; `RelaxedBuilder` overrides each
+hook to read more, every reading beyond the template a `repair:<kind>` node that the default parse reports as
+a diagnostic (recovery/checks.py says each in words). The relaxed parser parses only: it never becomes a
+grammar, so its nodes need not follow the C++'s order. What the recovery needs to know besides the parser
+(the texts it reads as markup where llama.cpp reads text, where calls begin) is in the parser too, as tags
+the recovery plan reads back (recovery/plan.py).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+
+from autoparser.analysis.model import CallForm
+from autoparser.analysis.reasoning import REASONING_SPELLINGS
+from autoparser.chat.builder import DerivedReasoning, TaggedMarkers, python_value_ends
+from autoparser.chat.tools import Function, Parameter
+from autoparser.peg import P
+from autoparser.recovery.loose import LooseCalls
+from autoparser.recovery.plan import CALL_START, RELAXED_MARKUP
+
+__all__ = ["RelaxedBuilder"]
+
+_C_SPACE = " \t\n\v\f\r"
+
+
+class RelaxedBuilder(LooseCalls):
+    """The builder of a format's relaxed parser: `ChatBuilder`'s hooks, reading more (see each hook there)."""
+
+    def markup(self, texts: Sequence[str]) -> P:
+        """A choice of `texts` that the relaxed parser reads as markup where llama.cpp's reads text (tagged, so
+        that the recovery plan finds them: `RecoveryPlan.triggers`)."""
+        return self.tag(RELAXED_MARKUP, self.choice([self.literal(t) for t in texts]))
+
+    def opener_or_missing(self, opener: str) -> P:
+        """`opener | repair:call_opener_spelling:(trimmed) | repair:missing_call_opener:(ε)`: a call opener the
+        model may write without the whitespace the template puts around it (`<tool_call>{`), or leave out."""
+        trimmed = opener.strip(_C_SPACE)
+        if not trimmed or trimmed == opener:
+            return self.choice([self.literal(opener), self.repair("missing_call_opener", self.eps())])
+        return self.choice([self.literal(opener), self.repair("call_opener_spelling", self.literal(trimmed)),
+                            self.repair("missing_call_opener", self.eps())])
+
+    # --- openers and the content before calls -------------------------------------------------------------
+
+    def call_opener(self, opener: str, *, spaced: bool = False) -> P:
+        if not opener.strip(_C_SPACE):
+            return self.literal(opener)
+        return self.opener_or_missing(opener) + self.space() if spaced else self.opener_or_missing(opener)
+
+    def calls_opened(self, opener: str, call: P, min_calls: int, max_calls: int) -> P:
+        if not opener.strip(_C_SPACE):
+            return super().calls_opened(opener, call, min_calls, max_calls)
+        first = self.opened(opener, call)
+        if max_calls != 1:
+            first = first + self.repeat(opener + call, 0, -1 if max_calls < 0 else max_calls - 1)
+        return first if min_calls > 0 else self.optional(first)
+
+    def calls_with_first_opener(self, strict: Callable[[], P], opener: str, call: Callable[[], P],
+                                min_calls: int, max_calls: int) -> P:
+        return self.calls_opened(opener, call(), min_calls, max_calls)
+
+    def content_until_calls(self, markers: Sequence[str], bare: Sequence[str], call: Callable[[], P]) -> P:
+        """Content up to the first marker, or up to the first of the `bare` texts where `call()` follows (a call
+        written without its opener); at a bare text no call follows, the content goes on past it."""
+        if not bare:
+            return super().content_until_calls(markers, bare, call)
+        # (a marker's surrounding whitespace may be left out: the opener reads it so, see opener_or_missing)
+        delimiters = list(dict.fromkeys([*(m.strip(_C_SPACE) or m for m in markers), *bare]))
+        at_bare = self.choice([self.literal(t) for t in bare])
+        more = self.sequence([self.peek(self.markup(bare)), self.negate(call()),
+                              self.content(at_bare + self.until_one_of(delimiters))])
+        return self.content(self.until_one_of(delimiters)) + self.zero_or_more(more)
+
+    def content_until_call_list(self, markers: Sequence[str], bare: Sequence[str], call: Callable[[], P]) -> P:
+        # A bare list may begin with a call it cannot read: content also stops at a `[` the calls follow (and
+        # always at a readable call's `[name(`, so a list that fails is the recovery's, not content).
+        calls = call()
+        at_list = self.negate(self.choice([self.literal(m) for m in bare])) + self.peek(self.markup(["["])) \
+            + self.negate(calls)
+        return self.content(self.until("[")) + self.zero_or_more(at_list + self.content(self.literal("[")
+                                                                                       + self.until("[")))
+
+    def bare_call_starts(self, texts: Sequence[str]) -> list[str]:
+        return list(texts)
+
+    def calls_begin_at(self, texts: Sequence[str]) -> None:
+        # (a node no parser refers to: data for the recovery plan, which resumes reading at these texts)
+        if texts:
+            self.tag(CALL_START, self.choice([self.literal(t) for t in texts]))
+
+    # --- reasoning ------------------------------------------------------------------------------------------
+
+    def reasoning_ended_by_call(self, close: P, openers: Sequence[str]) -> P:
+        if not openers:
+            return close
+        return close | self.repair("reasoning_ended_by_call", self.peek(self.choice([self.literal(o)
+                                                                                    for o in openers])))
+
+    def derived_reasoning(self, strict: Callable[[], P], block: DerivedReasoning) -> P:
+        if not block.shown and block.extracted:
+            return self._undeclared_reasoning(block.call_markers)
+        if not block.read:
+            return strict()
+        body = self._reasoning_body(block.end, block.call_markers)
+        if block.prompt_opened:  # (a reading llama.cpp does not make: said by a diagnostic)
+            # the model may write the opener the prompt left open (reasoning text otherwise)
+            again = self.optional(self.space() + self.repair("repeated_reasoning_start",
+                                                             self.literal(block.start.strip(_C_SPACE))))
+            body = self.repair("prompt_reasoning", self.eps()) + again + body
+        if block.open_before_prompt:
+            return self.optional(body)
+        if block.start:  # or an end marker with no reasoning open
+            return self.optional(self.choice([self.optspace(block.start) + body, self._stray_end(block.end)]))
+        return self.optional(body)
+
+    def _undeclared_reasoning(self, call_markers: Sequence[str]) -> P:
+        """A reasoning block at the start of the output although the template shows none: read as reasoning
+        (and a lone end marker there dropped)."""
+        blocks = [self.repair("undeclared_reasoning", self.literal(start)) + self._reasoning_body(end, call_markers)
+                  + self.space() for start, end in REASONING_SPELLINGS]
+        strays = [self._stray_end(end) for _, end in REASONING_SPELLINGS]
+        return self.optional(self.space() + self.choice(blocks + strays))
+
+    def _stray_end(self, end: str) -> P:
+        return self.repair("stray_reasoning_end", self.space() + self.literal(end.strip(_C_SPACE))) + self.space()
+
+    def _reasoning_body(self, end_marker: str, markers: Sequence[str]) -> P:
+        """Reasoning after its start: up to its end marker, a second end marker dropped; at a call marker, a
+        draft call if the end marker follows later (held back from a stream until it does), else the start
+        of the calls (reasoning ends there)."""
+        end = end_marker.strip(_C_SPACE)
+        closed = self.optspace(end_marker)
+        stray = self.optional(self._stray_end(end))  # (outside the draft's atomic: it waits on trailing whitespace)
+        if not markers:
+            return self.reasoning(self.until(end)) + closed + stray
+        at_call = self.peek(self.choice([self.literal(m) for m in markers]))
+        return self.reasoning(self.until_one_of([end, *markers])) + self.choice([
+            closed,
+            at_call + self.atomic(self.reasoning(self.until(end)) + closed),
+            self.repair("reasoning_ended_by_call", at_call)]) + stray
+
+    # --- calls ----------------------------------------------------------------------------------------------
+
+    def arguments_value(self) -> P:
+        return self.json_object()
+
+    def loose_json_calls(self, calls: P, name_key: str, args_key: str, names: Sequence[str]) -> P:
+        # the template's calls first, then as models write them beyond it
+        return calls | self.loose_json_call(name_key, args_key, names)
+
+    def json_call_separator(self, between: P) -> P:
+        return between | self.repair("call_separator", self._loose_between())
+
+    def extra_json_calls(self, calls: P, call: P) -> P:
+        return calls + self.zero_or_more(self.repair("extra_call", self._loose_between()) + call)
+
+    def _loose_between(self) -> P:
+        """Between two calls as models write them: whitespace, or `;` or `,` with whitespace around."""
+        return self.space() + self.optional(self.chars("[;,]", 1, 1) + self.space())
+
+    def optionally_closed_call(self, head: P, closer: str) -> P:
+        return self.tool(head + self.tool_close(self.eps())) + self.optional(self.literal(closer))
+
+    def tagged_call_choice(self, strict: Callable[[], P], markers: TaggedMarkers | None,
+                           tools: Sequence[Function], json_first: Callable[[Parameter], bool]) -> P:
+        if markers is None:
+            return strict()
+        # calls as the template writes them and beyond (None: an undeclared tool, where names are marked)
+        return self.choice([self.loose_tagged_call(markers, f, json_first)
+                            for f in [*tools, *([None] if markers.names_marked else [])]])
+
+    def python_string_body(self, quote: str, form: CallForm | None) -> P:
+        return self.python_escaped_body(quote)
+
+    def python_string_value(self, value: P, form: CallForm | None, keys: list[str], key: str) -> P:
+        # A quote the model left unescaped inside a string (`command='sed -n '1,5p' f'`): the literal holds only
+        # where an argument's or the call's end follows it; else the value runs to a quote that one follows, as
+        # a template that prints values as they are writes. (A quote right before another argument's name,
+        # `"x"days=3`, is a missing comma: no such value, and the call stays unreadable.)
+        ends = python_value_ends(form, keys, key)
+        names = [k + "=" for k in keys if k != key]
+        printed = self.choice([self.quoted_as_is(q, [*ends, *names]) + self.peek(self.choice([self.literal(e)
+                                                                                               for e in ends]))
+                               for q in "'\""])
+        return value + self.peek(self.space() + self.chars("[,)]", 1, 1)) | self.repair("unescaped_quote", printed)
+
+    def python_call_list(self, call: P, between: P) -> P:
+        # a call it cannot read, beside one it can: its text is content
+        bad = self.negate(call) + self.repair("unreadable_call", self.content(self._python_call_text()))
+        return self.zero_or_more(bad + between) + call + self.zero_or_more(between + (call | bad))
+
+    def _python_call_text(self) -> P:
+        """Any `name(...)` with balanced brackets and closed quotes: a call the relaxed parser cannot read."""
+        def balanced() -> P:
+            quoted = [self.literal(q) + self.python_escaped_body(q) + self.literal(q) for q in "\"'"]
+            nested = [self.literal(o) + self.ref("python-balanced") + self.literal(c) for o, c in ("()", "[]", "{}")]
+            return self.zero_or_more(self.choice([self.chars("[^()\\[\\]{}'\"]"), *quoted, *nested]))
+
+        return self.chars("[A-Za-z_]") + self.chars("[A-Za-z0-9_.]", 0) + "(" \
+            + self.rule("python-balanced", balanced) + ")"

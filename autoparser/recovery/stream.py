@@ -1,0 +1,104 @@
+"""The default stream: llama.cpp's stream (chat/stream.py), reading the output as the default parse does.
+
+`RecoveringStream` is a `StreamParser` over the relaxed parser that differs through the strict stream's hooks:
+a call still open is not shown (a call is shown whole or not at all: one found malformed later goes to
+content, and what a stream sent cannot be taken back); a repeated reasoning start is dropped, and held back
+while the reasoning could still become one; where the relaxed parser rejects the output, the part it reads
+stays and the rest is content, or read again from the next call marker (re-read at every chunk, which only
+malformed outputs pay); the final message is the default parse's (`Reader.read`), the same for any chunking.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from autoparser.chat.growth import FieldGrowth, map_growing
+from autoparser.chat.mapper import map_result, without_open_calls
+from autoparser.chat.stream import StreamParser
+from autoparser.chat.tags import TOOL
+from autoparser.peg import ParseResult
+from autoparser.peg.ast import AstId
+from autoparser.recovery.checks import drop_repeated_start, may_become_marker, repair_diagnostics
+from autoparser.recovery.coverage import Reading
+from autoparser.recovery.reading import Reader, with_unparsed
+from autoparser.types import ChatMessage, MessageDelta
+
+__all__ = ["RecoveringStream"]
+
+
+class RecoveringStream(StreamParser):
+    """Output chunks to deltas, as the default parse reads the output (see the module docstring)."""
+
+    def __init__(self, reader: Reader, *, gen_tool_call_id: Callable[[], str] | None = None) -> None:
+        super().__init__(reader.plan.relaxed, generation_prompt=reader.generation_prompt, format=reader.format,
+                         gen_tool_call_id=gen_tool_call_id)
+        self._reader = reader
+        self._tail: int | None = None  # where, in the output, the text the relaxed parser rejects begins
+        self._head: Reading | None = None  # the reading of the output before it
+        self._last: ParseResult | None = None  # the parse the last mapped message came from (its repairs)
+
+    @property
+    def message(self) -> ChatMessage:
+        """The message so far, with the repairs made so far."""
+        message = super().message
+        if not self._finished and self._tail is None and self._last is not None:
+            repairs = repair_diagnostics(self._last, self._offset)
+            if repairs:
+                return ChatMessage(message.role, message.content, message.reasoning_content, message.tool_calls,
+                                   (*repairs, *message.diagnostics))
+        return message
+
+    def feed(self, chunk: str | bytes) -> list[MessageDelta]:
+        if self._tail is None:
+            return super().feed(chunk)
+        # past the text the relaxed parser rejects: the whole output read again
+        piece = self._decoded(chunk)
+        if not piece:
+            self.last_deltas = []
+            return self.last_deltas
+        self._parts.append(piece)
+        return self._publish(self._unparsed(), settled=True)
+
+    def _unparsed(self) -> ChatMessage:
+        assert self._head is not None and self._tail is not None
+        return self._reader.after_unparsed(self.text, self._head, self._tail, True, 0).message
+
+    def _parsed(self, result: ParseResult) -> list[MessageDelta] | None:
+        if result.fail:
+            # From here on the output is the part the parser reads and, after it, content.
+            self._head, self._tail = self._reader.split_unparsed(self._text())
+            return self._publish(self._unparsed(), settled=True)
+        end = result.end - self._offset
+        if result.success and end < len(self.text):
+            # The format ended before the text: the rest is content (parsed from the start while it grows).
+            message = with_unparsed(self._mapped(result, None)[0], self.text[end:], end, True,
+                                    kind="trailing_text")
+            return self._publish(message, settled=True)
+        return None
+
+    def _mapped(self, result: ParseResult, spine: tuple[AstId, ...] | None) -> tuple[ChatMessage,
+                                                                                     FieldGrowth | None]:
+        self._last = result
+        shown = without_open_calls(result)
+        growth: FieldGrowth | None
+        if shown is not result:
+            # while the open nodes are inside a call not shown, the message stays as it is
+            inside = spine is not None and any(result.ast.nodes[i].tag == TOOL for i in spine)
+            message, growth = map_result(shown, self._fmt), (FieldGrowth("") if inside else None)
+        elif spine is None:
+            message, growth = map_result(result, self._fmt), None
+        else:
+            message, growth = map_growing(result, spine, self._fmt)
+        marker = self._reader.plan.reasoning_start
+        if marker and message.reasoning_content:
+            if growth is not None and growth.field == "reasoning_content" \
+                    and may_become_marker(message.reasoning_content, marker):
+                growth = None  # what shows depends on whether the marker completes
+            message = drop_repeated_start(message, marker, self.text, True)
+        return message, growth
+
+    def _settled(self, message: ChatMessage) -> ChatMessage:
+        return drop_repeated_start(message, self._reader.plan.reasoning_start, self.text, True)
+
+    def _final(self) -> ChatMessage:
+        return self._reader.read(self.text)
