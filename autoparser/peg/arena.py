@@ -6,7 +6,7 @@ Built once by the builder (or loaded from JSON), then immutable. Parsing compile
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any, assert_never
 
 from autoparser.errors import GrammarError
@@ -15,13 +15,6 @@ from autoparser.peg.nodes import INVALID_ID, Node, ParserId
 
 if TYPE_CHECKING:
     from autoparser.peg.engine import ParseResult
-
-
-@dataclass(frozen=True)
-class ArenaData:
-    parsers: tuple[Node, ...]
-    rules: dict[str, ParserId]
-    root: ParserId
 
 
 class Arena:
