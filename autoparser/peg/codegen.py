@@ -28,12 +28,12 @@ from typing import TYPE_CHECKING, Any, assert_never
 from autoparser.peg import nodes as N
 from autoparser.peg.ast import AstNode
 from autoparser.peg.engine import (
-    _OTHER,
-    _SPACE,
-    _SPACE_CHARS,
     MAX_RULE_DEPTH,
+    OBSERVED_OTHER,
+    SPACE_CHARS,
+    SPACE_RUN,
     Fn,
-    _TooDeep,
+    TooDeep,
     class_run_regex,
     compile_arena,
     string_body_regex,
@@ -50,7 +50,7 @@ if TYPE_CHECKING:
 _MAX_LOOPS = 16
 _MAX_INDENT = 60
 
-_SPACE_SET = "".join(sorted(_SPACE_CHARS))
+_SPACE_SET = "".join(sorted(SPACE_CHARS))
 
 # A rule-free subtree (or run of a sequence's children) of at least this many nodes is first tried as one regex
 # (peg/regular.py): fewer save less than the regex call costs.
@@ -77,8 +77,8 @@ class _Emitter:
         self.closures = closures
         self.firsts = firsts
         self.globals: dict[str, Any] = {
-            "_E": (), "OTHER": _OTHER, "TooDeep": _TooDeep, "AstNode": AstNode, "NEW": tuple.__new__,
-            "MAXD": MAX_RULE_DEPTH, "SPACE_MATCH": _SPACE.match,
+            "_E": (), "OTHER": OBSERVED_OTHER, "TooDeep": TooDeep, "AstNode": AstNode, "NEW": tuple.__new__,
+            "MAXD": MAX_RULE_DEPTH, "SPACE_MATCH": SPACE_RUN.match,
         }
         self.lines: list[str] = []
         self.indent = 0
