@@ -25,6 +25,7 @@ from autoparser.analysis.model import (
 )
 from autoparser.analysis.tools import calls_rendered
 from autoparser.template.diff import DiffRenderer, trim_whitespace
+from autoparser.template.render import common_prefix_len
 
 __all__ = ["derive_call_form", "retag_from_needles"]
 
@@ -156,7 +157,7 @@ def retag_from_needles(r: DiffRenderer, tools: ToolsAnalysis, reasoning: Reasoni
     tail = one[v2_end:]
     if one[a2 + len(fx.ARG_SECOND):v2] != key_suffix:
         return None
-    value_suffix = _common_prefix(between, tail)
+    value_suffix = between[:common_prefix_len(between, tail)]
     separator = between[len(value_suffix):]
     # the first call's close: up to where the second call opens
     second = two.find(opener + fx.FUN_SECOND, len(one) - len(tail))
@@ -188,11 +189,3 @@ def _needles(text: str, needles: tuple[str, ...]) -> list[int] | None:
         found.append(i)
         at = i + len(needle)
     return found
-
-
-def _common_prefix(a: str, b: str) -> str:
-    """The longest text both begin with."""
-    n = 0
-    while n < min(len(a), len(b)) and a[n] == b[n]:
-        n += 1
-    return a[:n]

@@ -16,7 +16,7 @@ from typing import Any
 
 from autoparser.template.caps import TemplateCaps, normalize_messages
 from autoparser.template.cpp import CppTemplate
-from autoparser.template.render import render_context
+from autoparser.template.render import common_prefix_len, render_context
 from autoparser.template.sandbox import run_template
 
 # Templates that print the date must render identically in both variants of a comparison.
@@ -31,7 +31,6 @@ __all__ = [
     "TemplateParams",
     "after_common_suffix",
     "calculate_diff_split",
-    "common_prefix_len",
     "common_suffix_len",
     "compare_variants",
     "prune_whitespace_segments",
@@ -129,21 +128,6 @@ def _tail_segments(text: str, pos: int) -> list[Segment]:
 
 def prune_whitespace_segments(segments: list[Segment]) -> list[Segment]:
     return [s for s in segments if trim_whitespace(s.value)]
-
-
-def common_prefix_len(a: str, b: str) -> int:
-    n = min(len(a), len(b))
-    if a[:n] == b[:n]:
-        return n
-    lo, hi = 0, n
-    # Binary search on slice equality: C-speed comparisons instead of a Python loop per character.
-    while lo < hi:
-        mid = (lo + hi + 1) // 2
-        if a[:mid] == b[:mid]:
-            lo = mid
-        else:
-            hi = mid - 1
-    return lo
 
 
 def common_suffix_len(a: str, b: str) -> int:
