@@ -30,7 +30,6 @@ from autoparser.peg.ast import AstNode
 from autoparser.peg.engine import (
     MAX_RULE_DEPTH,
     OBSERVED_OTHER,
-    SPACE_CHARS,
     SPACE_RUN,
     Fn,
     TooDeep,
@@ -39,7 +38,7 @@ from autoparser.peg.engine import (
     string_body_regex,
 )
 from autoparser.peg.first import FirstSets, dispatch_table
-from autoparser.peg.nodes import ParserId
+from autoparser.peg.nodes import C_SPACE, ParserId
 from autoparser.peg.regular import Regular, concatenation, regular
 
 if TYPE_CHECKING:
@@ -49,8 +48,6 @@ if TYPE_CHECKING:
 # nested deeper than this gets a function of its own.
 _MAX_LOOPS = 16
 _MAX_INDENT = 60
-
-_SPACE_SET = "".join(sorted(SPACE_CHARS))
 
 # A rule-free subtree (or run of a sequence's children) of at least this many nodes is first tried as one regex
 # (peg/regular.py): fewer save less than the regex call costs.
@@ -288,7 +285,7 @@ class _Emitter:
 
     def space(self, var: str) -> None:
         """Advance position variable `var` over a run of spaces (engine._space, inline)."""
-        with self.block(f"if {var} < n:"), self.block(f"if text[{var}] in {_SPACE_SET!r}:"):
+        with self.block(f"if {var} < n:"), self.block(f"if text[{var}] in {C_SPACE!r}:"):
             self.line(f"{var} = SPACE_MATCH(text, {var}).end()")
             with self.block(f"if {var} >= n:"):
                 self.line("ctx.observed.append(OTHER)")

@@ -25,7 +25,7 @@ from autoparser.errors import GrammarError, ParseError
 from autoparser.peg import nodes as N
 from autoparser.peg.ast import Ast, AstId, AstNode
 from autoparser.peg.first import FirstSets, dispatch_table
-from autoparser.peg.nodes import ParserId
+from autoparser.peg.nodes import C_SPACE, ParserId
 from autoparser.peg.trie import NO_MATCH, Trie
 from autoparser.peg.utf8 import ESCAPED_BYTE, ESCAPED_RANGE, INCOMPLETE, INVALID, SUCCESS, decode_at
 
@@ -44,7 +44,6 @@ __all__ = [
     "OBS_STRING",
     "OBS_UNTIL",
     "OBS_UNTIL_CUT",
-    "SPACE_CHARS",
     "SPACE_RUN",
     "SUCCESS_",
     "Ctx",
@@ -182,7 +181,7 @@ class Ctx:
 
 # --- node compilers -------------------------------------------------------------------------------------------
 
-SPACE_RUN = re.compile("[ \t\n\x0b\x0c\r]*")
+SPACE_RUN = re.compile(f"[{C_SPACE}]*")
 
 
 def class_regex(node: N.Chars) -> re.Pattern[str]:
@@ -372,14 +371,11 @@ def _any(ctx: Ctx, pos: int) -> Raw:
     return SUCCESS_, pos + length, _E, _E
 
 
-SPACE_CHARS = frozenset(" \t\n\x0b\x0c\r")
-
-
 def _space(ctx: Ctx, pos: int) -> Raw:
     if pos >= ctx.n:
         ctx.observed.append(OBSERVED_OTHER)
         return SUCCESS_, pos, _E, _E
-    if ctx.text[pos] not in SPACE_CHARS:
+    if ctx.text[pos] not in C_SPACE:
         return SUCCESS_, pos, _E, _E
     m = SPACE_RUN.match(ctx.text, pos)
     end = m.end() if m else pos

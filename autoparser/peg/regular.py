@@ -31,7 +31,7 @@ __all__ = ["AVAILABLE", "Regular", "concatenation", "regular"]
 AVAILABLE = sys.version_info >= (3, 11)
 
 _INF = math.inf
-_SPACE = r"[ \t\n\x0b\x0c\r]*+"
+_SPACE = f"[{N.C_SPACE}]*+"
 
 
 @dataclass(frozen=True)

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
+from autoparser.peg.nodes import C_SPACE
 from autoparser.template.caps import TemplateCaps, normalize_messages
 from autoparser.template.cpp import CppTemplate
 from autoparser.template.render import common_prefix_len, render_context
@@ -43,21 +44,18 @@ __all__ = [
     "with_string_arguments",
 ]
 
-# The C++ uses `isspace` in the "C" locale: exactly these six bytes. Python's str.strip() would also strip
-# Unicode spaces (U+00A0, U+3000, ...) that the reference keeps.
-_WS = " \t\n\v\f\r"
 
-
+# The C++ trims with `isspace` in the "C" locale (C_SPACE), never Unicode spaces as str.strip() would.
 def trim_whitespace(s: str) -> str:
-    return s.strip(_WS)
+    return s.strip(C_SPACE)
 
 
 def trim_leading_whitespace(s: str) -> str:
-    return s.lstrip(_WS)
+    return s.lstrip(C_SPACE)
 
 
 def trim_trailing_whitespace(s: str) -> str:
-    return s.rstrip(_WS)
+    return s.rstrip(C_SPACE)
 
 
 def trim_trailing_newlines(s: str) -> str:
