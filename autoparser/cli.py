@@ -11,18 +11,12 @@ import sys
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
-from autoparser.errors import AutoparserError, read_text_input
+from autoparser.errors import AutoparserError, cli_error, read_text_input
 
 Command = Callable[[argparse.Namespace], int]
 
 if TYPE_CHECKING:
     from autoparser.template.source import TemplateSource
-
-
-def _fail(message: str, code: int = 2) -> int:
-    first_line = message.strip().splitlines()[0] if message.strip() else "error"
-    print(f"autoparser: error: {first_line}", file=sys.stderr)
-    return code
 
 
 def cmd_gbnf(args: argparse.Namespace) -> int:
@@ -34,14 +28,14 @@ def cmd_gbnf(args: argparse.Namespace) -> int:
     try:
         schema = json.loads(read_text_input(args.schema, "schema"))
     except json.JSONDecodeError as e:
-        return _fail(f"{args.schema}: invalid JSON: {e}")
+        return cli_error(f"{args.schema}: invalid JSON: {e}", first_line=True)
     except AutoparserError as e:
-        return _fail(str(e))
+        return cli_error(str(e), first_line=True)
     warnings: list[str] = []
     try:
         sys.stdout.write(json_schema_to_grammar(schema, warnings=warnings))
     except AutoparserError as e:
-        return _fail(str(e).replace("\n", " "))
+        return cli_error(str(e).replace("\n", " "), first_line=True)
     for w in warnings:
         print(f"autoparser: warning: {args.schema}: {w}", file=sys.stderr)
     return 0
@@ -68,7 +62,7 @@ def cmd_analyze(args: argparse.Namespace) -> int:
         template = _template(args)
         tools = read_tools(args.tools) if args.tools else []
     except AutoparserError as e:
-        return _fail(str(e))
+        return cli_error(str(e), first_line=True)
     out = io.StringIO()
     with contextlib.redirect_stdout(out):
         code = int(run_analyze(template.source, template.name, as_json=args.json))
@@ -92,7 +86,7 @@ def cmd_analyze(args: argparse.Namespace) -> int:
         else:
             _print_generated(generated)
     # The analysis stands either way (it is printed); a parser that could not be built is still a failure.
-    return _fail(f"generating the parser: {generated}", 1) if failed else 0
+    return cli_error(f"generating the parser: {generated}", 1, first_line=True) if failed else 0
 
 
 def _print_generated(generated: dict[str, Any]) -> None:
@@ -134,7 +128,7 @@ def cmd_parse(args: argparse.Namespace) -> int:
     try:
         template = _template(args)
     except AutoparserError as e:
-        return _fail(str(e))
+        return cli_error(str(e), first_line=True)
     return int(run_parse(args, template.source, template.name))
 
 
@@ -156,9 +150,9 @@ def cmd_export(args: argparse.Namespace) -> int:
     try:
         config = json.loads(read_text_input(str(target), "tokenizer config"))
     except json.JSONDecodeError as e:
-        return _fail(f"{target}: invalid JSON: {e}")
+        return cli_error(f"{target}: invalid JSON: {e}", first_line=True)
     if not isinstance(config, dict):
-        return _fail(f"{target}: not a tokenizer config (a JSON object)")
+        return cli_error(f"{target}: not a tokenizer config (a JSON object)", first_line=True)
     config["response_template"] = spec  # every other key as it was, in its order
     fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
     with os.fdopen(fd, "w", encoding="utf-8") as fh:
@@ -179,13 +173,13 @@ def cmd_render(args: argparse.Namespace) -> int:
         fmt = llm_chat_template_from_str(args.builtin)
         conversation = json.loads(read_text_input(args.conversation, "conversation"))
     except json.JSONDecodeError as e:
-        return _fail(f"{args.conversation}: invalid JSON: {e}")
+        return cli_error(f"{args.conversation}: invalid JSON: {e}", first_line=True)
     except AutoparserError as e:  # (an unknown name, or a file that cannot be read: both say which)
-        return _fail(str(e))
+        return cli_error(str(e), first_line=True)
     try:
         messages = messages_from_openai(conversation)
     except AutoparserError as e:
-        return _fail(f"{args.conversation}: {e}")
+        return cli_error(f"{args.conversation}: {e}", first_line=True)
     sys.stdout.write(llm_chat_apply_template(fmt, messages, args.add_generation_prompt))
     return 0
 
@@ -356,7 +350,7 @@ def _run(argv: Sequence[str] | None) -> int:
         with time_budget():  # one budget for all a command renders (AUTOPARSER_TIME_BUDGET)
             return func(args)
     except AutoparserError as e:
-        return _fail(str(e).replace("\n", " "))
+        return cli_error(str(e).replace("\n", " "), first_line=True)
     except KeyboardInterrupt:
         return 130
 

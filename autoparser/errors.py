@@ -1,10 +1,13 @@
 """Every error autoparser raises. One hierarchy, so callers can catch `AutoparserError` and lose nothing.
 
 Inside the engines failure is a value (a FAIL parse result, a None diff); these exceptions exist only at the
-API edges, each carrying enough context (position, path, repo, rule) to act on without a traceback.
+API edges, each carrying enough context (position, path, repo, rule) to act on without a traceback. Commands
+report them with cli_error.
 """
 
 from __future__ import annotations
+
+import sys
 
 __all__ = [
     "AnalysisError",
@@ -18,6 +21,7 @@ __all__ = [
     "SerializationError",
     "TemplateError",
     "UnknownBuiltinTemplateError",
+    "cli_error",
     "read_text_input",
 ]
 
@@ -106,6 +110,19 @@ class ParseError(AutoparserError):
         if self.text or self.position == 0:
             parts.append(self.excerpt())
         return "\n".join(parts)
+
+
+def cli_error(message: str, code: int = 2, *, first_line: bool = False) -> int:
+    """Print `autoparser: error: MESSAGE` on stderr, the one line in which every command reports a failure, and
+    return `code` for the command to exit with (2 bad input, 1 output that does not parse or a job that failed).
+
+    `first_line`: only the first line of the stripped message ("error" when it is blank), for messages that may
+    carry more (a template error's excerpt); other callers make their message one line themselves.
+    """
+    if first_line:
+        message = message.strip().splitlines()[0] if message.strip() else "error"
+    print(f"autoparser: error: {message}", file=sys.stderr)
+    return code
 
 
 def read_text_input(path: str, what: str) -> str:

@@ -17,6 +17,7 @@ from autoparser.analysis.reasoning import analyze_reasoning, prompt_opened_reaso
 from autoparser.analysis.tools import analyze_tools
 from autoparser.analysis.workarounds import apply_workarounds
 from autoparser.errors import AnalysisError, AutoparserError, TemplateError
+from autoparser.peg.nodes import C_SPACE
 from autoparser.template.caps import TemplateCaps, template_caps
 from autoparser.template.cpp import CppTemplate, compile_cpp, transformers_reading
 from autoparser.template.diff import (
@@ -30,8 +31,6 @@ from autoparser.template.render import ChatTemplate, normalize_source
 from autoparser.template.sandbox import time_budget
 
 __all__ = ["analyze_template", "collect_preserved_tokens"]
-
-_WS = " \t\n\v\f\r"
 
 
 def analyze_template(template: str | ChatTemplate, name: str = "<template>", *, strict: bool = False,
@@ -165,7 +164,7 @@ def _reads_json_text(tools: ToolsAnalysis) -> bool:
     if fmt.mode is ToolFormat.JSON_NATIVE:
         return True
     opener = fmt.section_start + fmt.per_call_start + tools.function.name_prefix
-    return fmt.mode is ToolFormat.TAG_WITH_JSON and bool(opener.strip(_WS)) and not _holds_needles(tools)
+    return fmt.mode is ToolFormat.TAG_WITH_JSON and bool(opener.strip(C_SPACE)) and not _holds_needles(tools)
 
 
 def _reads_calls(tools: ToolsAnalysis) -> bool:

@@ -61,10 +61,6 @@ def first_tool_call_alt_id() -> dict[str, Any]:
     return tool_call(FUN_FIRST, {ARG_FIRST: VALUE_FIRST, ARG_SECOND: VALUE_SECOND}, CALL_ID_999)
 
 
-def first_tool_call_zero_args() -> dict[str, Any]:
-    return tool_call(FUN_FIRST, {})
-
-
 def first_tool_call_one_arg() -> dict[str, Any]:
     return tool_call(FUN_FIRST, {ARG_FIRST: VALUE_FIRST})
 

@@ -24,11 +24,12 @@ from autoparser.analysis.model import (
     ToolsAnalysis,
 )
 from autoparser.analysis.tools import calls_rendered
+from autoparser.peg.nodes import C_SPACE
 from autoparser.template.diff import DiffRenderer, trim_whitespace
+from autoparser.template.render import common_prefix_len
 
 __all__ = ["derive_call_form", "retag_from_needles"]
 
-_WS = " \t\n\v\f\r"
 # A rendered Python call of the first fixture function: its name, `(`, then a keyword argument of the fixture's
 # (the template may write the arguments in either order, and either quote style, or none: `city=Paris`).
 _PY_CALL = re.compile(rf"{fx.FUN_FIRST}\(\s*(?:{fx.ARG_FIRST}|{fx.ARG_SECOND})\s*=\s*(?P<quote>[\"']?)")
@@ -52,10 +53,10 @@ def derive_call_form(r: DiffRenderer, reasoning: ReasoningAnalysis, *, cpp_reads
     if end is None:
         return None
     before, after = _without_reasoning(one[:m.start()], reasoning), one[end:]
-    list_open = before.rstrip(_WS).endswith("[") and after.lstrip(_WS).startswith("]")
+    list_open = before.rstrip(C_SPACE).endswith("[") and after.lstrip(C_SPACE).startswith("]")
     if list_open:
-        before = before.rstrip(_WS)[:-1]
-        after = after.lstrip(_WS)[1:]
+        before = before.rstrip(C_SPACE)[:-1]
+        after = after.lstrip(C_SPACE)[1:]
     separator = _separator(r, list_open)
     quote = m.group("quote")
     strings = _string_values(r, quote)
@@ -130,7 +131,7 @@ def _separator(r: DiffRenderer, list_wrapped: bool) -> str:
     if end is None or end > second:
         return default
     between = two[end:second]
-    return between if between.strip(_WS) in ("", ",") else default
+    return between if between.strip(C_SPACE) in ("", ",") else default
 
 
 def retag_from_needles(r: DiffRenderer, tools: ToolsAnalysis, reasoning: ReasoningAnalysis) -> ToolsAnalysis | None:
@@ -156,7 +157,7 @@ def retag_from_needles(r: DiffRenderer, tools: ToolsAnalysis, reasoning: Reasoni
     tail = one[v2_end:]
     if one[a2 + len(fx.ARG_SECOND):v2] != key_suffix:
         return None
-    value_suffix = _common_prefix(between, tail)
+    value_suffix = between[:common_prefix_len(between, tail)]
     separator = between[len(value_suffix):]
     # the first call's close: up to where the second call opens
     second = two.find(opener + fx.FUN_SECOND, len(one) - len(tail))
@@ -167,11 +168,11 @@ def retag_from_needles(r: DiffRenderer, tools: ToolsAnalysis, reasoning: Reasoni
     # hands over to the tool) ends the calls; a call itself ends where the next begins.
     after = tail[len(value_suffix + close):]
     if not tail.startswith(value_suffix + close) or not two.endswith(close + after) \
-            or not value_suffix.strip(_WS) or not close.strip(_WS) or not opener.strip(_WS):
+            or not value_suffix.strip(C_SPACE) or not close.strip(C_SPACE) or not opener.strip(C_SPACE):
         return None
     # every call opens with the text before its name: the marker that wakes the grammar and wraps each call
     return ToolsAnalysis(
-        format=replace(tools.format, section_start="", section_end=after.strip(_WS), per_call_start=opener,
+        format=replace(tools.format, section_start="", section_end=after.strip(C_SPACE), per_call_start=opener,
                        per_call_end=""),
         function=FunctionAnalysis(name_suffix=name_suffix, close=close),
         arguments=ArgumentsAnalysis(name_suffix=key_suffix, value_suffix=value_suffix, separator=separator),
@@ -188,11 +189,3 @@ def _needles(text: str, needles: tuple[str, ...]) -> list[int] | None:
         found.append(i)
         at = i + len(needle)
     return found
-
-
-def _common_prefix(a: str, b: str) -> str:
-    """The longest text both begin with."""
-    n = 0
-    while n < min(len(a), len(b)) and a[n] == b[n]:
-        n += 1
-    return a[:n]

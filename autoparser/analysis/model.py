@@ -50,10 +50,6 @@ class ToolFormat(enum.Enum):
     TAG_WITH_TAGGED = "TAG_WITH_TAGGED"
 
 
-# The issue calls it ToolMode too.
-ToolMode = ToolFormat
-
-
 class CallIdPosition(enum.Enum):
     NONE = "NONE"
     PRE_FUNC_NAME = "PRE_FUNC_NAME"

@@ -4,24 +4,18 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import sys
 from typing import Any
 
 from autoparser.analysis.analyzer import analyze_template
 from autoparser.analysis.model import TemplateAnalysis
 from autoparser.builtin import detect_builtin
-from autoparser.errors import AutoparserError, TemplateError
+from autoparser.errors import AutoparserError, TemplateError, cli_error
 
 __all__ = ["builtin_line", "format_table", "run_analyze"]
 
 # The key of `analyze --json` that says what llama.cpp does with the text without --jinja. Beside the C++ record,
 # not in it: the record is the Jinja analysis, compared field by field with llama.cpp's.
 BUILTIN_KEY = "builtin_format"
-
-
-def _fail(message: str) -> int:
-    print(f"autoparser: error: {message}".replace("\n", " "), file=sys.stderr)
-    return 2
 
 
 def run_analyze(source: str, path: str, *, as_json: bool = False) -> int:
@@ -37,11 +31,11 @@ def run_analyze(source: str, path: str, *, as_json: bool = False) -> int:
         if as_json and analysis is not None:
             # The C++ analyses such a template as all defaults: --json prints that record beside the failure.
             print(json.dumps(analysis.to_dict(), ensure_ascii=False, indent=2))
-        return _fail(str(err))
+        return cli_error(str(err).replace("\n", " "))
     except AutoparserError as err:
-        return _fail(str(err))
+        return cli_error(str(err).replace("\n", " "))
     except Exception as err:
-        return _fail(f"{path}: {type(err).__name__}: {err}")
+        return cli_error(f"{path}: {type(err).__name__}: {err}".replace("\n", " "))
     if as_json:
         builtin = detect_builtin(source)
         detected = builtin.label if builtin.supported else None  # null: llama.cpp rejects it without --jinja

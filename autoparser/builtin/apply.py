@@ -15,6 +15,7 @@ from typing import Any
 
 from autoparser.builtin.templates import LlmChatTemplate, c_string, llm_chat_detect_template
 from autoparser.errors import AutoparserError, UnknownBuiltinTemplateError
+from autoparser.peg.nodes import C_SPACE
 
 __all__ = [
     "LlamaChatMessage",
@@ -25,12 +26,10 @@ __all__ = [
 
 T = LlmChatTemplate
 
-# C's isspace() in the "C" locale: what upstream's trim() removes (no Unicode spaces: it works on bytes).
-_C_SPACE = " \t\n\v\f\r"
-
 
 def trim(text: str) -> str:
-    return text.strip(_C_SPACE)
+    """Upstream's trim(): C whitespace only (no Unicode spaces: it works on bytes)."""
+    return text.strip(C_SPACE)
 
 
 def _ascii_upper(text: str) -> str:

@@ -18,6 +18,7 @@ from autoparser.analysis.model import CallForm, StringValues
 from autoparser.chat.tags import ChatTags
 from autoparser.chat.tools import Function, Parameter, functions
 from autoparser.peg import Arena, P
+from autoparser.peg.nodes import C_SPACE
 from autoparser.types import ToolDef, tools_to_openai
 
 __all__ = ["COMMON_CHAT_MAX_PERMUTE", "ChatBuilder", "DerivedReasoning", "TaggedMarkers", "build_chat_peg_parser",
@@ -26,7 +27,6 @@ __all__ = ["COMMON_CHAT_MAX_PERMUTE", "ChatBuilder", "DerivedReasoning", "Tagged
 # Beyond this many parsers a permutation would need 2^n rules; fall back to the given order.
 COMMON_CHAT_MAX_PERMUTE = 6
 
-_C_SPACE = " \t\n\v\f\r"
 
 Tools = Sequence[ToolDef | Mapping[str, Any]] | None
 
@@ -43,11 +43,11 @@ def _properties(params: Any) -> Mapping[str, Any]:
 
 
 def _lead(s: str) -> str:
-    return s[:len(s) - len(s.lstrip(_C_SPACE))]
+    return s[:len(s) - len(s.lstrip(C_SPACE))]
 
 
 def _trail(s: str) -> str:
-    return s[len(s.rstrip(_C_SPACE)):]
+    return s[len(s.rstrip(C_SPACE)):]
 
 
 @dataclass(frozen=True)
@@ -67,13 +67,13 @@ class TaggedMarkers:
     @property
     def readable(self) -> bool:
         """Whether a loose reading can tell the parts apart: an argument opener, a value closer, a call end."""
-        return all(s.strip(_C_SPACE) for s in (self.arg_prefix, self.value_suffix)) \
-            and bool((self.call_close or self.after_call).strip(_C_SPACE))
+        return all(s.strip(C_SPACE) for s in (self.arg_prefix, self.value_suffix)) \
+            and bool((self.call_close or self.after_call).strip(C_SPACE))
 
     @property
     def names_marked(self) -> bool:
         """Whether a marker says where a name begins, so that a call to an undeclared tool can be told apart."""
-        return bool(self.name_prefix.strip(_C_SPACE))
+        return bool(self.name_prefix.strip(C_SPACE))
 
 
 @dataclass(frozen=True)
@@ -147,8 +147,8 @@ class ChatBuilder(ChatTags):
         """`tag` with each of its leading and trailing whitespace characters made optional."""
         parser = self.eps()
         n = len(tag)
-        end_of_prefix = next((i for i, ch in enumerate(tag) if ch not in _C_SPACE), n)
-        start_of_suffix = next((i + 1 for i in range(n - 1, -1, -1) if tag[i] not in _C_SPACE), n)
+        end_of_prefix = next((i for i, ch in enumerate(tag) if ch not in C_SPACE), n)
+        start_of_suffix = next((i + 1 for i in range(n - 1, -1, -1) if tag[i] not in C_SPACE), n)
         for ch in tag[:end_of_prefix]:
             parser += self.optional(self.literal(ch))
         parser += self.literal(tag[end_of_prefix:start_of_suffix])
@@ -657,7 +657,7 @@ class ChatBuilder(ChatTags):
             choices |= self.rule(f"tool-{name}", tool_parser)
 
         if form is not None:
-            separator = form.separator.strip(_C_SPACE) if not form.list_wrapped else ","
+            separator = form.separator.strip(C_SPACE) if not form.list_wrapped else ","
             between = self.space() + separator + self.space() if separator else self.space()
             calls = choices
             if parallel_tool_calls:
@@ -700,7 +700,7 @@ def python_value_ends(form: CallForm | None, keys: list[str], key: str) -> list[
     ends = [sep + k + "=" for k in keys if k != key for sep in (",", ", ")]
     if form is None:
         return [*ends, "),", ")]"]
-    after_call = [form.separator.strip(_C_SPACE) or form.separator, form.section_end.strip(_C_SPACE)]
+    after_call = [form.separator.strip(C_SPACE) or form.separator, form.section_end.strip(C_SPACE)]
     if form.list_wrapped:
         after_call.append("]")
     return ends + ([")" + a for a in dict.fromkeys(after_call) if a] or [")"])

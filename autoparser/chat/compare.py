@@ -10,11 +10,11 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
+from autoparser.peg.nodes import C_SPACE
 from autoparser.types import ChatMessage, ToolCall
 
 __all__ = ["as_message", "message_differences", "renormalize_json"]
 
-_WS = " \t\n\v\f\r"  # what C++ isspace() strips: content and reasoning are compared stripped
 
 
 def renormalize_json(text: str) -> str:
@@ -47,7 +47,7 @@ def message_differences(expected: ChatMessage, actual: ChatMessage, *, ignore_ws
     out: list[str] = []
 
     def norm(s: str) -> str:
-        return s.strip(_WS) if ignore_ws else s
+        return s.strip(C_SPACE) if ignore_ws else s
 
     if expected.role != actual.role:
         out.append(f"role: expected {expected.role!r}, got {actual.role!r}")

@@ -25,15 +25,15 @@ from autoparser.chat.request import Continuation
 from autoparser.chat.spec import Build, FormatSpec, Prefill, Rendered, pattern, word
 from autoparser.chat.tools import Function, functions, parameters
 from autoparser.peg.builder import P
+from autoparser.peg.nodes import C_SPACE
 from autoparser.template.diff import with_string_arguments
 
 __all__ = ["derived_format"]
 
-_WS = " \t\n\v\f\r"
 
 
 def _trim(s: str) -> str:
-    return s.strip(_WS)
+    return s.strip(C_SPACE)
 
 
 def derived_format(analysis: TemplateAnalysis) -> FormatSpec:
@@ -328,19 +328,19 @@ def _bare_tag_openers(d: _Derived) -> list[str]:
     the name and what follows it (`f[CALL_ID]`) when the name stands alone."""
     tools = d.a.tools
     fmt, fn, cid = tools.format, tools.function, tools.call_id
-    if fmt.section_start.strip(_WS) and fmt.per_call_start.strip(_WS):
+    if fmt.section_start.strip(C_SPACE) and fmt.per_call_start.strip(C_SPACE):
         return [fmt.per_call_start]  # the section opener missing: the first call's marker starts the calls
     names = [f.name for f in functions(d.b.inputs.tools)]
-    if fn.name_prefix.strip(_WS):
-        return [fn.name_prefix.lstrip(_WS) + name for name in names]
+    if fn.name_prefix.strip(C_SPACE):
+        return [fn.name_prefix.lstrip(C_SPACE) + name for name in names]
     # what the template writes after the name, up to the first argument's marker: `\n<arg_key>`, `[CALL_ID]`
     a = tools.arguments
     follow = fn.name_suffix + (cid.prefix if cid.pos is CallIdPosition.BETWEEN_FUNC_AND_ARGS else "")
     for part in (fn.args_separator, a.start, a.name_prefix):
-        if follow.strip(_WS):
+        if follow.strip(C_SPACE):
             break
         follow += part
-    return [name + follow for name in names] if follow.strip(_WS) else []
+    return [name + follow for name in names] if follow.strip(C_SPACE) else []
 
 
 def _after_content(d: _Derived, calls: P) -> P:
@@ -348,7 +348,7 @@ def _after_content(d: _Derived, calls: P) -> P:
     p, fmt = d.p, d.a.tools.format
     marker = fmt.section_start or fmt.per_call_start
     section = calls if d.b.required else p.optional(calls)
-    if marker.strip(_WS):
+    if marker.strip(C_SPACE):
         # (a call the model wrote without its opener: relaxed, content stops where one follows)
         content = p.content_until_calls([marker], _bare_tag_openers(d), lambda: calls)
     else:
@@ -451,11 +451,11 @@ def _pythonic(d: _Derived, form: CallForm) -> P:
         section = calls + p.space()
     calls = p.trigger_rule("tool-calls", section)
     markers = [form.section_start] if form.section_start else bare
-    if not form.section_start.strip(_WS) and form.list_wrapped and bare:
+    if not form.section_start.strip(C_SPACE) and form.list_wrapped and bare:
         content = p.content_until_call_list(markers, bare, lambda: calls)
     elif form.section_start or bare:
         # (relaxed: calls written without the section marker; content stops where they follow)
-        content = p.content_until_calls(markers, bare if form.section_start.strip(_WS) else [], lambda: calls)
+        content = p.content_until_calls(markers, bare if form.section_start.strip(C_SPACE) else [], lambda: calls)
     else:
         content = p.content(p.rest())
     return d.reasoning + p.optional(content) + (calls if b.required else p.optional(calls)) + p.end()

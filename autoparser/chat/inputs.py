@@ -20,11 +20,11 @@ from autoparser.chat.request import (
     Continuation,
     ToolChoice,
     message_to_oaicompat,
-    normalize_content_caps,
     tools_to_oaicompat,
 )
 from autoparser.errors import AutoparserError
-from autoparser.template.caps import TemplateCaps
+from autoparser.peg.nodes import C_SPACE
+from autoparser.template.caps import TemplateCaps, normalize_messages
 from autoparser.template.render import ChatTemplate
 
 __all__ = ["GenerationInputs", "generation_prompt", "prepare_inputs", "render_prompt"]
@@ -86,7 +86,7 @@ def prepare_inputs(tmpl: ChatTemplate, caps: TemplateCaps, request: ChatRequest)
         # StepFun: leftover whitespace in history drives the model into loops; the C++ trims it.
         raw = [_trim_message(m) for m in raw]
     messages = [message_to_oaicompat(m) for m in raw]
-    messages = normalize_content_caps(messages, caps.supports_string_content, caps.supports_typed_content)
+    messages = normalize_messages(messages, caps, coerce_text=True)
     add_gp = request.add_generation_prompt
     continuation = request.continue_final_message
     continue_msg: Mapping[str, Any] | None = None
@@ -132,7 +132,7 @@ def prepare_inputs(tmpl: ChatTemplate, caps: TemplateCaps, request: ChatRequest)
 
 def _trim_message(m: Mapping[str, Any]) -> dict[str, Any]:
     out = dict(m)
-    ws = " \t\n\v\f\r"
+    ws = C_SPACE
     if isinstance(out.get("content"), str):
         out["content"] = out["content"].strip(ws)
     elif isinstance(out.get("content"), list):

@@ -37,6 +37,7 @@ from autoparser.chat.tags import (
 from autoparser.errors import ParseError
 from autoparser.peg import Arena, Ast, AstNode, ParseResult
 from autoparser.peg.ast import INVALID_AST_ID, AstId
+from autoparser.peg.nodes import C_SPACE
 from autoparser.peg.utf8 import ESCAPED_BYTE, ESCAPED_RANGE, to_text
 from autoparser.types import ChatFormat, ChatMessage, ToolCall
 
@@ -49,7 +50,9 @@ __all__ = [
     "FillingCall",
     "Gemma4Mapper",
     "MiniMaxM3Mapper",
+    "dump_string",
     "escape_inner",
+    "json_brace_depth",
     "map_accounted",
     "map_result",
     "normalize_quotes_to_json",
@@ -63,10 +66,9 @@ TOOL_ARG_OBJECT = "tool-arg-object"
 TOOL_ARG_ARRAY = "tool-arg-array"
 TOOL_ARG_ITEM = "tool-arg-item"
 
-_C_SPACE = " \t\n\v\f\r"
 
 
-def _dump_string(s: str) -> str:
+def dump_string(s: str) -> str:
     """JSON string literal as nlohmann's dump() writes it: non-ASCII raw, control characters escaped.
 
     Undecodable bytes (surrogate escapes) become U+FFFD: the C++ would throw on them, and a message field
@@ -77,7 +79,7 @@ def _dump_string(s: str) -> str:
     return encode_basestring(s)  # what json.dumps(s, ensure_ascii=False) calls, without its Python layers
 
 
-# The characters _dump_string changes: what JSON escapes (quote, backslash, controls) and undecodable bytes
+# The characters dump_string changes: what JSON escapes (quote, backslash, controls) and undecodable bytes
 _ESCAPED_IN_JSON = re.compile('[\x00-\x1f"\\\\' + ESCAPED_RANGE + ']')
 
 
@@ -85,12 +87,12 @@ def escape_inner(s: str) -> str:
     """The body of the JSON string literal of `s` (escaped as nlohmann writes it), without the quotes."""
     if _ESCAPED_IN_JSON.search(s) is None:
         return s  # the common case while streaming a string value: nothing to escape
-    return _dump_string(s)[1:-1]
+    return dump_string(s)[1:-1]
 
 
 def rstrip_c(s: str) -> str:
     """`s` without trailing whitespace as C's isspace sees it (Python's rstrip would also take Unicode spaces)."""
-    return s.rstrip(_C_SPACE)
+    return s.rstrip(C_SPACE)
 
 
 def _is_word_char(ch: str) -> bool:
@@ -182,7 +184,7 @@ def _decoded_prefix(body: str) -> str:
     return ""
 
 
-def _json_brace_depth(s: str) -> int:
+def json_brace_depth(s: str) -> int:
     """Unclosed `{` in JSON-ish text, ignoring braces inside double-quoted strings (`[` is not tracked).
 
     Jumps from quote to quote (str.find/count run in C): a per-character loop, or a regex over the string
@@ -210,7 +212,7 @@ def _json_brace_depth(s: str) -> int:
 
 def _json_not_object(text: str) -> bool:
     """Whether arguments' text is a JSON value other than an object (a string, an array, a number, a literal)."""
-    text = text.strip(_C_SPACE)
+    text = text.strip(C_SPACE)
     return bool(text) and (text[0] in '"[-0123456789' or text in ("true", "false", "null"))
 
 
@@ -352,7 +354,7 @@ class ChatPegMapper:
             elif _json_not_object(text):  # (llama.cpp maps such arguments to `{}`; tagged ones map their parts)
                 self.dropped.append((node.start, node.end))
         elif tag == TOOL_ARGS_STRING:
-            text = _decoded_prefix(node.text).strip(_C_SPACE)
+            text = _decoded_prefix(node.text).strip(C_SPACE)
             if self._current is not None and text.startswith("{"):
                 self._set_target(text)
             elif text:
@@ -362,9 +364,9 @@ class ChatPegMapper:
         elif tag == TOOL_ARG_NAME:
             if self._current is not None:
                 name = node.text
-                if name and name[0] in _C_SPACE:
+                if name and name[0] in C_SPACE:
                     name = name[1:]  # at most one leading whitespace character is dropped
-                entry = ("," if self._arg_count > 0 else "") + _dump_string(rstrip_c(name)) + ":"
+                entry = ("," if self._arg_count > 0 else "") + dump_string(rstrip_c(name)) + ":"
                 self._arg_count += 1
                 self._set_target((self._target() or "{") + entry)
         elif tag in (TOOL_ARG_VALUE, TOOL_ARG_STRING_VALUE):
@@ -407,7 +409,7 @@ class ChatPegMapper:
         if self._closing_quote_pending:
             cur.arguments += '"'
             self._closing_quote_pending = False
-        depth = _json_brace_depth(cur.arguments)
+        depth = json_brace_depth(cur.arguments)
         if depth > 0:
             cur.arguments += "}" * depth
         if self._pending is not None:
@@ -517,7 +519,7 @@ def _m3_member(ast: Ast, node: AstNode) -> str:
     name_id = ast.find_by_tag(node, TOOL_ARG_NAME)
     if name_id == INVALID_AST_ID:
         return ""
-    return _dump_string(ast.get(name_id).text) + ":" + _m3_value(ast, _m3_value_of(ast, node), not node.is_partial)
+    return dump_string(ast.get(name_id).text) + ":" + _m3_value(ast, _m3_value_of(ast, node), not node.is_partial)
 
 
 def _m3_container(ast: Ast, node: AstNode, is_object: bool, closed: bool) -> str:

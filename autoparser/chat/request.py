@@ -17,6 +17,7 @@ from enum import IntEnum
 from typing import Any
 
 from autoparser.errors import AutoparserError
+from autoparser.template.caps import join_content_parts
 
 
 class ToolChoice(IntEnum):
@@ -128,33 +129,13 @@ def checked_tools(tools: Any) -> tuple[Mapping[str, Any], ...]:
     return tuple(tools)
 
 
-def _content_text(parts: list[Any], joiner: str = "\n") -> str:
-    """Typed content parts joined as the C++ joins them (newlines, none around media markers)."""
-    text = ""
-    last_media = False
-    for part in parts:
-        kind = part.get("type", "") if isinstance(part, Mapping) else ""
-        if kind == "text":
-            add_newline = not last_media and bool(text)
-            last_media = False
-        elif kind == "media_marker":
-            add_newline = False
-            last_media = True
-        else:
-            continue
-        if add_newline:
-            text += joiner
-        text += str(part.get("text", ""))
-    return text
-
-
 def message_to_oaicompat(msg: Mapping[str, Any]) -> dict[str, Any]:
     """One message as `common_chat_msg::to_json_oaicompat` writes it (empty fields dropped, "" content)."""
     out: dict[str, Any] = {"role": msg.get("role", "")}
     content = msg.get("content")
     if isinstance(content, list) and content:
         if any(isinstance(p, Mapping) and p.get("type") == "media_marker" for p in content):
-            out["content"] = _content_text(content)
+            out["content"] = join_content_parts(content, coerce_text=True)
         else:
             out["content"] = [{"type": p.get("type"), "text": p.get("text", "")} for p in content
                               if isinstance(p, Mapping)]
@@ -179,25 +160,6 @@ def message_to_oaicompat(msg: Mapping[str, Any]) -> dict[str, Any]:
             if tc.get("id"):
                 item["id"] = tc["id"]
             out["tool_calls"].append(item)
-    return out
-
-
-def normalize_content_caps(messages: list[dict[str, Any]], supports_string: bool,
-                           supports_typed: bool) -> list[dict[str, Any]]:
-    """Typed content joined for string-only templates, strings wrapped for typed-only ones (C++ normalizer)."""
-    only_string = supports_string and not supports_typed
-    only_typed = supports_typed and not supports_string
-    if not only_string and not only_typed:
-        return messages
-    out = []
-    for m in messages:
-        m = dict(m)
-        c = m.get("content")
-        if only_typed and isinstance(c, str):
-            m["content"] = [{"type": "text", "text": c}]
-        elif only_string and isinstance(c, list):
-            m["content"] = _content_text(c)
-        out.append(m)
     return out
 
 

@@ -18,17 +18,10 @@ from autoparser.errors import ParseError
 from autoparser.peg import Arena, ParseResult
 from autoparser.peg.ast import AstId
 from autoparser.peg.resume import Resumption, Stops, ends_inside_marker, resumption
+from autoparser.template.render import common_prefix_len
 from autoparser.types import ChatFormat, ChatMessage, MessageDelta, ToolCall
 
 __all__ = ["StreamParser", "apply_deltas", "compute_deltas", "set_tool_call_ids", "string_diff"]
-
-
-def _common_prefix_len(a: str, b: str) -> int:
-    n = min(len(a), len(b))
-    i = 0
-    while i < n and a[i] == b[i]:
-        i += 1
-    return i
 
 
 def string_diff(last: str, current: str) -> str:
@@ -44,7 +37,7 @@ def string_diff(last: str, current: str) -> str:
     if last.startswith(current):
         return ""
     raise ParseError(f"Invalid diff: '{last}' not found at start of '{current}'", text=current,
-                     position=_common_prefix_len(last, current))
+                     position=common_prefix_len(last, current))
 
 
 def _calls_listing(calls: tuple[ToolCall, ...]) -> str:
@@ -73,7 +66,7 @@ def compute_deltas(prev: ChatMessage, cur: ChatMessage) -> list[MessageDelta]:
         pref, newf = prev.tool_calls[idx], cur.tool_calls[idx]
         if pref.name != newf.name and pref.name and newf.name and not newf.name.startswith(pref.name):
             raise ParseError(f"Invalid diff: tool call mismatch! (previous name '{pref.name}', now '{newf.name}')",
-                             text=newf.name, position=_common_prefix_len(pref.name, newf.name))
+                             text=newf.name, position=common_prefix_len(pref.name, newf.name))
         args_delta = string_diff(pref.arguments, newf.arguments)
         changed = pref.id != newf.id or pref.name != newf.name
         if args_delta or changed:

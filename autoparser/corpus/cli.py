@@ -3,17 +3,11 @@
 from __future__ import annotations
 
 import argparse
-import sys
 from pathlib import Path
 
-from autoparser.errors import CorpusError
+from autoparser.errors import CorpusError, cli_error
 
 __all__ = ["run_corpus", "run_nightly", "run_refresh", "run_report"]
-
-
-def _fail(message: str, code: int = 2) -> int:
-    print(f"autoparser: error: {message}", file=sys.stderr)
-    return code
 
 
 def run_refresh(args: argparse.Namespace) -> int:
@@ -26,7 +20,7 @@ def run_refresh(args: argparse.Namespace) -> int:
     try:
         ids = read_repo_ids(ids_path)
     except CorpusError as e:
-        return _fail(str(e))
+        return cli_error(str(e))
     fetcher = HubFetcher(endpoint=getattr(args, "endpoint", None))
     report = refresh(corpus, ids, fetcher, Path(args.report), discover=int(getattr(args, "discover", 0) or 0))
     print(f"corpus refresh: {len(report.added)} added, {len(report.changed)} changed, {len(report.removed)} removed,"
@@ -46,23 +40,23 @@ def run_nightly(args: argparse.Namespace) -> int:
     ids_path = Path(args.ids) if args.ids else corpus / "model-ids.txt"
     jobs = int(args.jobs)
     if jobs < 1:
-        return _fail("corpus nightly: --jobs must be >= 1")
+        return cli_error("corpus nightly: --jobs must be >= 1")
     snapshots = Path(args.snapshots)
     if snapshots.exists() and not snapshots.is_dir():
-        return _fail(f"corpus nightly: --snapshots {snapshots} is not a directory")
+        return cli_error(f"corpus nightly: --snapshots {snapshots} is not a directory")
     try:
         ids = read_repo_ids(ids_path)
         if not ids and not args.discover:
-            return _fail(f"corpus nightly: no repo ids in {ids_path} (and no --discover)")
+            return cli_error(f"corpus nightly: no repo ids in {ids_path} (and no --discover)")
         report = nightly(corpus, ids, HubFetcher(endpoint=args.endpoint), snapshots=snapshots,
                          report_dir=Path(args.report), update=bool(args.update), discover=int(args.discover or 0),
                          jobs=jobs)
     except CorpusError as e:
-        return _fail(f"corpus nightly: {e}")
+        return cli_error(f"corpus nightly: {e}")
     where = f"; report in {Path(args.report) / NIGHTLY_MD}" if report.worth_writing() else ""
     print(f"corpus nightly: {report.summary_line()}{where}")
     if report.nothing_fetched:
-        print("autoparser: error: corpus nightly: no repo could be read (see the report's failures)", file=sys.stderr)
+        return cli_error("corpus nightly: no repo could be read (see the report's failures)", report.exit_code)
     return report.exit_code
 
 
@@ -77,24 +71,24 @@ def run_report(args: argparse.Namespace) -> int:
     jobs = getattr(args, "jobs", None)
     jobs = 1 if jobs is None else int(jobs)
     if limit is not None and limit < 0:
-        return _fail("corpus report: --limit must be >= 0")
+        return cli_error("corpus report: --limit must be >= 0")
     if jobs < 1:
-        return _fail("corpus report: --jobs must be >= 1")
+        return cli_error("corpus report: --jobs must be >= 1")
     corpus_dir = Path(args.corpus)
     if not corpus_dir.is_dir():
-        return _fail(f"corpus report: no corpus directory {corpus_dir}")
+        return cli_error(f"corpus report: no corpus directory {corpus_dir}")
     try:
         corpus = Corpus.load(corpus_dir)
     except CorpusError as e:
-        return _fail(f"corpus report: {e}")
+        return cli_error(f"corpus report: {e}")
     only = list(getattr(args, "only", None) or []) or None
     snapshots = Path(args.snapshots) if getattr(args, "snapshots", None) else None
     if snapshots is not None and snapshots.exists() and not snapshots.is_dir():
-        return _fail(f"corpus report: --snapshots {snapshots} is not a directory")
+        return cli_error(f"corpus report: --snapshots {snapshots} is not a directory")
     started = time.monotonic()
     selected = select_entries(corpus, only, limit)
     if only and not selected:
-        return _fail(f"corpus report: no template matches --only {' '.join(only)}")
+        return cli_error(f"corpus report: no template matches --only {' '.join(only)}")
     # a progress bar on a terminal (tqdm comes with huggingface_hub); none in a log
     from tqdm import tqdm
 
@@ -107,7 +101,7 @@ def run_report(args: argparse.Namespace) -> int:
     try:
         html_path, md_path = write_report(rows, Path(args.out), stamp=made_from(corpus_dir), divergences=divergences)
     except OSError as e:
-        return _fail(f"corpus report: cannot write to {args.out}: {e.strerror or e}")
+        return cli_error(f"corpus report: cannot write to {args.out}: {e.strerror or e}")
     print(f"corpus report: wrote {html_path} and {md_path} in {time.monotonic() - started:.1f}s")
     print(f"corpus report: {summary_line(rows)}")
     return 0
@@ -121,4 +115,4 @@ def run_corpus(args: argparse.Namespace) -> int:
         return run_nightly(args)
     if command == "report":
         return run_report(args)
-    return _fail(f"unknown corpus command {command!r}")
+    return cli_error(f"unknown corpus command {command!r}")

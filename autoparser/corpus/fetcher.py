@@ -164,12 +164,6 @@ def _status(exc: BaseException) -> int | None:
     return status if isinstance(status, int) else None
 
 
-class _Retryable(Exception):
-    def __init__(self, kind: str, message: str) -> None:
-        super().__init__(message)
-        self.kind = kind
-
-
 class HubFetcher:
     """Reads repos from one hub endpoint. All network access goes through huggingface_hub."""
 

@@ -18,12 +18,12 @@ from autoparser.chat.spec import TriggerType
 from autoparser.corpus.roundtrip import expressible_scenarios
 from autoparser.errors import AutoparserError
 from autoparser.params import ChatParams
+from autoparser.peg.nodes import C_SPACE
 from autoparser.types import ChatMessage
 
 __all__ = ["KINDS", "Mutation", "mutations", "recovered", "recovery_counts"]
 
 KINDS = ("cut_last_closer", "text_after_calls", "missing_call_opener", "repeated_reasoning_start")
-_WS = " \t\n\v\f\r"
 TRAILING_TEXT = "\n\nDone."
 
 
@@ -41,8 +41,8 @@ def mutations(params: ChatParams, output: str, expected: ChatMessage) -> Iterato
     """The mutations that apply to this output of this request (each at most once)."""
     calls = bool(expected.tool_calls)
     if calls:
-        stripped = output.rstrip(_WS)
-        ends = sorted((c.strip(_WS) for c in params.reader.plan.closers if c.strip(_WS)),
+        stripped = output.rstrip(C_SPACE)
+        ends = sorted((c.strip(C_SPACE) for c in params.reader.plan.closers if c.strip(C_SPACE)),
                       key=len, reverse=True)
         closer = next((c for c in ends if stripped.endswith(c)), "")
         if closer:
@@ -50,14 +50,14 @@ def mutations(params: ChatParams, output: str, expected: ChatMessage) -> Iterato
         yield Mutation("text_after_calls", output + TRAILING_TEXT, expected, ("tool_calls",))
         # a call or section opener, not a function's own opener (`<function=NAME>`: without it the name is gone)
         names = [c.name for c in expected.tool_calls]
-        openers = [t.value.strip(_WS) for t in params.grammar_triggers
+        openers = [t.value.strip(C_SPACE) for t in params.grammar_triggers
                    if t.type == TriggerType.WORD and not any(n in t.value for n in names)]
         opener = next((o for o in openers if o and output.count(o) == 1), "")
         if opener:
             yield Mutation("missing_call_opener", output.replace(opener, "", 1), expected, ("tool_calls",))
-    start = params.thinking_start_tag.strip(_WS)
-    if start and params.prompt.rstrip(_WS).endswith(start) and not output.lstrip(_WS).startswith(start) \
-            and expected.reasoning_content.strip(_WS):
+    start = params.thinking_start_tag.strip(C_SPACE)
+    if start and params.prompt.rstrip(C_SPACE).endswith(start) and not output.lstrip(C_SPACE).startswith(start) \
+            and expected.reasoning_content.strip(C_SPACE):
         yield Mutation("repeated_reasoning_start", start + output, expected,
                        ("reasoning_content", "content", "tool_calls"))
 
@@ -67,7 +67,7 @@ def recovered(mutation: Mutation, got: ChatMessage) -> list[str]:
     want = replace(ChatMessage(), **{f: getattr(mutation.expected, f) for f in mutation.checks})
     have = replace(ChatMessage(), **{f: getattr(got, f) for f in mutation.checks})
     problems = message_differences(want, have, compare_ids=False)
-    if mutation.kind == "text_after_calls" and TRAILING_TEXT.strip(_WS) not in got.content:
+    if mutation.kind == "text_after_calls" and TRAILING_TEXT.strip(C_SPACE) not in got.content:
         problems.append(f"content: the text after the calls is lost: {got.content!r}")
     return problems
 

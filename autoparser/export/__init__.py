@@ -52,12 +52,12 @@ from autoparser.chat.spec import (
 )
 from autoparser.errors import AutoparserError
 from autoparser.params import generate, strict_analysis
+from autoparser.peg.nodes import C_SPACE
 from autoparser.template.render import normalize_source
 from autoparser.template.sandbox import time_budget
 
 __all__ = ["ExportError", "response_template", "transformers_message"]
 
-_WS = " \t\n\v\f\r"
 # A tool's name as templates write it; `name` is the capture the transform reads.
 _NAME = r"(?P<name>[A-Za-z0-9_.:\-]+)"
 
@@ -68,7 +68,7 @@ class ExportError(AutoparserError):
 
 def _lit(marker: str) -> str:
     """A marker as a regex: the template's text without its surrounding whitespace, which models vary."""
-    return re.escape(marker.strip(_WS))
+    return re.escape(marker.strip(C_SPACE))
 
 
 def _seq(*parts: str) -> str:
@@ -98,8 +98,8 @@ def _response_template(source: str) -> dict[str, Any]:
         fields["tool_calls"] = calls
         # a section's end after the last call (its opener goes with the first call's): no content
         section = analysis.tools.format
-        if section.section_end.strip(_WS) and (section.per_call_start.strip(_WS)
-                                               or analysis.tools.function.name_prefix.strip(_WS)):
+        if section.section_end.strip(C_SPACE) and (section.per_call_start.strip(C_SPACE)
+                                               or analysis.tools.function.name_prefix.strip(C_SPACE)):
             fields["markup"] = markup_field([section.section_end])
     if len(fields) == 1 and fields["content"] == IMPLICIT_CONTENT:
         raise ExportError("no reasoning, content markers or tool calls to describe: the whole output is content")
@@ -131,14 +131,14 @@ def _anchors(source: str, openers: tuple[str, ...], assistant_start: str = "") -
         params = generate(source, {"messages": [{"role": "user", "content": "Hi"}], "reasoning_format": "auto",
                                    "enable_thinking": thinking})
         gp = params.generation_prompt
-        at = params.prompt.rfind(assistant_start) if assistant_start.strip(_WS) else -1
-        if not gp.strip(_WS) and at >= 0:
+        at = params.prompt.rfind(assistant_start) if assistant_start.strip(C_SPACE) else -1
+        if not gp.strip(C_SPACE) and at >= 0:
             gp = params.prompt[at:]
-        for marker in (m.strip(_WS) for m in openers):
+        for marker in (m.strip(C_SPACE) for m in openers):
             if marker and marker in gp:
                 gp = gp[:gp.rindex(marker)]
-        if gp.strip(_WS) and gp.strip(_WS) not in anchors:
-            anchors.append(gp.strip(_WS))
+        if gp.strip(C_SPACE) and gp.strip(C_SPACE) not in anchors:
+            anchors.append(gp.strip(C_SPACE))
     return anchors
 
 
@@ -157,13 +157,13 @@ def _reasoning(a: TemplateAnalysis) -> ReasoningAnalysis:
     """The reasoning block the template's output holds: the analysis's, or the one the generation prompt opens
     where the analysis finds no end (`TemplateAnalysis.prompt_reasoning`: OLMo 3 Think's `<think>`). transformers
     reads the latter like any other: the anchor stops before its opener, which the prompt then opens for it."""
-    return a.prompt_reasoning if a.prompt_reasoning is not None and not a.reasoning.end.strip(_WS) else a.reasoning
+    return a.prompt_reasoning if a.prompt_reasoning is not None and not a.reasoning.end.strip(C_SPACE) else a.reasoning
 
 
 def _thinking(r: ReasoningAnalysis) -> dict[str, Any]:
-    if r.mode is ReasoningMode.NONE or not r.end.strip(_WS):
+    if r.mode is ReasoningMode.NONE or not r.end.strip(C_SPACE):
         return {}
-    if not r.start.strip(_WS):
+    if not r.start.strip(C_SPACE):
         raise ExportError("the reasoning has an end marker but no start: a response_template field needs an opener "
                           "(only the content may go without one)")
     return thinking_field(r.start, r.end)
@@ -171,12 +171,12 @@ def _thinking(r: ReasoningAnalysis) -> dict[str, Any]:
 
 def _content(a: TemplateAnalysis) -> dict[str, Any]:
     c = a.content
-    if not (c.start.strip(_WS) and c.end.strip(_WS)):
+    if not (c.start.strip(C_SPACE) and c.end.strip(C_SPACE)):
         return dict(IMPLICIT_CONTENT)
     if c.mode is not ContentMode.ALWAYS_WRAPPED:
-        raise ExportError(f"the content is wrapped in {c.start.strip(_WS)!r} only after reasoning: a field is "
+        raise ExportError(f"the content is wrapped in {c.start.strip(C_SPACE)!r} only after reasoning: a field is "
                           "either opened by a marker or the implicit one, not both")
-    return {"open": c.start.strip(_WS), "close": c.end.strip(_WS)}
+    return {"open": c.start.strip(C_SPACE), "close": c.end.strip(C_SPACE)}
 
 
 # The analysis's own probe values: a marker that holds one is a misreading, no format to export.
@@ -214,10 +214,10 @@ def _pythonic(form: CallForm) -> dict[str, Any]:
                           f"({form.strings.value.lower()}): transformers' python-call-list reads literals")
     field: dict[str, Any] = {"content": "python-call-list", "transform": call_transform("{name}", "{arguments}"),
                              "transform_each": True}
-    if form.section_start.strip(_WS):
+    if form.section_start.strip(C_SPACE):
         field["open_pattern"] = _lit(form.section_start) + r"\s*(?=\[)"
-        if form.section_end.strip(_WS):
-            field["close"] = form.section_end.strip(_WS)
+        if form.section_end.strip(C_SPACE):
+            field["close"] = form.section_end.strip(C_SPACE)
     else:  # a bare list: it begins where `[name(` does (the bracket stays in the region)
         field["open_pattern"] = r"(?=\[\s*[A-Za-z_][A-Za-z0-9_.\-]*\()"
     return field
@@ -234,21 +234,21 @@ def _json_native(t: ToolsAnalysis, parallel: bool) -> dict[str, Any]:
     elif args == fmt.function_field:  # an OpenAI-style wrapper read by llama.cpp as the arguments' key
         name, args = f"{fmt.function_field}.name", f"{fmt.function_field}.arguments"
     field: dict[str, Any] = {"content": "json"}
-    if fmt.per_call_start.strip(_WS):
+    if fmt.per_call_start.strip(C_SPACE):
         # one region per call: the section's markers, if any, go with the first call's opener and the last's closer
-        field["open_pattern"] = _seq(f"(?:{_lit(fmt.section_start)})?" if fmt.section_start.strip(_WS) else "",
+        field["open_pattern"] = _seq(f"(?:{_lit(fmt.section_start)})?" if fmt.section_start.strip(C_SPACE) else "",
                                      _lit(fmt.per_call_start))
-        close = fmt.per_call_end.strip(_WS)
+        close = fmt.per_call_end.strip(C_SPACE)
         if not close:
             raise ExportError("each call has an opener but no closer: a region of JSON would run into the next")
         field["close"] = close
         field["repeats"] = True
         field["transform"] = call_transform(f"{{content.{name}}}", f"{{content.{args}}}")
         return field
-    if fmt.section_start.strip(_WS):
-        field["open"] = fmt.section_start.strip(_WS)
-        if fmt.section_end.strip(_WS):
-            field["close"] = fmt.section_end.strip(_WS)
+    if fmt.section_start.strip(C_SPACE):
+        field["open"] = fmt.section_start.strip(C_SPACE)
+        if fmt.section_end.strip(C_SPACE):
+            field["close"] = fmt.section_end.strip(C_SPACE)
     else:  # calls without markers begin with their first key
         first = (fmt.parameter_order or (name.split(".")[0],))[0]
         field["open_pattern"] = rf'(?=\[?\s*\{{\s*"{re.escape(first)}"\s*:)'
@@ -268,19 +268,19 @@ def _json_native(t: ToolsAnalysis, parallel: bool) -> dict[str, Any]:
 def _tagged(t: ToolsAnalysis, content: dict[str, Any]) -> dict[str, Any]:
     """One region per call, opened by the call's markers up to its name (captured), closed by its last closer."""
     fmt, fn, cid = t.format, t.function, t.call_id
-    if not (fn.name_prefix.strip(_WS) or fmt.per_call_start.strip(_WS)):
+    if not (fn.name_prefix.strip(C_SPACE) or fmt.per_call_start.strip(C_SPACE)):
         raise ExportError("the call's name has no marker before it: nothing tells a call from content")
-    section = f"(?:{_lit(fmt.section_start)})?" if fmt.section_start.strip(_WS) else ""
-    per_call = _lit(fmt.per_call_start) if fmt.per_call_start.strip(_WS) else ""
+    section = f"(?:{_lit(fmt.section_start)})?" if fmt.section_start.strip(C_SPACE) else ""
+    per_call = _lit(fmt.per_call_start) if fmt.per_call_start.strip(C_SPACE) else ""
     # a call id the template writes around the name is read past (the message's ids are the caller's)
-    call_id = _seq(_lit(cid.prefix), r".*?", _lit(cid.suffix)) if cid.prefix.strip(_WS) else ""
+    call_id = _seq(_lit(cid.prefix), r".*?", _lit(cid.suffix)) if cid.prefix.strip(C_SPACE) else ""
     before = call_id if cid.pos is CallIdPosition.PRE_FUNC_NAME else ""
     between = call_id if cid.pos is CallIdPosition.BETWEEN_FUNC_AND_ARGS else ""
     # (the whitespace `_lit` strips from the name's suffix is whitespace the model may write: `NAME\n```json`)
-    after_name = r"\s*" if fn.name_suffix[:1] in tuple(_WS) else ""
+    after_name = r"\s*" if fn.name_suffix[:1] in tuple(C_SPACE) else ""
     open_ = _seq(section, per_call, before, _lit(fn.name_prefix)) + _NAME + after_name + _seq(
         _lit(fn.name_suffix), between, _lit(fn.args_separator), _lit(t.arguments.start))
-    closers = [c.strip(_WS) for c in (t.arguments.end, fn.close, fmt.per_call_end) if c.strip(_WS)]
+    closers = [c.strip(C_SPACE) for c in (t.arguments.end, fn.close, fmt.per_call_end) if c.strip(C_SPACE)]
     if closers:
         close = _seq(*map(re.escape, closers))
     else:  # a call without a closer ends where the next one begins, or with the output
@@ -293,9 +293,9 @@ def _xml_arguments(t: ToolsAnalysis) -> dict[str, Any]:
     """Tagged arguments (`<parameter=K>V</parameter>`, `<arg_key>K</arg_key><arg_value>V</arg_value>`) by
     transformers' `xml-inline`; values are text, which transformers casts with the tools' schemas."""
     a = t.arguments
-    if not a.name_prefix.strip(_WS) or not (a.value_suffix.strip(_WS)):
+    if not a.name_prefix.strip(C_SPACE) or not (a.value_suffix.strip(C_SPACE)):
         raise ExportError("the arguments have no marker before their names or after their values")
-    after_key = [m for m in (a.name_suffix, a.value_prefix) if m.strip(_WS)]
+    after_key = [m for m in (a.name_suffix, a.value_prefix) if m.strip(C_SPACE)]
     if not after_key:
         raise ExportError("nothing marks where an argument's name ends and its value begins")
     pattern = _lit(a.name_prefix) + r"(?P<key>[^<>\s\"']+?)" + _seq(*map(_lit, after_key)) + \

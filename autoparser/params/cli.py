@@ -11,12 +11,7 @@ import json
 import sys
 
 from autoparser.chat.request import checked_tools
-from autoparser.errors import AutoparserError, ParseError, read_text_input
-
-
-def _error(message: str, code: int) -> int:
-    print(f"autoparser: error: {message}", file=sys.stderr)
-    return code
+from autoparser.errors import AutoparserError, ParseError, cli_error, read_text_input
 
 
 def read_tools(path: str) -> list[object]:
@@ -45,7 +40,7 @@ def run_parse(args: argparse.Namespace, source: str, name: str) -> int:
     try:
         tools = read_tools(args.tools) if args.tools else []
     except AutoparserError as e:
-        return _error(str(e), 2)
+        return cli_error(str(e), 2)
     request = {"messages": [{"role": "user", "content": "Hey there!"}], "tools": tools,
                "reasoning_format": args.reasoning_format, "enable_thinking": not args.no_thinking,
                "parallel_tool_calls": args.parallel_tool_calls}
@@ -53,15 +48,14 @@ def run_parse(args: argparse.Namespace, source: str, name: str) -> int:
         params = generate(source, request)
     except AutoparserError as e:
         # (generate() compiles a source text, whose errors name it `<template>`: here it has a file name)
-        return _error(str(e).splitlines()[0].replace("<template>", name), 2)
+        return cli_error(str(e).splitlines()[0].replace("<template>", name), 2)
     if sys.stdin.isatty():  # (a user who typed only the command would otherwise wait on a silent terminal)
         print("autoparser: reading the model output from stdin; end it with Ctrl-D", file=sys.stderr)
     output = sys.stdin.buffer.read().decode("utf-8", "surrogateescape")
     try:
         msg = params.parse(output, is_partial=args.partial, strict=args.strict)
     except ParseError as e:
-        print(f"autoparser: error: {name}: {e}", file=sys.stderr)
-        return 1
+        return cli_error(f"{name}: {e}", 1)
     print(json.dumps(msg.to_dict(), ensure_ascii=False, indent=2))
     # What was repaired to read a malformed output, one line each; the output was read, so the exit code is 0.
     for d in msg.diagnostics:

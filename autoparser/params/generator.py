@@ -25,6 +25,7 @@ from autoparser.chat.tools import functions
 from autoparser.errors import AnalysisError, AutoparserError
 from autoparser.gbnf.from_peg import arena_to_gbnf
 from autoparser.params.result import ChatParams
+from autoparser.peg.nodes import C_SPACE
 from autoparser.recovery import RelaxedBuilder, plan_of
 from autoparser.template.caps import TemplateCaps, template_caps
 from autoparser.template.render import ChatTemplate
@@ -136,7 +137,7 @@ def assemble(spec: FormatSpec, tmpl: ChatTemplate, inputs: GenerationInputs) -> 
     if spec.relaxes:  # the same build on the relaxed builder (recovery/relax.py)
         rb = RelaxedBuilder()
         relaxed = rb.build((spec.relaxed_build or spec.build)(replace(b, p=rb)))
-    recovery = plan_of(relaxed, reasoning_start=spec.thinking_start_tag.strip(" \t\n\v\f\r"),
+    recovery = plan_of(relaxed, reasoning_start=spec.thinking_start_tag.strip(C_SPACE),
                        tools=tuple(functions(inputs.tools, typed=False)) if tool_calls else (), call_markers=markers)
     return ChatParams(
         format=spec.format, prompt=prompt, generation_prompt=gp, parser=arena, grammar=grammar,

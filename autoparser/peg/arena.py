@@ -6,8 +6,8 @@ Built once by the builder (or loaded from JSON), then immutable. Parsing compile
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING, Any, assert_never
+from dataclasses import replace
+from typing import TYPE_CHECKING, assert_never
 
 from autoparser.errors import GrammarError
 from autoparser.peg import nodes as N
@@ -15,24 +15,20 @@ from autoparser.peg.nodes import INVALID_ID, Node, ParserId
 
 if TYPE_CHECKING:
     from autoparser.peg.engine import ParseResult
-
-
-@dataclass(frozen=True)
-class ArenaData:
-    parsers: tuple[Node, ...]
-    rules: dict[str, ParserId]
-    root: ParserId
+    from autoparser.peg.evaluate import EvaluatorState
 
 
 class Arena:
-    __slots__ = ("_compiled", "parsers", "root", "rules")
+    __slots__ = ("evaluator_state", "parsers", "root", "rules")
 
     def __init__(self, parsers: list[Node] | tuple[Node, ...] = (), rules: dict[str, ParserId] | None = None,
                  root: ParserId = INVALID_ID) -> None:
         self.parsers: tuple[Node, ...] = tuple(parsers)
         self.rules: dict[str, ParserId] = dict(rules or {})
         self.root: ParserId = root
-        self._compiled: Any = None
+        # What evaluate.py keeps for this arena between parses (its closures, first sets and use counts): set and
+        # read by evaluate.entry_function only; None until the first parse.
+        self.evaluator_state: EvaluatorState | None = None
 
     def __len__(self) -> int:
         return len(self.parsers)

@@ -28,19 +28,18 @@ from typing import TYPE_CHECKING, Any, assert_never
 from autoparser.peg import nodes as N
 from autoparser.peg.ast import AstNode
 from autoparser.peg.engine import (
-    _OTHER,
-    _SPACE,
-    _SPACE_CHARS,
     MAX_RULE_DEPTH,
     OBS_DROPPED,
+    OBSERVED_OTHER,
+    SPACE_RUN,
     Fn,
-    _TooDeep,
+    TooDeep,
     class_run_regex,
     compile_arena,
     string_body_regex,
 )
 from autoparser.peg.first import FirstSets, dispatch_table
-from autoparser.peg.nodes import ParserId
+from autoparser.peg.nodes import C_SPACE, ParserId
 from autoparser.peg.regular import Regular, concatenation, regular
 
 if TYPE_CHECKING:
@@ -50,8 +49,6 @@ if TYPE_CHECKING:
 # nested deeper than this gets a function of its own.
 _MAX_LOOPS = 16
 _MAX_INDENT = 60
-
-_SPACE_SET = "".join(sorted(_SPACE_CHARS))
 
 # A rule-free subtree (or run of a sequence's children) of at least this many nodes is first tried as one regex
 # (peg/regular.py): fewer save less than the regex call costs.
@@ -78,8 +75,8 @@ class _Emitter:
         self.closures = closures
         self.firsts = firsts
         self.globals: dict[str, Any] = {
-            "_E": (), "OTHER": _OTHER, "TooDeep": _TooDeep, "AstNode": AstNode, "NEW": tuple.__new__,
-            "MAXD": MAX_RULE_DEPTH, "SPACE_MATCH": _SPACE.match,
+            "_E": (), "OTHER": OBSERVED_OTHER, "TooDeep": TooDeep, "AstNode": AstNode, "NEW": tuple.__new__,
+            "MAXD": MAX_RULE_DEPTH, "SPACE_MATCH": SPACE_RUN.match,
         }
         self.lines: list[str] = []
         self.indent = 0
@@ -289,7 +286,7 @@ class _Emitter:
 
     def space(self, var: str) -> None:
         """Advance position variable `var` over a run of spaces (engine._space, inline)."""
-        with self.block(f"if {var} < n:"), self.block(f"if text[{var}] in {_SPACE_SET!r}:"):
+        with self.block(f"if {var} < n:"), self.block(f"if text[{var}] in {C_SPACE!r}:"):
             self.line(f"{var} = SPACE_MATCH(text, {var}).end()")
             with self.block(f"if {var} >= n:"):
                 self.line("ctx.observed.append(OTHER)")

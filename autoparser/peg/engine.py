@@ -25,12 +25,44 @@ from autoparser.errors import GrammarError, ParseError
 from autoparser.peg import nodes as N
 from autoparser.peg.ast import Ast, AstId, AstNode
 from autoparser.peg.first import FirstSets, dispatch_table
-from autoparser.peg.nodes import ParserId
+from autoparser.peg.nodes import C_SPACE, ParserId
 from autoparser.peg.trie import NO_MATCH, Trie
 from autoparser.peg.utf8 import ESCAPED_BYTE, ESCAPED_RANGE, INCOMPLETE, INVALID, SUCCESS, decode_at
 
 if TYPE_CHECKING:
     from autoparser.peg.arena import Arena
+
+# What evaluate.py, codegen.py (which must agree with the closures exactly), regular.py and resume.py share.
+__all__ = [
+    "CUT_ESCAPE",
+    "FAIL_",
+    "MAX_RULE_DEPTH",
+    "NEED_MORE_",
+    "OBSERVED_OTHER",
+    "OBS_DROPPED",
+    "OBS_LITERAL",
+    "OBS_OTHER",
+    "OBS_STRING",
+    "OBS_UNTIL",
+    "OBS_UNTIL_CUT",
+    "SPACE_RUN",
+    "SUCCESS_",
+    "Ctx",
+    "Fn",
+    "Observation",
+    "ParseResult",
+    "Raw",
+    "ResultType",
+    "TooDeep",
+    "TraceEvent",
+    "class_regex",
+    "class_run_regex",
+    "compile_arena",
+    "compile_node",
+    "cut_delimiter_pattern",
+    "has_escaped_bytes",
+    "string_body_regex",
+]
 
 FAIL_, SUCCESS_, NEED_MORE_ = 0, 1, 2
 _E: tuple[Any, ...] = ()
@@ -39,7 +71,6 @@ _E: tuple[Any, ...] = ()
 # parse stops with a ParseError instead of exhausting the Python stack: real model output nests a few dozen
 # levels at most, and adversarial input must not crash the server.
 MAX_RULE_DEPTH = 1000
-_FRAMES_PER_RULE = 8
 
 Raw = tuple[int, int, tuple[AstId, ...], tuple[tuple[int, int], ...]]
 
@@ -54,7 +85,8 @@ OBS_OTHER, OBS_UNTIL, OBS_STRING, OBS_LITERAL, OBS_UNTIL_CUT, OBS_DROPPED = 0, 1
 # (kind, parser id, position): where the scan started; where the cut-off literal or delimiter starts; where the
 # atomic starts
 Observation = tuple[int, int, int]
-_OTHER: Observation = (OBS_OTHER, -1, -1)
+# the one observation of kind OBS_OTHER (it carries no position: it only forbids resuming)
+OBSERVED_OTHER: Observation = (OBS_OTHER, -1, -1)
 Fn = Callable[["Ctx", int], Raw]
 
 
@@ -116,7 +148,10 @@ class ParseResult:
             raise ParseError(message, text=self.text, position=self.end)
 
 
-class _TooDeep(Exception):
+class TooDeep(Exception):
+    """Rule nesting passed MAX_RULE_DEPTH at `pos`: raised by the closures and the generated code alike, and
+    turned into a ParseError by whoever runs them (evaluate.run; the codegen check compares it)."""
+
     def __init__(self, pos: int) -> None:
         self.pos = pos
 
@@ -150,10 +185,10 @@ class Ctx:
 
 # --- node compilers -------------------------------------------------------------------------------------------
 
-_SPACE = re.compile("[ \t\n\x0b\x0c\r]*")
+SPACE_RUN = re.compile(f"[{C_SPACE}]*")
 
 
-def _class_regex(node: N.Chars) -> re.Pattern[str]:
+def class_regex(node: N.Chars) -> re.Pattern[str]:
     """A regex for one code point of the class, never matching a surrogate escape (those stop the scan)."""
     parts = []
     for r in node.ranges:
@@ -182,10 +217,10 @@ def _compile_literal(s: str, pid: ParserId) -> Fn:
             if ctx.partial:
                 ctx.observed.append((OBS_LITERAL, pid, pos))
                 return NEED_MORE_, ctx.n, _E, _E
-            ctx.observed.append(_OTHER)
+            ctx.observed.append(OBSERVED_OTHER)
         elif (ctx.partial and ctx.escapes and remaining < 4 * length and "\udc80" <= text[-1] <= "\udcff"
               and _cut_inside_literal(s, text[pos:])):
-            ctx.observed.append(_OTHER)
+            ctx.observed.append(OBSERVED_OTHER)
             return NEED_MORE_, ctx.n, _E, _E
         return FAIL_, pos, _E, _E
 
@@ -270,7 +305,7 @@ def _compile_repetition(fns: list[Fn], child: ParserId, lo: int, hi: int) -> Fn:
         n = ctx.n
         while hi == -1 or count < hi:
             if p >= n:  # the child is never tried at the end of the input
-                ctx.observed.append(_OTHER)
+                ctx.observed.append(OBSERVED_OTHER)
                 break
             t, e, nd, iv = f(ctx, p)
             if t == SUCCESS_:
@@ -307,7 +342,7 @@ def _compile_and(fns: list[Fn], child: ParserId) -> Fn:
     def peek(ctx: Ctx, pos: int) -> Raw:
         t = fns[child](ctx, pos)[0]
         if t == NEED_MORE_:
-            ctx.observed.append(_OTHER)
+            ctx.observed.append(OBSERVED_OTHER)
         return t, pos, _E, _E
 
     return peek
@@ -319,7 +354,7 @@ def _compile_not(fns: list[Fn], child: ParserId) -> Fn:
         if t == SUCCESS_:
             return FAIL_, pos, _E, _E
         if t == NEED_MORE_:
-            ctx.observed.append(_OTHER)
+            ctx.observed.append(OBSERVED_OTHER)
             return NEED_MORE_, pos, _E, _E
         return SUCCESS_, pos, _E, _E
 
@@ -331,7 +366,7 @@ def _any(ctx: Ctx, pos: int) -> Raw:
         c = ctx.text[pos]
         if not "\udc80" <= c <= "\udcff":
             return SUCCESS_, pos + 1, _E, _E
-    ctx.observed.append(_OTHER)  # the end, or an escaped byte (whose decoding may depend on what follows)
+    ctx.observed.append(OBSERVED_OTHER)  # the end, or an escaped byte (whose decoding may depend on what follows)
     status, _cp, length = decode_at(ctx.text, pos)
     if status == INCOMPLETE:
         return (NEED_MORE_ if ctx.partial else FAIL_), pos, _E, _E
@@ -340,26 +375,23 @@ def _any(ctx: Ctx, pos: int) -> Raw:
     return SUCCESS_, pos + length, _E, _E
 
 
-_SPACE_CHARS = frozenset(" \t\n\x0b\x0c\r")
-
-
 def _space(ctx: Ctx, pos: int) -> Raw:
     if pos >= ctx.n:
-        ctx.observed.append(_OTHER)
+        ctx.observed.append(OBSERVED_OTHER)
         return SUCCESS_, pos, _E, _E
-    if ctx.text[pos] not in _SPACE_CHARS:
+    if ctx.text[pos] not in C_SPACE:
         return SUCCESS_, pos, _E, _E
-    m = _SPACE.match(ctx.text, pos)
+    m = SPACE_RUN.match(ctx.text, pos)
     end = m.end() if m else pos
     if end >= ctx.n:
-        ctx.observed.append(_OTHER)
+        ctx.observed.append(OBSERVED_OTHER)
     return SUCCESS_, end, _E, _E
 
 
 def class_run_regex(node: N.Chars) -> re.Pattern[str]:
     """Up to max_count code points of the class, stopping at any escaped byte (the walk below goes on)."""
     quant = f"{{0,{node.max_count}}}" if node.max_count >= 0 else "*"
-    return re.compile(f"(?:{_class_regex(node).pattern}){quant}")
+    return re.compile(f"(?:{class_regex(node).pattern}){quant}")
 
 
 def _compile_chars(node: N.Chars) -> Fn:
@@ -398,7 +430,7 @@ def _compile_chars(node: N.Chars) -> Fn:
         if hi != -1 and count >= hi:
             return SUCCESS_, p, _E, _E
         if p >= n:
-            ctx.observed.append(_OTHER)
+            ctx.observed.append(OBSERVED_OTHER)
             status = INCOMPLETE
         elif "\udc80" <= text[p] <= "\udcff":
             status = decode_at(text, p)[0]
@@ -458,7 +490,7 @@ def _compile_string(delim: str, pid: ParserId) -> Fn:
             if c == "\\":
                 if p + 1 >= n:
                     # a lone backslash at the end: do not count it until the escape is complete
-                    ctx.observed.append(_OTHER)
+                    ctx.observed.append(OBSERVED_OTHER)
                     return (NEED_MORE_, p, _E, _E) if partial else (FAIL_, pos, _E, _E)
                 e = text[p + 1]
                 if e in simple_escapes:
@@ -468,7 +500,7 @@ def _compile_string(delim: str, pid: ParserId) -> Fn:
                     q = p + 2
                     for _ in range(4):
                         if q >= n:
-                            ctx.observed.append(_OTHER)
+                            ctx.observed.append(OBSERVED_OTHER)
                             return (NEED_MORE_, p, _E, _E) if partial else (FAIL_, pos, _E, _E)
                         if text[q] not in _HEXDIGITS:
                             return FAIL_, pos, _E, _E
@@ -477,7 +509,7 @@ def _compile_string(delim: str, pid: ParserId) -> Fn:
                     continue
                 return FAIL_, pos, _E, _E
             # an escaped (undecodable) byte
-            ctx.observed.append(_OTHER)
+            ctx.observed.append(OBSERVED_OTHER)
             status, _cp, length = decode_at(text, p)
             if status == INCOMPLETE:
                 return (NEED_MORE_, p, _E, _E) if partial else (FAIL_, pos, _E, _E)
@@ -506,7 +538,7 @@ def _compile_until(delimiters: tuple[str, ...], pid: ParserId) -> Fn:
     def slow(ctx: Ctx, pos: int) -> Raw:
         # Exact port of the C++ walk, used when the text holds escaped bytes.
         text, n, partial = ctx.text, ctx.n, ctx.partial
-        ctx.observed.append(_OTHER)  # conservative: texts with escaped bytes are never resumed
+        ctx.observed.append(OBSERVED_OTHER)  # conservative: texts with escaped bytes are never resumed
         p = last_valid = pos
         invalid: list[tuple[int, int]] = []
         while p < n:
@@ -537,11 +569,11 @@ def _compile_until(delimiters: tuple[str, ...], pid: ParserId) -> Fn:
         if cut is not None and stop > n - longest + 1:
             c = cut.search(text, max(pos, n - longest + 1))
             if c is not None and c.start() < stop:
-                ctx.observed.append((OBS_UNTIL_CUT, pid, c.start()) if ctx.partial else _OTHER)
+                ctx.observed.append((OBS_UNTIL_CUT, pid, c.start()) if ctx.partial else OBSERVED_OTHER)
                 return SUCCESS_, c.start(), _E, _E
         if m:
             return SUCCESS_, stop, _E, _E
-        ctx.observed.append((OBS_UNTIL, pid, pos) if ctx.partial else _OTHER)
+        ctx.observed.append((OBS_UNTIL, pid, pos) if ctx.partial else OBSERVED_OTHER)
         return (NEED_MORE_ if ctx.partial else SUCCESS_), n, _E, _E
 
     return until
@@ -556,7 +588,7 @@ def _compile_rule(fns: list[Fn], child: ParserId, name: str, tag: str) -> Fn:
     def rule(ctx: Ctx, pos: int) -> Raw:
         ctx.depth += 1
         if ctx.depth > MAX_RULE_DEPTH:
-            raise _TooDeep(pos)
+            raise TooDeep(pos)
         t, e, nd, iv = fns[child](ctx, pos)
         ctx.depth -= 1
         if t == FAIL_:
@@ -612,7 +644,7 @@ def _start(ctx: Ctx, pos: int) -> Raw:
 
 def _end(ctx: Ctx, pos: int) -> Raw:
     if pos >= ctx.n:
-        ctx.observed.append(_OTHER)
+        ctx.observed.append(OBSERVED_OTHER)
         return SUCCESS_, pos, _E, _E
     return FAIL_, pos, _E, _E
 

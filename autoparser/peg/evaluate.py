@@ -27,22 +27,16 @@ from typing import TYPE_CHECKING
 from autoparser.errors import ParseError
 from autoparser.peg.ast import Ast
 from autoparser.peg.codegen import compile_entry
-from autoparser.peg.engine import (
-    _FRAMES_PER_RULE,
-    MAX_RULE_DEPTH,
-    Ctx,
-    Fn,
-    ParseResult,
-    ResultType,
-    _TooDeep,
-    compile_arena,
-)
+from autoparser.peg.engine import MAX_RULE_DEPTH, Ctx, Fn, ParseResult, ResultType, TooDeep, compile_arena
 from autoparser.peg.first import FirstSets
 from autoparser.peg.nodes import ParserId
 from autoparser.peg.utf8 import to_text
 
 if TYPE_CHECKING:
     from autoparser.peg.arena import Arena
+
+__all__ = ["COMPILE_AFTER", "KEY_AFTER", "MAX_STRUCTURES", "EvaluatorState", "ensure_recursion_room", "entry_function",
+           "run", "tiering"]
 
 KEY_AFTER = 8
 COMPILE_AFTER = 256
@@ -58,9 +52,9 @@ class _Structure:
 
 
 @dataclass(eq=False)
-class _Compiled:
-    """Cached on the arena: its closures and the first sets they dispatch on, how often it was parsed, and its
-    structure once known."""
+class EvaluatorState:
+    """Cached on the arena (Arena.evaluator_state): its closures and the first sets they dispatch on, how often
+    it was parsed, and its structure once known."""
 
     firsts: FirstSets
     closures: list[Fn]
@@ -102,10 +96,10 @@ def tiering(*, key_after: int, compile_after: int) -> Iterator[None]:
 
 def entry_function(arena: Arena, pid: ParserId) -> Fn:
     """The function that evaluates `pid` in `arena` on this call (closure or compiled code, see above)."""
-    state: _Compiled | None = arena._compiled
+    state = arena.evaluator_state
     if state is None:
         firsts = FirstSets(arena)
-        state = arena._compiled = _Compiled(firsts, compile_arena(arena, firsts=firsts))
+        state = arena.evaluator_state = EvaluatorState(firsts, compile_arena(arena, firsts=firsts))
     state.uses += 1
     structure = state.structure
     if structure is None:
@@ -129,10 +123,13 @@ def entry_function(arena: Arena, pid: ParserId) -> Fn:
 
 
 _TYPES = (ResultType.FAIL, ResultType.SUCCESS, ResultType.NEED_MORE_INPUT)  # by value; no Enum.__call__
+# Python frames one rule level of evaluation takes (the rule, its node closures, ...): the stack room below is
+# sized from it, and a grammar nesting deeper between rules meets the RecursionError handled in run().
+_FRAMES_PER_RULE = 8
 _NEEDED_FRAMES = MAX_RULE_DEPTH * _FRAMES_PER_RULE + 2000
 
 
-def _ensure_recursion_room() -> None:
+def ensure_recursion_room() -> None:
     # Evaluation recurses through Python frames; give it room for MAX_RULE_DEPTH nested rules so that the depth
     # guard, not a RecursionError, is what stops pathological input. Done at import as well as per parse, so
     # the first parse does not change interpreter state under callers that watch it (hypothesis warns).
@@ -140,7 +137,7 @@ def _ensure_recursion_room() -> None:
         sys.setrecursionlimit(_NEEDED_FRAMES)
 
 
-_ensure_recursion_room()
+ensure_recursion_room()
 
 
 def run(arena: Arena, pid: ParserId, data: str | bytes, *, partial: bool, start: int = 0,
@@ -150,10 +147,10 @@ def run(arena: Arena, pid: ParserId, data: str | bytes, *, partial: bool, start:
     ctx = Ctx(text, partial)
     if trace:
         ctx.trace = []
-    _ensure_recursion_room()
+    ensure_recursion_room()
     try:
         t, e, nd, iv = fn(ctx, start)
-    except _TooDeep as deep:
+    except TooDeep as deep:
         raise ParseError(f"input nested more than {MAX_RULE_DEPTH} levels deep", text=text,
                          position=deep.pos) from None
     except RecursionError:

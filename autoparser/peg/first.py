@@ -16,10 +16,10 @@ from typing import assert_never
 
 from autoparser.peg import nodes as N
 from autoparser.peg.arena import Arena
-from autoparser.peg.nodes import ParserId
+from autoparser.peg.nodes import C_SPACE, ParserId
 
 _MAX_CLASS = 256
-_SPACE = frozenset(" \t\n\x0b\x0c\r")
+_SPACE = frozenset(C_SPACE)
 
 
 @dataclass(frozen=True, slots=True)

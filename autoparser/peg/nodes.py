@@ -15,6 +15,11 @@ ParserId: TypeAlias = int
 # The C++ marks an unset root with SIZE_MAX; keep the same sentinel so saved arenas are interchangeable.
 INVALID_ID: ParserId = 2**64 - 1
 
+# C whitespace: what isspace() accepts in the "C" locale, so what `space()` (Space) matches and what llama.cpp's
+# trims remove. The one spelling of the set for the package: Python's str.strip() and \s would also take
+# Unicode spaces (U+00A0, U+3000, ...) that the C++ keeps.
+C_SPACE = " \t\n\v\f\r"
+
 
 @dataclass(frozen=True, slots=True)
 class Epsilon:

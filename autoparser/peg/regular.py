@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from autoparser.peg import nodes as N
-from autoparser.peg.engine import _class_regex, string_body_regex
+from autoparser.peg.engine import class_regex, string_body_regex
 
 if TYPE_CHECKING:
     from autoparser.peg.arena import Arena
@@ -31,7 +31,7 @@ __all__ = ["AVAILABLE", "Regular", "concatenation", "regular"]
 AVAILABLE = sys.version_info >= (3, 11)
 
 _INF = math.inf
-_SPACE = r"[ \t\n\x0b\x0c\r]*+"
+_SPACE = f"[{N.C_SPACE}]*+"
 
 
 @dataclass(frozen=True)
@@ -78,7 +78,7 @@ def _regular(arena: Arena, node: N.Node, memo: dict[ParserId, Regular | None]) -
         case N.Chars(min_count=lo, max_count=hi):
             quant = f"{{{lo},}}+" if hi == -1 else f"{{{lo},{hi}}}+"
             stops_short = hi == -1 or hi > lo  # a run that stops before its maximum looked at the next character
-            return Regular(f"(?:{_class_regex(node).pattern}){quant}", 1 if stops_short else 0, lo, lo > 0,
+            return Regular(f"(?:{class_regex(node).pattern}){quant}", 1 if stops_short else 0, lo, lo > 0,
                            _INF if hi == -1 else hi, lo == 0, 1)
         case N.String(delimiter=d):
             # the body as far as it goes, then its delimiter, which the node does not consume

@@ -55,7 +55,7 @@ from autoparser.peg.utf8 import ESCAPED_RANGE
 if TYPE_CHECKING:
     from autoparser.peg.arena import Arena
 
-__all__ = ["Resumption", "Stops", "ends_inside_marker", "resumption"]
+__all__ = ["Resumption", "Stops", "ends_inside_marker", "resumption", "until_check"]
 
 # check(window) -> whether a decision taken at the end of the checked text is taken the same way at the end of
 # the longer text. For a scan that ran into the end, `window` is the new text preceded by the last characters
@@ -88,7 +88,7 @@ def string_stops(delimiter: str) -> Stops:
 
 
 @cache
-def _until_check(delimiters: tuple[str, ...]) -> tuple[Check, int]:
+def until_check(delimiters: tuple[str, ...]) -> tuple[Check, int]:
     usable = sorted({d for d in delimiters if d}, key=len)
     if not usable:
         return (lambda window: True), 0
@@ -292,7 +292,7 @@ def resumption(arena: Arena, result: ParseResult) -> Resumption | None:
             continue  # (no decision: the dropped nodes stay dropped while the scan it ran into extends)
         node = arena.parsers[pid] if kind != OBS_OTHER else None
         if kind == OBS_UNTIL and isinstance(node, N.Until):
-            check, lookback = _until_check(node.delimiters)
+            check, lookback = until_check(node.delimiters)
         elif kind == OBS_STRING and isinstance(node, N.String):
             # no lookback: the checked text left the body at a token boundary
             watches.append(_Watch(_string_check(node.delimiter), 0, "", string=True,

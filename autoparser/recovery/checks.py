@@ -12,13 +12,13 @@ from autoparser.chat.tags import TOOL, TOOL_NAME, TOOL_OPEN
 from autoparser.chat.tools import Function, parameters
 from autoparser.errors import AutoparserError
 from autoparser.peg import ParseResult
+from autoparser.peg.nodes import C_SPACE
 from autoparser.recovery.plan import REPAIR, RecoveryPlan, lead_end
 from autoparser.types import ChatMessage, Diagnostic
 
 __all__ = ["MESSAGES", "call_positions", "checked_calls", "diagnostic", "drop_repeated_start", "may_become_marker",
            "moved", "repair_diagnostics", "with_repairs"]
 
-_C_SPACE = " \t\n\v\f\r"
 
 # What each repair says, `{raw}` being the text it concerns and `{pos}` where it is in the output: the readings
 # of the relaxed parser (`repair:<kind>` nodes), then what the recovery itself does.
@@ -69,7 +69,7 @@ def repair_diagnostics(result: ParseResult, offset: int, partial: bool = True) -
     it)."""
     out = []
     for node in result.ast.walk(result.nodes):
-        if node.tag.startswith(REPAIR) and (not node.is_partial or (not partial and node.text.strip(_C_SPACE))):
+        if node.tag.startswith(REPAIR) and (not node.is_partial or (not partial and node.text.strip(C_SPACE))):
             out.append(diagnostic(node.tag[len(REPAIR):], max(0, node.start - offset), node.text))
     return out
 

@@ -12,11 +12,11 @@ from autoparser.errors import ParseError
 from autoparser.peg import Arena, Ast, ParseResult, ResultType
 from autoparser.peg import nodes as N
 from autoparser.peg.engine import OBS_LITERAL, OBS_STRING, OBS_UNTIL, OBS_UNTIL_CUT
+from autoparser.peg.nodes import C_SPACE
 from autoparser.types import ChatFormat, ChatMessage, Diagnostic, ToolCall
 
 __all__ = ["close_json", "closed_calls", "complete_at_end", "parse_text", "viable_prefix"]
 
-_C_SPACE = " \t\n\v\f\r"
 
 
 def parse_text(arena: Arena, text: str, *, partial: bool = True) -> ParseResult:
@@ -94,7 +94,7 @@ def _only_closes(before: ChatMessage, after: ChatMessage) -> bool:
     for a, b in zip(after.tool_calls, before.tool_calls):
         if a.name != b.name or not a.arguments.startswith(b.arguments):
             return False
-        if a.arguments[len(b.arguments):].strip(_C_SPACE + '"}],'):
+        if a.arguments[len(b.arguments):].strip(C_SPACE + '"}],'):
             return False
     return True
 
@@ -130,7 +130,7 @@ def _json_stack(text: str) -> tuple[list[str], bool, bool, int]:
 def close_json(text: str) -> str:
     """`text`, a JSON value cut off by the end of the output, closed: the open string, then the open arrays
     and objects; a member cut before its value is dropped. Valid JSON text stays as it is."""
-    if not text.strip(_C_SPACE):
+    if not text.strip(C_SPACE):
         return "{}"
     try:
         json.loads(text)
@@ -139,7 +139,7 @@ def close_json(text: str) -> str:
         pass
     stack, in_string, escaped, last_safe = _json_stack(text)
     head = text[:-1] if escaped else text
-    cut = text[:last_safe].rstrip(_C_SPACE + ",")
+    cut = text[:last_safe].rstrip(C_SPACE + ",")
     candidates = [head + ('"' if in_string else "") + "".join(reversed(stack)),
                   cut + "".join(reversed(_json_stack(cut)[0]))]
     for c in candidates:

@@ -20,6 +20,7 @@ from dataclasses import dataclass, replace
 from autoparser.chat.tags import CONTENT
 from autoparser.peg import ParseResult
 from autoparser.peg.engine import OBS_DROPPED
+from autoparser.peg.nodes import C_SPACE
 from autoparser.recovery.checks import diagnostic
 from autoparser.types import ChatMessage
 
@@ -34,7 +35,7 @@ _SPECIAL_TOKEN = r"<[|｜][^<>\n]{0,40}>|<[^<>\s]{1,40}[|｜]>|</s>|<eos>|<end_o
 SPECIAL_TOKEN = re.compile(_SPECIAL_TOKEN)
 _TRAILING_SPECIAL = re.compile(rf"(?:\s|{_SPECIAL_TOKEN})*\Z")
 _CUT_SPECIAL = re.compile(r"<[^<>\s]{0,40}\Z")  # `<|tool_resp` while the output may still complete it
-_NOT_WS = re.compile(r"[^ \t\n\v\f\r]")
+_NOT_WS = re.compile(f"[^{C_SPACE}]")
 
 
 def without_trailing_special(text: str, partial: bool) -> str:

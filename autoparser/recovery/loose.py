@@ -12,22 +12,22 @@ from autoparser.chat.builder import ChatBuilder, TaggedMarkers
 from autoparser.chat.tags import TOOL_ARGS_STRING
 from autoparser.chat.tools import Function, Parameter, parameters
 from autoparser.peg import P
+from autoparser.peg.nodes import C_SPACE
 from autoparser.recovery.plan import REPAIR
 
 __all__ = ["LooseCalls"]
 
-_C_SPACE = " \t\n\v\f\r"
 
 # A name models give a tool or an argument the request does not declare.
 _NAME_CHARS = "[A-Za-z0-9_.:-]"
 
 
 def _lead(s: str) -> str:
-    return s[:len(s) - len(s.lstrip(_C_SPACE))]
+    return s[:len(s) - len(s.lstrip(C_SPACE))]
 
 
 def _trail(s: str) -> str:
-    return s[len(s.rstrip(_C_SPACE)):]
+    return s[len(s.rstrip(C_SPACE)):]
 
 
 class LooseCalls(ChatBuilder):
@@ -52,8 +52,8 @@ class LooseCalls(ChatBuilder):
         parse); a value's closer left out where the call's closer follows; a call's closer left out where the
         next marker follows; a value that does not fit its schema kept as a string."""
         t = str.strip
-        call_end, after = t(m.call_close, _C_SPACE), t(m.after_call, _C_SPACE)
-        value_end = t(m.value_suffix, _C_SPACE)
+        call_end, after = t(m.call_close, C_SPACE), t(m.after_call, C_SPACE)
+        value_end = t(m.value_suffix, C_SPACE)
         ends_call = [e for e in (call_end, after) if e]
         ends = list(dict.fromkeys([_lead(m.value_suffix) + value_end, value_end,
                                    *("\n" + e for e in ends_call), *ends_call]))
@@ -64,7 +64,7 @@ class LooseCalls(ChatBuilder):
         string = self.tool_arg_string_value(self.until_one_of(ends)) + close
 
         def opener(name: P) -> P:
-            head = self.literal(t(m.arg_prefix, _C_SPACE)) + name + self.literal(t(m.arg_suffix, _C_SPACE))
+            head = self.literal(t(m.arg_prefix, C_SPACE)) + name + self.literal(t(m.arg_suffix, C_SPACE))
             ws = _trail(m.arg_suffix)
             if ws:
                 head = head + self.choice([self.literal(ws), self.repair("argument_whitespace", self.eps())])
@@ -85,14 +85,14 @@ class LooseCalls(ChatBuilder):
                                              pointer=param.pointer)
                     value = json_then_string(json_value, string)
                 args.append(self.tool_arg(opener(self.tool_arg_name(self.literal(param.name))) + value))
-        prefix = t(m.name_prefix, _C_SPACE)
+        prefix = t(m.name_prefix, C_SPACE)
         name_open = self.literal(_lead(m.name_prefix) + prefix) if prefix else self.eps()
         if prefix.endswith("="):
             name_open = self.choice([name_open, self.repair("call_opener_spelling", self.literal(prefix[:-1] + " "))])
         name = self.tool_name(self.literal(f.name)) if f is not None \
             else self.repair("unknown_tool", self.tool_name(self.chars(_NAME_CHARS, 1, 64)))
-        name_close = self.literal(t(m.name_suffix, _C_SPACE)) + self.optional(self.literal(_trail(m.name_suffix))) \
-            if t(m.name_suffix, _C_SPACE) else self.space()
+        name_close = self.literal(t(m.name_suffix, C_SPACE)) + self.optional(self.literal(_trail(m.name_suffix))) \
+            if t(m.name_suffix, C_SPACE) else self.space()
         # without a closer of its own, a call ends where the next marker shows (not at a half-seen one)
         call_close = self.literal(call_end) if call_end else self.peek(self.space() + self.literal(after))
         if call_end and after:

@@ -18,6 +18,7 @@ from autoparser.chat.tags import TOOL, TOOL_ARG_CLOSE, TOOL_ARG_STRING_VALUE, TO
 from autoparser.chat.tools import Function
 from autoparser.peg import Arena
 from autoparser.peg import nodes as N
+from autoparser.peg.nodes import C_SPACE
 from autoparser.types import ChatMessage
 
 __all__ = ["CALL_START", "RELAXED_MARKUP", "REPAIR", "RecoveryPlan", "plan_of"]
@@ -34,8 +35,7 @@ CALL_START = "call-start"
 # Repairs whose markers count only at the start of the content (reasoning markers).
 _LEAD_REPAIRS = (REPAIR + "undeclared_reasoning", REPAIR + "stray_reasoning_end")
 
-_C_SPACE = " \t\n\v\f\r"
-_NOT_WS = re.compile(r"[^ \t\n\v\f\r]")
+_NOT_WS = re.compile(f"[^{C_SPACE}]")
 
 
 def lead_end(text: str) -> int:
@@ -100,7 +100,7 @@ def plan_of(relaxed: Arena, *, reasoning_start: str = "", tools: tuple[Function,
             triggers.extend(_literals(relaxed, node.child))
         elif tag == CALL_START:
             starts.extend(_literals(relaxed, node.child))
-    lead_triggers = tuple(dict.fromkeys(t for t in lead if t.strip(_C_SPACE)))
+    lead_triggers = tuple(dict.fromkeys(t for t in lead if t.strip(C_SPACE)))
     return RecoveryPlan(
         relaxed, reasoning_start=reasoning_start, tools=tools, triggers=tuple(dict.fromkeys(triggers)),
         lead_triggers=lead_triggers, prompt_reasoning=prompt_reasoning,
@@ -138,18 +138,18 @@ def closers(arena: Arena) -> frozenset[str]:
 
     for node in parsers:
         if isinstance(node, N.Tag) and node.tag in (TOOL_CLOSE, TOOL_ARG_CLOSE, TOOL_ARG_STRING_VALUE):
-            out.update(s for s in _literals(arena, node.child) if s.strip(_C_SPACE))
+            out.update(s for s in _literals(arena, node.child) if s.strip(C_SPACE))
         elif isinstance(node, N.Sequence):
             # the literal right after a call (`</tool_call>` after `<function=...>...</function>`)
             for before, after in zip(node.children, node.children[1:]):
                 lit = parsers[after]
-                if isinstance(lit, N.Literal) and lit.literal.strip(_C_SPACE) and holds_call(before):
+                if isinstance(lit, N.Literal) and lit.literal.strip(C_SPACE) and holds_call(before):
                     out.add(lit.literal)
         elif isinstance(node, N.Rule) and node.trigger:
             # a call section's own closer: the last literal of its body
             body = parsers[node.child]
             if isinstance(body, N.Sequence) and body.children:
                 last = parsers[body.children[-1]]
-                if isinstance(last, N.Literal) and last.literal.strip(_C_SPACE):
+                if isinstance(last, N.Literal) and last.literal.strip(C_SPACE):
                     out.add(last.literal)
     return frozenset(out)

@@ -29,6 +29,7 @@ from autoparser.chat.tags import CONTENT, TOOL, TOOL_ARGS
 from autoparser.peg import Arena, ParseResult
 from autoparser.peg import nodes as N
 from autoparser.peg.engine import OBS_LITERAL
+from autoparser.peg.nodes import C_SPACE
 from autoparser.recovery.checks import call_positions, diagnostic, moved, with_repairs
 from autoparser.recovery.completion import closed_calls, complete_at_end, parse_text, viable_prefix
 from autoparser.recovery.coverage import Reading, Span, covered_by, guaranteed, without_trailing_special
@@ -37,7 +38,6 @@ from autoparser.types import ChatFormat, ChatMessage, Diagnostic
 
 __all__ = ["Reader"]
 
-_C_SPACE = " \t\n\v\f\r"
 
 # How many unreadable calls one output may skip (each skip parses the rest again).
 _MAX_SKIPS = 8
@@ -118,7 +118,7 @@ class Reader:
         if open_call and any(n.tag.startswith(TOOL) for n in nodes):  # (every tool tag: some formats have no TOOL)
             return False  # the output ends inside or after a call: closers may be missing
         if msg is None or any(c.arguments == "{}" for c in msg.tool_calls):
-            return not any(n.tag == TOOL_ARGS and n.text.lstrip(_C_SPACE).startswith('"') for n in nodes)
+            return not any(n.tag == TOOL_ARGS and n.text.lstrip(C_SPACE).startswith('"') for n in nodes)
         return True
 
     def complete_parse(self, effective: str) -> ParseResult:

@@ -18,12 +18,12 @@ from autoparser.analysis.reasoning import REASONING_SPELLINGS
 from autoparser.chat.builder import DerivedReasoning, TaggedMarkers, python_value_ends
 from autoparser.chat.tools import Function, Parameter
 from autoparser.peg import P
+from autoparser.peg.nodes import C_SPACE
 from autoparser.recovery.loose import LooseCalls
 from autoparser.recovery.plan import CALL_START, RELAXED_MARKUP
 
 __all__ = ["RelaxedBuilder"]
 
-_C_SPACE = " \t\n\v\f\r"
 
 
 class RelaxedBuilder(LooseCalls):
@@ -37,7 +37,7 @@ class RelaxedBuilder(LooseCalls):
     def opener_or_missing(self, opener: str) -> P:
         """`opener | repair:call_opener_spelling:(trimmed) | repair:missing_call_opener:(ε)`: a call opener the
         model may write without the whitespace the template puts around it (`<tool_call>{`), or leave out."""
-        trimmed = opener.strip(_C_SPACE)
+        trimmed = opener.strip(C_SPACE)
         if not trimmed or trimmed == opener:
             return self.choice([self.literal(opener), self.repair("missing_call_opener", self.eps())])
         return self.choice([self.literal(opener), self.repair("call_opener_spelling", self.literal(trimmed)),
@@ -46,12 +46,12 @@ class RelaxedBuilder(LooseCalls):
     # --- openers and the content before calls -------------------------------------------------------------
 
     def call_opener(self, opener: str, *, spaced: bool = False) -> P:
-        if not opener.strip(_C_SPACE):
+        if not opener.strip(C_SPACE):
             return self.literal(opener)
         return self.opener_or_missing(opener) + self.space() if spaced else self.opener_or_missing(opener)
 
     def calls_opened(self, opener: str, call: P, min_calls: int, max_calls: int) -> P:
-        if not opener.strip(_C_SPACE):
+        if not opener.strip(C_SPACE):
             return super().calls_opened(opener, call, min_calls, max_calls)
         first = self.opened(opener, call)
         if max_calls != 1:
@@ -68,7 +68,7 @@ class RelaxedBuilder(LooseCalls):
         if not bare:
             return super().content_until_calls(markers, bare, call)
         # (a marker's surrounding whitespace may be left out: the opener reads it so, see opener_or_missing)
-        delimiters = list(dict.fromkeys([*(m.strip(_C_SPACE) or m for m in markers), *bare]))
+        delimiters = list(dict.fromkeys([*(m.strip(C_SPACE) or m for m in markers), *bare]))
         at_bare = self.choice([self.literal(t) for t in bare])
         more = self.sequence([self.peek(self.markup(bare)), self.negate(call()),
                               self.content(at_bare + self.until_one_of(delimiters))])
@@ -108,7 +108,7 @@ class RelaxedBuilder(LooseCalls):
         if block.prompt_opened:  # (a reading llama.cpp does not make: said by a diagnostic)
             # the model may write the opener the prompt left open (reasoning text otherwise)
             again = self.optional(self.space() + self.repair("repeated_reasoning_start",
-                                                             self.literal(block.start.strip(_C_SPACE))))
+                                                             self.literal(block.start.strip(C_SPACE))))
             body = self.repair("prompt_reasoning", self.eps()) + again + body
         if block.open_before_prompt:
             return self.optional(body)
@@ -125,13 +125,13 @@ class RelaxedBuilder(LooseCalls):
         return self.optional(self.space() + self.choice(blocks + strays))
 
     def _stray_end(self, end: str) -> P:
-        return self.repair("stray_reasoning_end", self.space() + self.literal(end.strip(_C_SPACE))) + self.space()
+        return self.repair("stray_reasoning_end", self.space() + self.literal(end.strip(C_SPACE))) + self.space()
 
     def _reasoning_body(self, end_marker: str, markers: Sequence[str]) -> P:
         """Reasoning after its start: up to its end marker, a second end marker dropped; at a call marker, a
         draft call if the end marker follows later (held back from a stream until it does), else the start
         of the calls (reasoning ends there)."""
-        end = end_marker.strip(_C_SPACE)
+        end = end_marker.strip(C_SPACE)
         closed = self.optspace(end_marker)
         stray = self.optional(self._stray_end(end))  # (outside the draft's atomic: it waits on trailing whitespace)
         if not markers:

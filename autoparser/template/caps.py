@@ -12,6 +12,7 @@ a loop's `items()`/`values()` value). Known remaining gaps are listed in tests/d
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Mapping
 from typing import Any
 
 from autoparser.errors import TemplateError
@@ -27,7 +28,7 @@ from autoparser.template.cpp import (
 from autoparser.template.render import ChatTemplate
 from autoparser.template.sandbox import run_template, time_budget
 
-__all__ = ["TemplateCaps", "normalize_messages", "template_caps"]
+__all__ = ["TemplateCaps", "join_content_parts", "normalize_messages", "template_caps"]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -203,12 +204,18 @@ def _probe_all(compiled: CppTemplate, name: str) -> TemplateCaps:
     return TemplateCaps(**caps)
 
 
-def _concat_content_parts(parts: list[Any]) -> str:
-    # Text parts are joined by newlines, except next to media markers; other part types are dropped.
+def join_content_parts(parts: list[Any], *, coerce_text: bool = False) -> str:
+    """Typed content as one string, as the C++ joins it: text parts joined by newlines, except next to media
+    markers; other part types are dropped.
+
+    `coerce_text`: read the parts as the chat layer reads a request's (any mapping is a part, a text that is not
+    a string is written with str()); without it, as JSON (dict parts only, a text that is not a string adds
+    nothing).
+    """
     text = ""
     last_was_media_marker = False
     for part in parts:
-        kind = part.get("type", "") if isinstance(part, dict) else ""
+        kind = part.get("type", "") if isinstance(part, Mapping if coerce_text else dict) else ""
         if kind == "text":
             add_new_line = not last_was_media_marker and text != ""
             last_was_media_marker = False
@@ -220,15 +227,16 @@ def _concat_content_parts(parts: list[Any]) -> str:
         if add_new_line:
             text += "\n"
         value = part.get("text", "")
-        text += value if isinstance(value, str) else ""
+        text += str(value) if coerce_text else value if isinstance(value, str) else ""
     return text
 
 
-def normalize_messages(messages: list[Any], caps: TemplateCaps) -> list[Any]:
+def normalize_messages(messages: list[Any], caps: TemplateCaps, *, coerce_text: bool = False) -> list[Any]:
     """Adapt message content to what the template supports (the C++ `messages_inp_normalizer`).
 
-    String-only templates get typed content arrays joined into one string; typed-only templates get string
-    content wrapped as `[{"type": "text", "text": s}]`; otherwise messages are returned unchanged.
+    String-only templates get typed content arrays joined into one string (join_content_parts, which
+    `coerce_text` is passed to); typed-only templates get string content wrapped as `[{"type": "text", "text":
+    s}]`; otherwise messages are returned unchanged. Only the messages rewritten are copies.
     """
     only_string = caps.supports_string_content and not caps.supports_typed_content
     only_typed = caps.supports_typed_content and not caps.supports_string_content
@@ -241,6 +249,6 @@ def normalize_messages(messages: list[Any], caps: TemplateCaps) -> list[Any]:
             if only_typed and isinstance(content, str):
                 message = {**message, "content": [{"type": "text", "text": content}]}
             elif only_string and isinstance(content, list):
-                message = {**message, "content": _concat_content_parts(content)}
+                message = {**message, "content": join_content_parts(content, coerce_text=coerce_text)}
         out.append(message)
     return out

@@ -14,9 +14,10 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
+from autoparser.peg.nodes import C_SPACE
 from autoparser.template.caps import TemplateCaps, normalize_messages
 from autoparser.template.cpp import CppTemplate
-from autoparser.template.render import render_context
+from autoparser.template.render import common_prefix_len, render_context
 from autoparser.template.sandbox import run_template
 
 # Templates that print the date must render identically in both variants of a comparison.
@@ -31,7 +32,6 @@ __all__ = [
     "TemplateParams",
     "after_common_suffix",
     "calculate_diff_split",
-    "common_prefix_len",
     "common_suffix_len",
     "compare_variants",
     "prune_whitespace_segments",
@@ -44,21 +44,18 @@ __all__ = [
     "with_string_arguments",
 ]
 
-# The C++ uses `isspace` in the "C" locale: exactly these six bytes. Python's str.strip() would also strip
-# Unicode spaces (U+00A0, U+3000, ...) that the reference keeps.
-_WS = " \t\n\v\f\r"
 
-
+# The C++ trims with `isspace` in the "C" locale (C_SPACE), never Unicode spaces as str.strip() would.
 def trim_whitespace(s: str) -> str:
-    return s.strip(_WS)
+    return s.strip(C_SPACE)
 
 
 def trim_leading_whitespace(s: str) -> str:
-    return s.lstrip(_WS)
+    return s.lstrip(C_SPACE)
 
 
 def trim_trailing_whitespace(s: str) -> str:
-    return s.rstrip(_WS)
+    return s.rstrip(C_SPACE)
 
 
 def trim_trailing_newlines(s: str) -> str:
@@ -129,21 +126,6 @@ def _tail_segments(text: str, pos: int) -> list[Segment]:
 
 def prune_whitespace_segments(segments: list[Segment]) -> list[Segment]:
     return [s for s in segments if trim_whitespace(s.value)]
-
-
-def common_prefix_len(a: str, b: str) -> int:
-    n = min(len(a), len(b))
-    if a[:n] == b[:n]:
-        return n
-    lo, hi = 0, n
-    # Binary search on slice equality: C-speed comparisons instead of a Python loop per character.
-    while lo < hi:
-        mid = (lo + hi + 1) // 2
-        if a[:mid] == b[:mid]:
-            lo = mid
-        else:
-            hi = mid - 1
-    return lo
 
 
 def common_suffix_len(a: str, b: str) -> int:

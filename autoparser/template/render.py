@@ -23,7 +23,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from datetime import datetime
-from typing import Any
+from typing import Any, AnyStr
 
 from autoparser.template.cpp import CppTemplate, compile_cpp
 from autoparser.template.sandbox import (
@@ -38,6 +38,7 @@ __all__ = [
     "DEFAULT_MAX_OUTPUT",
     "DEFAULT_TIME_LIMIT",
     "ChatTemplate",
+    "common_prefix_len",
     "normalize_source",
     "render_context",
 ]
@@ -45,12 +46,13 @@ __all__ = [
 _REASONING_FIELDS = ("reasoning_content", "thinking", "reasoning")
 
 
-
-def _common_prefix_len(pair: Sequence[Any]) -> int:
-    a, b = pair
+def common_prefix_len(a: AnyStr, b: AnyStr) -> int:
+    """How many leading characters (or bytes) `a` and `b` share. Here and not in diff.py, which imports this
+    module: rendering needs it too (the generation prompt is what follows the common prefix of two renders)."""
     n = min(len(a), len(b))
     if a[:n] == b[:n]:
         return n
+    # Binary search on slice equality: C-speed comparisons instead of a Python loop per character.
     lo, hi = 0, n  # invariant: a[:lo] == b[:lo] and a[:hi] != b[:hi]
     while hi - lo > 1:
         mid = (lo + hi) // 2
@@ -208,13 +210,13 @@ class ChatTemplate:
         with_prompt = self.render(messages, add_generation_prompt=True, **options)
         # The C++ compares UTF-8 bytes; a common byte prefix can end inside a code point, so compare bytes
         # and back off to a character boundary when decoding the suffix.
-        k = _common_prefix_len([without, with_prompt])
+        k = common_prefix_len(without, with_prompt)
         suffix = with_prompt[k:]
         if k < len(without) and suffix:
             # Shared leading bytes of the first differing code points stay in the common prefix.
             x = without[k].encode("utf-8", "surrogateescape")
             y = suffix[0].encode("utf-8", "surrogateescape")
-            j = _common_prefix_len([x, y])
+            j = common_prefix_len(x, y)
             if j:
                 return (y[j:] + suffix[1:].encode("utf-8", "surrogateescape")).decode("utf-8", "surrogateescape")
         return suffix

@@ -15,8 +15,8 @@ from typing import Any
 
 from autoparser.peg.arena import Arena
 from autoparser.peg.codegen import compile_entry
-from autoparser.peg.engine import Ctx, Fn, _TooDeep, compile_arena
-from autoparser.peg.evaluate import _ensure_recursion_room
+from autoparser.peg.engine import Ctx, Fn, TooDeep, compile_arena
+from autoparser.peg.evaluate import ensure_recursion_room
 from autoparser.peg.first import FirstSets
 from autoparser.peg.nodes import ParserId
 from autoparser.peg.utf8 import to_text
@@ -28,7 +28,7 @@ def _outcome(fn: Fn, text: str, partial: bool, start: int) -> tuple[Any, ...]:
     ctx = Ctx(text, partial)
     try:
         raw: Any = fn(ctx, start)
-    except _TooDeep as deep:
+    except TooDeep as deep:
         raw = ("too deep", deep.pos)
     except RecursionError:
         raw = ("recursion",)
@@ -43,7 +43,7 @@ class CodegenCheck:
         self.generated = compile_entry(arena, pid, closures, firsts)
 
     def mismatch(self, data: str | bytes, *, partial: bool, start: int = 0) -> str | None:
-        _ensure_recursion_room()
+        ensure_recursion_room()
         text = to_text(data)
         want = _outcome(self.closure, text, partial, start)
         got = _outcome(self.generated, text, partial, start)

@@ -32,7 +32,7 @@ from autoparser.corpus import Corpus, CorpusEntry
 from autoparser.corpus.report import select_entries
 from autoparser.corpus.roundtrip import NOW_TEXT, SCENARIOS, build_output, generator_request
 from autoparser.corpus.workers import map_templates
-from autoparser.errors import AutoparserError
+from autoparser.errors import AutoparserError, cli_error
 from autoparser.params import generate, strict_analysis
 from autoparser.template.sandbox import time_budget
 
@@ -409,20 +409,15 @@ def write_divergence_report(divs: Sequence[Divergence], out_dir: Path, *, driver
 def run_conformance(args: Any) -> int:
     """`autoparser conformance --cpp DRIVER`: exit 0 when every divergence is known, 1 on a new one, 2 on bad
     input (no driver, no corpus)."""
-    import sys
-
     from tqdm import tqdm
 
     driver = Path(args.cpp)
     if not driver.is_file():
-        print(f"autoparser: error: conformance: no C++ driver at {driver} (build it: python -m tools.cpp_oracle)",
-              file=sys.stderr)
-        return 2
+        return cli_error(f"conformance: no C++ driver at {driver} (build it: python -m tools.cpp_oracle)")
     try:
         corpus = Corpus.load(Path(args.corpus)) if args.corpus else Corpus.load()
     except AutoparserError as e:
-        print(f"autoparser: error: conformance: {e}", file=sys.stderr)
-        return 2
+        return cli_error(f"conformance: {e}")
     jobs = max(1, int(args.jobs or 1))
     if args.regenerate:
         data = Path(args.data)
@@ -435,15 +430,13 @@ def run_conformance(args: Any) -> int:
             try:
                 changed = regenerate_goldens(driver, data, corpus, workers=jobs, progress=tick)
             except AutoparserError as e:
-                print(f"autoparser: error: conformance: {e}", file=sys.stderr)
-                return 2
+                return cli_error(f"conformance: {e}")
         for name, n in changed.items():
             print(f"conformance: {data / name}: {n} rows changed" if n else f"conformance: {data / name}: unchanged")
         return 0
     names = [e.name for e in select_entries(corpus, args.only or None)]
     if args.only and not names:
-        print(f"autoparser: error: conformance: no template matches --only {' '.join(args.only)}", file=sys.stderr)
-        return 2
+        return cli_error(f"conformance: no template matches --only {' '.join(args.only)}")
     known = load_known(Path(args.known))
     with tqdm(total=2 * len(names), unit="step", desc="llama.cpp vs autoparser", disable=None) as bar:
         divs = compare_corpus(driver, corpus, only=args.only, workers=jobs, known=known,

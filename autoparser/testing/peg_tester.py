@@ -103,16 +103,27 @@ def _oracle_grammar(grammar: str) -> Any:
     return LlamaGrammar(grammar)
 
 
+@dataclass(frozen=True)
+class _Options:
+    """How a case is parsed and what `expect` checks besides the message: the setters of the same names."""
+
+    is_partial: bool = False
+    expect_reconstruction: bool = False
+    grammar_check: bool = True
+    strict: bool = False
+    diagnostics: tuple[str, ...] = ()  # expect_diagnostics
+
+
 @dataclass
 class PegTestCase:
+    """One output under test. The setters change the case in place and return it, so they chain
+    (`.test(output).tools(...).strict().expect(...)`) or stand as statements before `.expect()`."""
+
     tester: PegTester
     input: str
     request: dict[str, Any] = field(default_factory=dict)
-    is_partial_: bool = False
-    expect_reconstruction_: bool = False
-    check_grammar: bool = True
-    strict_: bool = False
-    diagnostics_: tuple[str, ...] = ()
+    # (the setters' names are the C++ harness's, so the values they set live apart, under the same names)
+    _options: _Options = field(default_factory=_Options, init=False)
 
     # --- setters (C++ names) ----------------------------------------------------------------------------------
 
@@ -153,31 +164,30 @@ class PegTestCase:
     def now(self, value: str) -> PegTestCase:
         return self._set("now", value)
 
-    def is_partial(self, value: bool = True) -> PegTestCase:
-        self.is_partial_ = value
+    def _option(self, **changes: Any) -> PegTestCase:
+        self._options = replace(self._options, **changes)
         return self
 
+    def is_partial(self, value: bool = True) -> PegTestCase:
+        return self._option(is_partial=value)
+
     def expect_reconstruction(self, value: bool = True) -> PegTestCase:
-        self.expect_reconstruction_ = value
-        return self
+        return self._option(expect_reconstruction=value)
 
     def grammar_check(self, value: bool = True) -> PegTestCase:
         """Whether `expect` checks the grammar with llama.cpp's engine (on by default; off for an output only an
         unconstrained model writes). Without the engine installed the check is skipped with a warning, or
         fails when AUTOPARSER_REQUIRE_ORACLE=1."""
-        self.check_grammar = value
-        return self
+        return self._option(grammar_check=value)
 
     def strict(self, value: bool = True) -> PegTestCase:
         """Parse as llama.cpp does (`parse(strict=True)`): no repairs, a malformed output fails."""
-        self.strict_ = value
-        return self
+        return self._option(strict=value)
 
     def expect_diagnostics(self, kinds: Sequence[str]) -> PegTestCase:
         """The repairs the default parse must report, by kind and in order (`expect` then also checks them);
         without this, any repair fails `expect`: an output that parses only thanks to recovery shows."""
-        self.diagnostics_ = tuple(kinds)
-        return self
+        return self._option(diagnostics=tuple(kinds))
 
     # --- expectations -------------------------------------------------------------------------------------------
 
@@ -198,6 +208,7 @@ class PegTestCase:
         not know (a misspelt field can never fail) is refused with a ValueError."""
         __tracebackhide__ = True  # pytest shows the test's line and the report, not this library's frames
         expected = as_message(_known_keys(message))
+        options = self._options
         request = dict(self.request)
         request.setdefault("messages", [{"role": "user", "content": "Hey there!"}])
         request.setdefault("now", self.tester.now)
@@ -205,13 +216,13 @@ class PegTestCase:
         problems: list[str] = []
         stream_msg = self._check_stream(params, problems)
         whole = stream_msg
-        if not self.is_partial_:
-            whole = params.parse(self.input, is_partial=False, strict=self.strict_)
+        if not options.is_partial:
+            whole = params.parse(self.input, is_partial=False, strict=options.strict)
             problems += [f"whole parse: {d}" for d in message_differences(expected, whole)]
             kinds = tuple(d.kind for d in whole.diagnostics)
-            if kinds != self.diagnostics_:
+            if kinds != options.diagnostics:
                 got = "; ".join(d.message for d in whole.diagnostics) or "none"
-                problems.append(f"repairs: expected {list(self.diagnostics_) or 'none'}, got {list(kinds)}: {got}")
+                problems.append(f"repairs: expected {list(options.diagnostics) or 'none'}, got {list(kinds)}: {got}")
         if stream_msg is not None:
             problems += [f"streamed (deltas folded): {d}" for d in message_differences(expected, stream_msg)]
         if request.get("json_schema"):
@@ -219,9 +230,9 @@ class PegTestCase:
                 problems.append("grammar: json_schema is set but no grammar was produced")
             elif params.grammar_lazy:
                 problems.append("grammar: json_schema is set but the grammar is lazy")
-        if params.grammar and self.check_grammar and _oracle_or_skip(problems):
+        if params.grammar and options.grammar_check and _oracle_or_skip(problems):
             self._check_grammar(params, expected, problems)
-        if self.expect_reconstruction_ and not self.is_partial_ and whole is not None:
+        if options.expect_reconstruction and not options.is_partial and whole is not None:
             self._check_reconstruction(params, expected, whole, request, problems)
         if problems:
             raise PegTestFailure(self._report(problems, params))
@@ -231,12 +242,13 @@ class PegTestCase:
     # --- the checks ---------------------------------------------------------------------------------------------
 
     def _check_stream(self, params: ChatParams, problems: list[str]) -> ChatMessage | None:
+        options = self._options
         acc = prev = ChatMessage()
         text = self.input
         for i in range(1, len(text) + 1):
-            partial = i < len(text) or self.is_partial_
+            partial = i < len(text) or options.is_partial
             try:
-                cur = params.parse(text[:i], is_partial=partial, strict=self.strict_)
+                cur = params.parse(text[:i], is_partial=partial, strict=options.strict)
                 acc = apply_deltas(acc, compute_deltas(prev, cur))
             except Exception as e:
                 problems.append(f"streaming: prefix {text[:i]!r} raised {type(e).__name__}: {e}")
@@ -249,7 +261,7 @@ class PegTestCase:
         # The incremental StreamParser must send the same deltas as those whole re-parses, byte by byte (cuts
         # inside UTF-8 sequences included).
         n = len(text.encode("utf-8", "surrogateescape"))
-        mismatch = stream_mismatch(params, text, range(1, n, 1 if n <= 2000 else 7), self.is_partial_, self.strict_)
+        mismatch = stream_mismatch(params, text, range(1, n, 1 if n <= 2000 else 7), options.is_partial, options.strict)
         if mismatch:
             problems.append(f"ChatParams.stream(): {mismatch}")
         return acc
@@ -262,11 +274,12 @@ class PegTestCase:
         except GrammarError as e:
             problems.append(f"grammar: llama.cpp cannot compile it: {e}")
             return
-        if self.diagnostics_:
+        options = self._options
+        if options.diagnostics:
             return  # an output read only thanks to repairs is one the grammar exists to prevent
         full = params.generation_prompt + self.input
         found = find_trigger(params, full, bool(expected.tool_calls))
-        if params.grammar_lazy and expected.tool_calls and not self.is_partial_ and found.position is None:
+        if params.grammar_lazy and expected.tool_calls and not options.is_partial and found.position is None:
             problems.append("grammar: trigger did not fire, but tool calls are expected (lazy grammar); triggers: "
                             + ", ".join(repr(t.value) for t in params.grammar_triggers))
             return
@@ -276,7 +289,7 @@ class PegTestCase:
             constrained = full
         else:
             return
-        if self.is_partial_:
+        if options.is_partial:
             return
         if not grammar.accepts(constrained):
             how = "expects more input" if grammar.viable_prefix(constrained) else "rejects it"

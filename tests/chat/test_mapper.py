@@ -731,9 +731,9 @@ def _brace_depth_by_hand(s: str) -> int:
 @settings(max_examples=3000)
 @given(st.text(alphabet='{}"\\a\n', max_size=40))
 def test_json_brace_depth_skips_strings_finished_or_not(text: str) -> None:
-    from autoparser.chat.mapper import _json_brace_depth
+    from autoparser.chat.mapper import json_brace_depth
 
-    assert _json_brace_depth(text) == _brace_depth_by_hand(text)
+    assert json_brace_depth(text) == _brace_depth_by_hand(text)
 
 
 @settings(max_examples=3000)
@@ -741,9 +741,9 @@ def test_json_brace_depth_skips_strings_finished_or_not(text: str) -> None:
 def test_string_values_are_escaped_as_json_dumps_does(text: str) -> None:
     # escape_inner returns most texts unchanged without calling the encoder: it must agree with json.dumps
     # (undecodable bytes first replaced by U+FFFD) on exactly which texts those are
-    from autoparser.chat.mapper import _dump_string, escape_inner
+    from autoparser.chat.mapper import dump_string, escape_inner
     from autoparser.peg.utf8 import ESCAPED_BYTE
 
     expected = json.dumps(ESCAPED_BYTE.sub("\ufffd", text), ensure_ascii=False)
-    assert _dump_string(text) == expected
+    assert dump_string(text) == expected
     assert escape_inner(text) == expected[1:-1]

@@ -51,7 +51,7 @@ def case(template: str, output: str, **request: Any) -> PegTestCase:
     tester = peg_tester(CORPUS.by_name(template).path)
     test = tester.test(output).tools(request.pop("tools", TOOLS)).parallel_tool_calls(True).reasoning_format("auto")
     for key, value in request.items():
-        test = test._set(key, value)
+        test = getattr(test, key)(value)
     return test
 
 
@@ -174,7 +174,7 @@ def test_tagged_arguments_in_any_order() -> None:
     out = ('<tool_call>copy<arg_key>force</arg_key><arg_value>true</arg_value><arg_key>dst</arg_key>'
            '<arg_value>b</arg_value><arg_key>src</arg_key><arg_value>a</arg_value></tool_call>')
     test = case(GLM, out, tools=tools, enable_thinking=False)
-    test.check_grammar = False  # the grammar keeps the template's order: only an unconstrained model writes this
+    test.grammar_check(False)  # the grammar keeps the template's order: only an unconstrained model writes this
     check(test, {"tool_calls": [call("copy", '{"force": true, "dst": "b", "src": "a"}')]}, [])
 
 
@@ -201,7 +201,7 @@ def test_a_json_string_for_an_integer_stays_a_string() -> None:
     as_string = {"tool_calls": [call("get_weather", '{"city": "Paris", "days": "3"}')]}
     accepted, recovered = case(QWEN25, well_formed), case(QWEN25, well_formed.removesuffix("\n</tool_call>"))
     for test in (accepted, recovered):
-        test.check_grammar = False  # the grammar types `days`: only an unconstrained model writes this
+        test.grammar_check(False)  # the grammar types `days`: only an unconstrained model writes this
     assert not accepted.expect(as_string).diagnostics
     check(recovered, as_string, ["argument_type", "missing_closer"])
 

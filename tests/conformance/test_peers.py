@@ -21,6 +21,7 @@ from autoparser import generate
 from autoparser.chat.stream import apply_deltas
 from autoparser.corpus import Corpus
 from autoparser.errors import AutoparserError
+from autoparser.peg.nodes import C_SPACE
 from autoparser.testing.ratchet import Ratchet
 from autoparser.types import ChatMessage
 
@@ -30,7 +31,6 @@ VECTORS = [json.loads(line) for path in sorted((DATA / "peers").glob("*.jsonl"))
 RATCHET = Ratchet(DATA / "ratchet" / "peers.json")
 CORPUS = Corpus.load()
 
-_WS = " \t\n\v\f\r"
 _TYPES = ((bool, "boolean"), (int, "integer"), (float, "number"), (str, "string"), (dict, "object"), (list, "array"))
 
 
@@ -85,9 +85,9 @@ def disagreement(vector: dict[str, Any], got: ChatMessage) -> str | None:
     """What we do that the source test's assertions reject, or None."""
     asserts = vector["asserts"]
     problems = []
-    if "reasoning" in asserts and (asserts["reasoning"] or "").strip(_WS) != got.reasoning_content.strip(_WS):
+    if "reasoning" in asserts and (asserts["reasoning"] or "").strip(C_SPACE) != got.reasoning_content.strip(C_SPACE):
         problems.append(f"reasoning: the test asserts {asserts['reasoning']!r}, we give {got.reasoning_content!r}")
-    if "content" in asserts and (asserts["content"] or "").strip(_WS) != got.content.strip(_WS):
+    if "content" in asserts and (asserts["content"] or "").strip(C_SPACE) != got.content.strip(C_SPACE):
         problems.append(f"content: the test asserts {asserts['content']!r}, we give {got.content!r}")
     have = [(c.name, json.loads(c.arguments)) for c in got.tool_calls]
     if "min_tool_calls" in asserts:

@@ -172,10 +172,10 @@ def test_a_resumed_until_stops_where_the_one_search_did(delimiters: list[str], w
     import re
 
     from autoparser.peg.engine import cut_delimiter_pattern
-    from autoparser.peg.resume import _until_check
+    from autoparser.peg.resume import until_check
 
     usable = sorted(set(delimiters), key=len)
     one = [re.escape(d) for d in usable] + ([cut] if (cut := cut_delimiter_pattern(usable)) else [])
-    check, lookback = _until_check(tuple(delimiters))
+    check, lookback = until_check(tuple(delimiters))
     assert check(window) == (re.search("|".join(one), window) is None)
     assert lookback == max(len(d) for d in usable) - 1

@@ -403,7 +403,7 @@ def _reference(arena: Arena, text: str, partial: bool, pid: int) -> Any:
             return (_FAIL, pos, (), ()) if status == INVALID else (_OK, pos + length, (), ())
         if isinstance(node, N.Space):
             p = pos
-            while p < n and text[p] in " \t\n\v\f\r":
+            while p < n and text[p] in N.C_SPACE:
                 p += 1
             return _OK, p, (), ()
         if isinstance(node, N.Chars):

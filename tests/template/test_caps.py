@@ -176,6 +176,18 @@ def test_normalize_messages_for_content_caps() -> None:
     assert normalize_messages(msgs, both) is msgs
 
 
+def test_join_content_parts_reads_a_request_with_coerce_text() -> None:
+    from types import MappingProxyType
+
+    from autoparser.template.caps import join_content_parts
+
+    # As JSON (the analysis' renders): dict parts only, a text that is not a string adds nothing. As the chat
+    # layer reads a request's parts: any mapping is a part, its text written with str().
+    parts = [{"type": "text", "text": 5}, MappingProxyType({"type": "text", "text": "b"})]
+    assert join_content_parts(parts) == ""
+    assert join_content_parts(parts, coerce_text=True) == "5\nb"
+
+
 @pytest.mark.parametrize(
     ("src", "why"),
     [

@@ -22,7 +22,7 @@ def detect(source: str) -> FormatSpec | None:
     return SPEC if found and "[CALL_ID]" not in source else None
 
 
-def _adjusted_messages(messages: Sequence[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
+def adjusted_messages(messages: Sequence[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
     """System and assistant messages as typed blocks: a `thinking` block, then `text` (or the given blocks)."""
     out: list[Mapping[str, Any]] = []
     for msg in messages:
@@ -75,7 +75,7 @@ _CALLS = {"open_pattern": r"\[TOOL_CALLS\](?P<name>[A-Za-z0-9_.\-]+)\[ARGS\]", "
 
 SPEC = FormatSpec(
     "ministral3", _build, Prefill("", "[THINK]", "[/THINK]"), laziness=Laziness.TOOLS_AUTO, relaxes=True,
-    triggers=(word("[TOOL_CALLS]"),), messages=_adjusted_messages,
+    triggers=(word("[TOOL_CALLS]"),), messages=adjusted_messages,
     response_fields=response_fields(_CALLS, thinking=("[THINK]", "[/THINK]")),
     preserved_tokens=("[THINK]", "[/THINK]", "[TOOL_CALLS]", "[ARGS]"), supports_thinking=True,
     thinking_start_tag="[THINK]", thinking_end_tags=("[/THINK]",))

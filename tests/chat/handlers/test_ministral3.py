@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from autoparser.chat.handlers import find_handler
-from autoparser.chat.handlers.ministral3 import _adjusted_messages, detect
+from autoparser.chat.handlers.ministral3 import adjusted_messages, detect
 from autoparser.corpus import Corpus
 
 
@@ -25,7 +25,7 @@ def test_system_and_assistant_messages_become_typed_blocks() -> None:
     msgs = [{"role": "system", "content": "Be brief"},
             {"role": "user", "content": "Hi"},
             {"role": "assistant", "content": [{"type": "text", "text": "Hello"}], "reasoning_content": "greet"}]
-    out = _adjusted_messages(msgs)
+    out = adjusted_messages(msgs)
     assert out[0] == {"role": "system", "content": [{"type": "text", "text": "Be brief"}]}
     assert out[1] is msgs[1]
     assert out[2] == {"role": "assistant", "content": [{"type": "thinking", "thinking": "greet"},
