@@ -16,7 +16,7 @@ from typing import Any
 
 from autoparser.analysis.model import CallForm, StringValues
 from autoparser.chat.tags import ChatTags
-from autoparser.chat.tools import Function, Parameter, functions
+from autoparser.chat.tools import Function, Parameter, functions, parameters
 from autoparser.peg import Arena, P
 from autoparser.peg.nodes import C_SPACE
 from autoparser.types import ToolDef, tools_to_openai
@@ -228,12 +228,18 @@ class ChatBuilder(ChatTags):
         them beyond it (members in any order, other argument keys, a wrapper object, an undeclared tool)."""
         return calls
 
-    def json_call_separator(self, between: P) -> P:
-        """What separates two JSON calls. Relaxed: also whitespace or `;` as models write it."""
+    def call_separator(self, between: P) -> P:
+        """What separates two calls (`between`, made by the caller). Relaxed: also nothing but whitespace, or `;`
+        or `,` with whitespace around, as models write it."""
         return between
 
-    def extra_json_calls(self, calls: P, call: P) -> P:
-        """One JSON call where the request allows one. Relaxed: further calls after it, each reported."""
+    def arguments_marker(self, marker: str) -> P:
+        """The marker between a call's name (or id) and its JSON arguments (`[ARGS]`). Relaxed: also left out
+        where the arguments follow at once (`[TOOL_CALLS]get_weather{...}`, a Mistral dialect)."""
+        return self.literal(marker)
+
+    def extra_calls(self, calls: P, call: P) -> P:
+        """`calls`, where the request allows one `call`. Relaxed: further calls after it, each reported."""
         return calls
 
     def python_string_body(self, quote: str, form: CallForm | None) -> P:
@@ -255,6 +261,13 @@ class ChatBuilder(ChatTags):
         read loosely: one loose reading of every call (recovery/relax.py `loose_tagged_call`)."""
         return strict()
 
+    def typed_value_unquoted(self, arg: P, f: Function, param: Parameter, name_prefix: str, name_suffix: str,
+                             quote: str) -> P:
+        """A tagged argument whose value is not a string (`arg`), where the template quotes values between
+        `quote` markers, the opening one ending `name_suffix` (`key:<escape>v<escape>`). Relaxed: also the value
+        as its JSON text without the quotes, as such templates print a number or a boolean (`count:3`)."""
+        return arg
+
     def optionally_closed_call(self, head: P, closer: str) -> P:
         """A call whose closer may be left out. Relaxed: the call is whole at its head's end, the closer read
         after it (a stream that shows a call once whole must not wait for a closer that may never come)."""
@@ -269,6 +282,15 @@ class ChatBuilder(ChatTags):
     def think(self, start: str, end: str) -> P:
         """`(start reasoning(until end) end)?`: an optional reasoning block between two markers."""
         return self.optional(start + self.reasoning(self.until(end)) + end)
+
+    def args_by_requirement(self, f: Function, arg: Callable[[Function, Parameter], P]) -> tuple[list[P], list[P]]:
+        """Each parameter's argument parser (`arg(f, param)`, made in the schema's order, as the C++ loops over
+        the properties), split into the required ones and the optional ones."""
+        required: list[P] = []
+        optional: list[P] = []
+        for param in parameters(f):
+            (required if param.required else optional).append(arg(f, param))
+        return required, optional
 
     def args_in_order(self, required: Sequence[P], optional: Sequence[P], separator: str = "") -> P:
         """`r1 space r2 ... (space (o1 | o2 | ...))*`: required arguments in schema order, then optional ones in
@@ -375,7 +397,7 @@ class ChatBuilder(ChatTags):
         Three layouts: the function name as the key (`{"fn": {...}}`), nested keys in dot notation
         (`function.name` / `function.arguments`), or flat keys whose order follows `parameters_order`.
         The section opener is a `call_opener`; flat-key calls go through `loose_json_calls`, and more than one
-        through `json_call_separator` / `extra_json_calls`.
+        through `call_separator` / `extra_calls`.
         """
         tools_json = tools_to_openai(tools)
         if not tools_json:
@@ -402,10 +424,10 @@ class ChatBuilder(ChatTags):
         if parallel_tool_calls:
             between = self.space() + self.literal(",") + self.space()
             if not array_wrapped:
-                between = self.json_call_separator(between)
+                between = self.call_separator(between)
             calls = calls + self.zero_or_more(between + choices)
         elif not array_wrapped:
-            calls = self.extra_json_calls(calls, choices)
+            calls = self.extra_calls(calls, choices)
         if array_wrapped:
             calls = self.literal("[") + self.space() + calls + self.space() + self.literal("]")
         section = self.trigger_rule("tool-call", self.call_opener(section_start) + self.space() + calls

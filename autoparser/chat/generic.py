@@ -23,7 +23,7 @@ from autoparser.analysis.model import (
 from autoparser.chat.builder import ChatBuilder, DerivedReasoning, TaggedMarkers
 from autoparser.chat.request import Continuation
 from autoparser.chat.spec import Build, FormatSpec, Prefill, Rendered, pattern, word
-from autoparser.chat.tools import Function, functions, parameters
+from autoparser.chat.tools import Function, Parameter, functions
 from autoparser.peg.builder import P
 from autoparser.peg.nodes import C_SPACE
 from autoparser.template.diff import with_string_arguments
@@ -287,7 +287,7 @@ def _call_id_section(d: _Derived, inside: bool) -> tuple[P, bool]:
         if cid.suffix:
             if inside:
                 return p.optional(cid.prefix + p.tool_id(p.until(cid.suffix)) + cid.suffix), True
-            return p.optional(cid.prefix + p.tool_id(p.until(cid.suffix))) + cid.suffix, True
+            return p.optional(cid.prefix + p.tool_id(p.until(cid.suffix))) + p.arguments_marker(cid.suffix), True
         return p.optional(cid.prefix + p.tool_id(p.until(args.start))), True
     return none, False
 
@@ -298,7 +298,7 @@ def _tag_with_json(d: _Derived) -> P:
     choice = p.choice()
     for f in functions(b.inputs.tools):
         call_id_section, have_call_id = _call_id_section(d, inside=False)
-        args = p.tool_args(p.schema(p.json(), f"tool-{f.name}-schema", f.schema))
+        args = p.tool_args(p.schema(p.arguments_value(), f"tool-{f.name}-schema", f.schema))
         if args_m.start:
             args = p.literal(args_m.start) + args
         if args_m.end:
@@ -311,15 +311,17 @@ def _tag_with_json(d: _Derived) -> P:
         if b.parallel:
             calls = p.trigger_rule("tool-call", wrapped + p.zero_or_more(p.space() + wrapped))
         else:
-            calls = p.trigger_rule("tool-call", wrapped)
+            calls = p.trigger_rule("tool-call", p.extra_calls(wrapped, wrapped))
         if fmt.section_start:
             calls = p.trigger_rule("tool-calls", p.call_opener(fmt.section_start) + p.space() + calls + p.space()
                                    + (p.literal(fmt.section_end) if fmt.section_end else p.end()))
     elif b.parallel:
-        calls = p.trigger_rule("tool-call", p.opened(fmt.section_start, choice) + p.zero_or_more(", " + choice)
+        calls = p.trigger_rule("tool-call", p.opened(fmt.section_start, choice)
+                               + p.zero_or_more(p.call_separator(p.literal(", ")) + choice)
                                + fmt.section_end)
     else:
-        calls = p.trigger_rule("tool-call", p.opened(fmt.section_start, choice) + fmt.section_end)
+        calls = p.trigger_rule("tool-call", p.extra_calls(p.opened(fmt.section_start, choice), choice)
+                               + fmt.section_end)
     return _after_content(d, calls)
 
 
@@ -359,9 +361,8 @@ def _after_content(d: _Derived, calls: P) -> P:
 def _tagged_args(d: _Derived, f: Function, until_suffix: P) -> tuple[P, bool]:
     """One function's tagged arguments (required in order, then optional ones), and whether any is required."""
     p, a = d.p, d.a.tools.arguments
-    required: list[P] = []
-    optional: list[P] = []
-    for param in parameters(f):
+
+    def arg(f: Function, param: Parameter) -> P:
         # Nodes in the order GCC builds the C++ expression `tool_arg(open + value_prefix + value)`, operands right
         # to left (grammar rule names embed node ids): the value, its close first, then the opener.
         close = p.tool_arg_close(p.literal(a.value_suffix))
@@ -372,7 +373,12 @@ def _tagged_args(d: _Derived, f: Function, until_suffix: P) -> tuple[P, bool]:
                                                    pointer=param.pointer)) + close
         opener = p.tool_arg_open(a.name_prefix + p.tool_arg_name(p.literal(param.name)) + a.name_suffix)
         arg = p.rule(f"tool-{f.name}-arg-{param.name}", p.tool_arg(opener + a.value_prefix + value))
-        (required if param.required else optional).append(arg)
+        if param.may_be_string or a.value_prefix:
+            return arg
+        # (relaxed: a typed value without the quotes the template puts around string values)
+        return p.typed_value_unquoted(arg, f, param, a.name_prefix, a.name_suffix, a.value_suffix)
+
+    required, optional = p.args_by_requirement(f, arg)
     return p.args_in_order(required, optional, d.a.argument_separator), bool(required)
 
 
@@ -412,7 +418,7 @@ def _tag_with_tagged(d: _Derived) -> P:
         if b.parallel:
             calls = p.trigger_rule("tool-call", wrapped + p.zero_or_more(p.space() + wrapped) + p.space())
         else:
-            calls = p.trigger_rule("tool-call", wrapped + p.space())
+            calls = p.trigger_rule("tool-call", p.extra_calls(wrapped, wrapped) + p.space())
         if fmt.section_start:
             calls = p.trigger_rule("tool-calls", p.call_opener(fmt.section_start) + p.space() + calls + p.space()
                                    + (p.literal(fmt.section_end) + p.space() if fmt.section_end else p.end()))
@@ -422,10 +428,11 @@ def _tag_with_tagged(d: _Derived) -> P:
             calls = p.trigger_rule("tool-calls", calls + p.optional(p.literal(fmt.section_end) + p.space()))
     elif b.parallel:
         calls = p.trigger_rule("tool-call", p.opened(fmt.section_start, p.space()) + choice
-                               + p.zero_or_more(", " + choice) + p.space() + fmt.section_end)
-    else:
-        calls = p.trigger_rule("tool-call", p.opened(fmt.section_start, p.space()) + choice + p.space()
+                               + p.zero_or_more(p.call_separator(p.literal(", ")) + choice) + p.space()
                                + fmt.section_end)
+    else:
+        calls = p.trigger_rule("tool-call", p.opened(fmt.section_start, p.space()) + p.extra_calls(choice, choice)
+                               + p.space() + fmt.section_end)
     return _after_content(d, calls)
 
 

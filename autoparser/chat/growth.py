@@ -8,13 +8,13 @@ mapper's public state only (`ChatPegMapper.filling`, `ACTING_TAGS`).
 
 from __future__ import annotations
 
-from autoparser.chat.mapper import ACTING_TAGS, ChatPegMapper, escape_inner, map_result, rstrip_c
+from autoparser.chat.mapper import ACTING_TAGS, ChatPegMapper, escape_inner, map_accounted, rstrip_c
 from autoparser.chat.tags import CONTENT, REASONING, TOOL_ARG_STRING_VALUE, TOOL_ARGS
 from autoparser.peg import Ast, AstNode, ParseResult
 from autoparser.peg.ast import AstId
 from autoparser.types import ChatFormat, ChatMessage, MessageDelta, ToolCall
 
-__all__ = ["FieldGrowth", "feeds_no_field", "map_growing"]
+__all__ = ["FieldGrowth", "feeds_no_field", "map_growing", "map_growing_accounted"]
 
 
 class FieldGrowth:
@@ -31,11 +31,13 @@ class FieldGrowth:
     __slots__ = ("_escaped", "_trailing_space", "call_index", "field", "plain")
 
     def __init__(self, field: str, *, call_index: int = -1, escaped: bool = False,
-                 trailing_space: str = "") -> None:
+                 trailing_space: str = "", hold_space: bool = False) -> None:
         self.field = field
         self.call_index = call_index
         self._escaped = escaped
-        self.plain = field in ("content", "reasoning_content")  # appended as they are
+        # content and reasoning are appended as they are, or, `hold_space`, without trailing whitespace (shown
+        # once something follows it), as JSON arguments are
+        self.plain = field in ("content", "reasoning_content") and not hold_space
         self._trailing_space = trailing_space
 
     def added(self, piece: str) -> str:
@@ -47,7 +49,8 @@ class FieldGrowth:
             return escape_inner(piece)
         if not self.field:
             return ""
-        # JSON arguments are the node text right-stripped: trailing whitespace shows once something follows it
+        # JSON arguments (and held text) are the node text right-stripped: trailing whitespace shows once
+        # something follows it
         s = self._trailing_space + piece
         visible = rstrip_c(s)
         self._trailing_space = s[len(visible):]
@@ -93,9 +96,16 @@ def _acting_on(ast: Ast, spine: tuple[AstId, ...]) -> list[AstNode]:
 
 def map_growing(result: ParseResult, spine: tuple[AstId, ...],
                 fmt: ChatFormat | str = ChatFormat.PEG_NATIVE) -> tuple[ChatMessage, FieldGrowth | None]:
-    """`map_result(result, fmt)`, and how that message grows when the open nodes `spine` (outermost first,
-    each the last child of the one before, ending at the end of the text) grow, or None when the growth is
-    not a plain append to one field.
+    """`map_growing_accounted` without the spans the mapping dropped."""
+    message, growth, _dropped = map_growing_accounted(result, spine, fmt)
+    return message, growth
+
+
+def map_growing_accounted(result: ParseResult, spine: tuple[AstId, ...], fmt: ChatFormat | str = ChatFormat.PEG_NATIVE
+                          ) -> tuple[ChatMessage, FieldGrowth | None, list[tuple[int, int]]]:
+    """`map_result(result, fmt)`, how that message grows when the open nodes `spine` (outermost first, each
+    the last child of the one before, ending at the end of the text) grow, or None when the growth is not a
+    plain append to one field, and the spans whose field text the mapping dropped (`map_accounted`).
 
     Why an append is exact: the generic mapper walks the tree pre-order and the spine is the last path of
     that walk, so the innermost acting node on it is the last node mapped (nothing mapped later can react to
@@ -106,33 +116,42 @@ def map_growing(result: ParseResult, spine: tuple[AstId, ...],
     """
     f = ChatFormat.of(fmt)
     if f in (ChatFormat.PEG_GEMMA4, ChatFormat.PEG_MINIMAX_M3):
-        return map_result(result, f), None
+        message, dropped = map_accounted(result, f)
+        return message, None, dropped
     ast = result.ast
     mapper = ChatPegMapper()
     message = mapper.from_ast(ast, result)
+    growth = _growth(result, spine, mapper, message)
+    return message, growth, mapper.dropped
+
+
+def _growth(result: ParseResult, spine: tuple[AstId, ...], mapper: ChatPegMapper,
+            message: ChatMessage) -> FieldGrowth | None:
+    """How `message` (`mapper`'s of `result`) grows while the open nodes `spine` do (see map_growing)."""
+    ast = result.ast
     acting = _acting_on(ast, spine)
     if not acting:
-        return message, FieldGrowth("")  # feeds_no_field
+        return FieldGrowth("")  # feeds_no_field
     node = acting[-1]
     for outer in acting[:-1]:
         if not (outer.tag == TOOL_ARGS and outer.text and not outer.text.startswith("{")):
-            return message, None
+            return None
     if any(d.tag in ACTING_TAGS for d in ast.walk(node.children)):
-        return message, None
+        return None
     if node.tag == CONTENT:
-        return message, FieldGrowth("content")
+        return FieldGrowth("content")
     if node.tag == REASONING:
         # reasoning holding only whitespace maps to none: only once it shows is the growth an append
-        return message, (FieldGrowth("reasoning_content") if message.reasoning_content else None)
+        return FieldGrowth("reasoning_content") if message.reasoning_content else None
     call = mapper.filling()
     if call is None:
-        return message, None
+        return None
     if node.tag == TOOL_ARGS:
         stripped = rstrip_c(node.text)
         if stripped.startswith("{") and call.arguments == stripped:
-            return message, FieldGrowth("arguments", call_index=call.index, trailing_space=node.text[len(stripped):])
-        return message, None
+            return FieldGrowth("arguments", call_index=call.index, trailing_space=node.text[len(stripped):])
+        return None
     value_local = node.tag == TOOL_ARG_STRING_VALUE and node.text and call.quote_open
     if value_local and call.arguments.endswith(escape_inner(node.text)):
-        return message, FieldGrowth("arguments", call_index=call.index, escaped=True)
-    return message, None
+        return FieldGrowth("arguments", call_index=call.index, escaped=True)
+    return None

@@ -285,7 +285,9 @@ class ChatPegMapper:
             if node.tag:  # (most nodes are untagged rules, e.g. of JSON values: no call for those)
                 act(node)
         pending = self._pending
-        if pending is not None and not pending.name:
+        if pending is not None and not pending.name and not result.need_more_input:
+            # (a call still open at the end of a partial parse is undecided, not dropped; an atomic that ran into
+            # the end says what it dropped itself: OBS_DROPPED)
             self.dropped.append((self._pending_start, result.end))
         if pending is not None and pending.name:
             if self._args_buffer:
@@ -464,8 +466,9 @@ def _gemma4_to_json(ast: Ast, nid: AstId) -> str:
     return ""
 
 
-class Gemma4Mapper:
-    """Gemma 4 (`common_chat_peg_gemma4_mapper`): arguments rebuilt from the `gemma4-*` value rules."""
+class _CallTreeMapper:
+    """The mappers whose calls are rebuilt from each `tool` node's subtree (llama.cpp's Gemma 4 and MiniMax-M3
+    mappers): reasoning and content appended, each call made by `call`, None where the subtree holds none."""
 
     def __init__(self) -> None:
         self.msg = _Message()
@@ -480,19 +483,29 @@ class Gemma4Mapper:
             elif node.tag == CONTENT:
                 self.msg.content += node.sanitized_text()
             elif node.tag == TOOL:
-                name_id = ast.find_by_tag(node, TOOL_NAME)
-                args_id = ast.find_by_tag(node, TOOL_ARGS)
-                if name_id != INVALID_AST_ID and args_id != INVALID_AST_ID:
-                    name_node = ast.get(name_id)
-                    args_node = ast.get(args_id)
-                    if not name_node.is_partial:
-                        args = _gemma4_to_json(ast, args_node.children[0]) if args_node.children else ""
-                        self.msg.tool_calls.append(_Call(name_node.text, args))
-                        continue
-                self.dropped.append((node.start, node.end))
+                call = self.call(ast, node)
+                if call is not None:
+                    self.msg.tool_calls.append(call)
+                else:
+                    self.dropped.append((node.start, node.end))
             else:
                 stack.extend(reversed(node.children))
         return self.msg.freeze()
+
+    def call(self, ast: Ast, node: AstNode) -> _Call | None:
+        raise NotImplementedError
+
+
+class Gemma4Mapper(_CallTreeMapper):
+    """Gemma 4 (`common_chat_peg_gemma4_mapper`): arguments rebuilt from the `gemma4-*` value rules."""
+
+    def call(self, ast: Ast, node: AstNode) -> _Call | None:
+        name_id = ast.find_by_tag(node, TOOL_NAME)
+        args_id = ast.find_by_tag(node, TOOL_ARGS)
+        if name_id == INVALID_AST_ID or args_id == INVALID_AST_ID or ast.get(name_id).is_partial:
+            return None
+        args_node = ast.get(args_id)
+        return _Call(ast.get(name_id).text, _gemma4_to_json(ast, args_node.children[0]) if args_node.children else "")
 
 
 # --- MiniMax-M3 -------------------------------------------------------------------------------------------
@@ -553,31 +566,14 @@ def _m3_value(ast: Ast, nid: AstId, closed: bool) -> str:
     return node.text  # numbers and booleans are written verbatim by the template
 
 
-class MiniMaxM3Mapper:
+class MiniMaxM3Mapper(_CallTreeMapper):
     """MiniMax-M3 (`common_chat_peg_minimax_m3_mapper`): arguments rebuilt from nested `tool-arg` entries."""
 
-    def __init__(self) -> None:
-        self.msg = _Message()
-        self.dropped: list[tuple[int, int]] = []  # (see ChatPegMapper.dropped)
-
-    def from_ast(self, ast: Ast, result: ParseResult) -> ChatMessage:
-        stack = list(reversed(result.nodes))
-        while stack:
-            node = ast.get(stack.pop())
-            if node.tag == REASONING:
-                self.msg.reasoning_content += node.sanitized_text()
-            elif node.tag == CONTENT:
-                self.msg.content += node.sanitized_text()
-            elif node.tag == TOOL:
-                name_id = ast.find_by_tag(node, TOOL_NAME)
-                if name_id != INVALID_AST_ID:
-                    args = _m3_container(ast, node, True, not node.is_partial)
-                    self.msg.tool_calls.append(_Call(ast.get(name_id).text, args))
-                else:
-                    self.dropped.append((node.start, node.end))
-            else:
-                stack.extend(reversed(node.children))
-        return self.msg.freeze()
+    def call(self, ast: Ast, node: AstNode) -> _Call | None:
+        name_id = ast.find_by_tag(node, TOOL_NAME)
+        if name_id == INVALID_AST_ID:
+            return None
+        return _Call(ast.get(name_id).text, _m3_container(ast, node, True, not node.is_partial))
 
 
 # --- parse entry point ------------------------------------------------------------------------------------
@@ -625,8 +621,11 @@ def without_open_calls(result: ParseResult) -> ParseResult:
     partial = [all_nodes[i] for i in result.nodes if all_nodes[i].is_partial]
     open_ids: set[AstId] = set()
     for n in partial:  # grows while it is read: depth first is not needed, every partial node is visited
-        if n.tag == TOOL:
+        # a call: its `tool` node, or in formats without one (llama.cpp's tagged JSON calls) the node its
+        # `tool-open` opens
+        if n.tag == TOOL or any(all_nodes[c].tag == TOOL_OPEN for c in n.children):
             open_ids.add(n.id)
+            continue
         partial.extend(all_nodes[c] for c in n.children if all_nodes[c].is_partial)
     if not open_ids:
         return result

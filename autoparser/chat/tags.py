@@ -12,6 +12,7 @@ from autoparser.peg import Builder, P
 
 __all__ = [
     "CONTENT",
+    "FIELD_TAGS",
     "REASONING",
     "REASONING_BLOCK",
     "TOOL",
@@ -47,6 +48,10 @@ TOOL_ARG_NAME = "tool-arg-name"
 TOOL_ARG_VALUE = "tool-arg-value"
 TOOL_ARG_STRING_VALUE = "tool-arg-string-value"  # schema says "string": the value is text, never JSON
 TOOL_ARGS_STRING = "tool-args-string"  # a call's arguments written as a JSON string: the string's body
+
+# The tags whose text goes into a message field: content, reasoning, a call's name, id or arguments.
+FIELD_TAGS = frozenset({CONTENT, REASONING, TOOL_NAME, TOOL_ID, TOOL_ARGS, TOOL_ARG_NAME, TOOL_ARG_VALUE,
+                        TOOL_ARG_STRING_VALUE})
 
 
 

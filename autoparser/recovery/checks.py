@@ -43,6 +43,10 @@ MESSAGES = {
     "call_opener_spelling": "call opener {raw!r} at {pos} spelled unlike the template: accepted",
     "extra_call": "another call at {pos} where the request allows one: read as a call",
     "call_separator": "calls separated by {raw!r} at {pos}, not as the template separates them: accepted",
+    "unquoted_value": "argument value {raw!r} at {pos} without the quotes the template writes around values: "
+                      "read as its JSON value",
+    "missing_arguments_marker": "call arguments at {pos} without the marker the template writes before them: "
+                                "read as the arguments",
     "unescaped_quote": "string value {raw!r} at {pos} holds a quote it does not escape: read up to the quote "
                        "an argument or the call's end follows",
 }

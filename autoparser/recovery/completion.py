@@ -151,11 +151,14 @@ def close_json(text: str) -> str:
     return "{}"
 
 
-def closed_calls(msg: ChatMessage, position: int) -> ChatMessage:
-    """Every call's arguments valid JSON (a complete output may end inside them)."""
+def closed_calls(msg: ChatMessage, position: int, *, closers_only: bool = False) -> ChatMessage:
+    """Every call's arguments valid JSON (a complete output may end inside them); with `closers_only`, only
+    where closing them appends to them (arguments that are no JSON for another reason stay as they are)."""
     calls, diags = [], list(msg.diagnostics)
     for call in msg.tool_calls:
         args = close_json(call.arguments)
+        if closers_only and not args.startswith(call.arguments):
+            args = call.arguments
         if args != call.arguments:
             diags.append(Diagnostic("truncated_arguments", position,
                                     f"arguments of {call.name!r} cut off at {position}: closed as {args!r}",

@@ -31,7 +31,8 @@ Span = tuple[int, int]
 
 # Special tokens (`<|call|>`, `<|tool_response>`, `</s>`): at the end of an output, markup the format ends with,
 # not text of the model's to keep.
-_SPECIAL_TOKEN = r"<[|｜][^<>\n]{0,40}>|<[^<>\s]{1,40}[|｜]>|</s>|<eos>|<end_of_turn>"
+# (a token's name is word characters, `▁` and `.:/-`: `<|"|>` is Gemma 4's quote, `<|tool_respons. x>` text)
+_SPECIAL_TOKEN = r"<[|｜][\w▁.:/-]{0,40}[|｜]?>|<[\w▁.:/-]{1,40}[|｜]>|</s>|<eos>|<end_of_turn>"
 SPECIAL_TOKEN = re.compile(_SPECIAL_TOKEN)
 _TRAILING_SPECIAL = re.compile(rf"(?:\s|{_SPECIAL_TOKEN})*\Z")
 _CUT_SPECIAL = re.compile(r"<[^<>\s]{0,40}\Z")  # `<|tool_resp` while the output may still complete it
@@ -77,14 +78,15 @@ class Reading:
         return [*own, *self.ends]
 
 
-def covered_by(result: ParseResult, offset: int, dropped: Iterable[Span] = ()) -> list[Span]:
+def covered_by(result: ParseResult, offset: int, dropped: Iterable[Span] = (), partial: bool = False) -> list[Span]:
     """The spans of the output (`result` parsed generation prompt + output, the prompt `offset` long) the parse
-    accounts for: all it consumed, but for the spans whose field text the mapping `dropped` and what an
-    `atomic` running into the end of the text dropped (`OBS_DROPPED`: a name, a key or a draft it had not
-    finished; a marker cut off by the end is markup)."""
+    accounts for: all it consumed, but for the spans whose field text the mapping `dropped` and, in a complete
+    output (not `partial`: more may complete it), what an `atomic` running into the end of the text dropped
+    (`OBS_DROPPED`: a name, a key or a draft it had not finished; a marker cut off by the end is markup)."""
     if result.fail:
         return []
-    holes = sorted([*dropped, *((pos, result.end) for kind, _pid, pos in result.observed if kind == OBS_DROPPED)])
+    holes = sorted([*dropped, *((pos, result.end) for kind, _pid, pos in result.observed
+                                if kind == OBS_DROPPED and not partial)])
     out, start, end = [], result.start, result.end
     for hole_start, hole_end in holes:
         if hole_start < end and hole_end > start:
@@ -118,13 +120,17 @@ def _gaps(covered: Iterable[Span], length: int) -> list[Span]:
     return [(a, b) for a, b in gaps if b > a]
 
 
-def guaranteed(reading: Reading, output: str) -> ChatMessage:
-    """The message of a complete output's reading with every text it does not account for put into the
-    content where it stands in the output (after the content read before it), each with an `unparsed_text`
-    diagnostic; whitespace and the special tokens the output ends with are formatting, not text."""
+def guaranteed(reading: Reading, output: str, partial: bool = False) -> ChatMessage:
+    """The message of a reading with every text it does not account for put into the content where it stands
+    in the output (after the content read before it), each with an `unparsed_text` diagnostic; whitespace and
+    the special tokens the output ends with are formatting, not text. (Of a `partial` output, whose reading
+    leaves open what more may complete, these are the texts its closed structure dropped.)"""
     msg = reading.message
-    tail = len(without_trailing_special(output, False))
-    lost = [(a, min(b, tail)) for a, b in _gaps(reading.covered, len(output)) if a < tail]
+    tail = len(without_trailing_special(output, partial))
+    gaps = _gaps(reading.covered, len(output))
+    if partial and gaps and gaps[-1][1] == len(output):
+        gaps.pop()  # (where a partial parse stops short of the end, it waits for what follows: undecided)
+    lost = [(a, min(b, tail)) for a, b in gaps if a < tail]
     lost = [(a, b) for a, b in lost if _NOT_WS.search(output, a, b)]
     if not lost:
         return msg

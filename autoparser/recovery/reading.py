@@ -22,9 +22,10 @@ reaches the same message.
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, replace
 
-from autoparser.chat.mapper import map_accounted, without_open_calls
+from autoparser.chat.mapper import map_accounted, rstrip_c, without_open_calls
 from autoparser.chat.tags import CONTENT, TOOL, TOOL_ARGS
 from autoparser.peg import Arena, ParseResult
 from autoparser.peg import nodes as N
@@ -36,7 +37,7 @@ from autoparser.recovery.coverage import Reading, Span, covered_by, guaranteed, 
 from autoparser.recovery.plan import REPAIR, RecoveryPlan
 from autoparser.types import ChatFormat, ChatMessage, Diagnostic
 
-__all__ = ["Reader"]
+__all__ = ["Reader", "pending_space_held", "with_unparsed"]
 
 
 # How many unreadable calls one output may skip (each skip parses the rest again).
@@ -61,43 +62,52 @@ class Reader:
         return len(self.generation_prompt)
 
     def read(self, output: str, *, partial: bool = False) -> ChatMessage:
-        """The message of `output` (see the module docstring); a complete one accounts for all its text."""
-        reading = self.reading(output, partial)
-        return reading.message if partial else guaranteed(reading, output)
+        """The message of `output` (see the module docstring), which accounts for all its text (of a `partial`
+        one, for all it has decided, whitespace at the end of its text held back: `pending_space_held`)."""
+        msg = guaranteed(self.reading(output, partial), output, partial)
+        if partial:
+            return pending_space_held(msg)
+        # (a complete message's calls are closed where their JSON is cut, whichever reading made them)
+        if any(not _json(c.arguments) for c in msg.tool_calls):
+            return closed_calls(msg, len(output), closers_only=True)
+        return msg
 
     def reading(self, output: str, partial: bool = False, skips: int = 0) -> Reading:
         """The steps of the default parse (see the module docstring)."""
         effective, offset, plan = self.generation_prompt + output, self.offset, self.plan
         strict, strict_whole = None, False
+        strict_dropped: list[Span] = []
         if not partial:
             strict = parse_text(self.strict, effective)
-            msg, dropped = map_accounted(strict, self.format) if not strict.fail else (ChatMessage(), [])
+            msg, strict_dropped = map_accounted(strict, self.format) if not strict.fail else (ChatMessage(), [])
             strict_whole = self._read_whole(strict, output, msg)
             if strict_whole and not plan.triggered(msg):
                 msg = with_repairs(msg, strict, plan, output, offset, partial, recovered=False, relaxed=False)
-                return self._reading(msg, strict, dropped)
+                return self.reading_of(msg, strict, strict_dropped, partial)
         relaxed = parse_text(plan.relaxed, effective) if partial else self.complete_parse(effective)
-        if strict is not None and strict.success and relaxed.success and relaxed.end < strict.end:
-            relaxed = strict  # the relaxations read less of the output than the strict parse
+        if strict is not None and strict.success and relaxed.success and relaxed.end < strict.end \
+                and not strict_dropped:
+            relaxed = strict  # the relaxations read less of the output than the strict parse (losing none)
         if relaxed.success or (partial and not relaxed.fail):
             shown = without_open_calls(relaxed) if partial else relaxed
             msg, dropped = map_accounted(shown, self.format)
             msg = with_repairs(msg, shown, plan, output, offset, partial, recovered=not strict_whole)
-            return self._rest_after(self._reading(msg, shown, dropped), relaxed, output, partial)
+            return self.rest_after(self.reading_of(msg, shown, dropped, partial), relaxed, output, partial)
         if not relaxed.fail:  # a complete output ending inside a structure
             head, ended = self._head(effective, len(output), partial)
             if ended.success or ended.end >= len(effective):  # (not stuck in a lookahead short of the end)
                 return replace(head, message=with_repairs(head.message, ended, plan, output, offset, partial))
-        if strict is not None and strict.success:
-            # the relaxations found nothing to repair: the strict reading stands
-            msg, dropped = map_accounted(strict, self.format)
+        if strict is not None and strict.success and not strict_dropped:
+            # the relaxations found nothing to repair: the strict reading stands (where it drops no text)
+            msg = map_accounted(strict, self.format)[0]
             msg = with_repairs(msg, strict, plan, output, offset, partial, recovered=False, relaxed=False)
-            return self._rest_after(self._reading(msg, strict, dropped), strict, output)
+            return self.rest_after(self.reading_of(msg, strict, [], partial), strict, output)
         head, cut = self.split_unparsed(effective)
         return self.after_unparsed(output, head, cut, partial, skips)
 
-    def _reading(self, msg: ChatMessage, result: ParseResult, dropped: list[Span]) -> Reading:
-        return Reading(msg, tuple(covered_by(result, self.offset, dropped)), result, self.offset)
+    def reading_of(self, msg: ChatMessage, result: ParseResult, dropped: list[Span], partial: bool) -> Reading:
+        """The reading of a message mapped from `result` (the mapping having `dropped` these spans)."""
+        return Reading(msg, tuple(covered_by(result, self.offset, dropped, partial)), result, self.offset)
 
     def _read_whole(self, result: ParseResult, output: str, msg: ChatMessage | None = None) -> bool:
         """Whether a parse read the whole output as llama.cpp reads it: to its end (but for the special tokens
@@ -143,14 +153,14 @@ class Reader:
         if partial:
             result = parse_text(relaxed, effective)
             msg, dropped = map_accounted(result, self.format)
-            return self._reading(msg, result, dropped), result
+            return self.reading_of(msg, result, dropped, partial), result
         result, added = complete_at_end(relaxed, self.plan.closers, effective, self.format)
         msg, dropped = map_accounted(result, self.format)
         if added:
             pos = len(effective) - self.offset
             msg = replace(msg, diagnostics=(*msg.diagnostics, Diagnostic(
                 "missing_closer", pos, f"missing {added!r} at {pos}: closed at end of output", "")))
-        return self._reading(closed_calls(msg, output_len), result, dropped), result
+        return self.reading_of(closed_calls(msg, output_len), result, dropped, partial), result
 
     def split_unparsed(self, effective: str) -> tuple[Reading, int]:
         """For a text the relaxed parser rejects: the reading of the part it can read (the longest prefix it can
@@ -207,12 +217,30 @@ class Reader:
         return replace(head, message=msg, covered=(*head.covered, (position, len(output))),
                        ends=(*head.ends, (len(output), len(msg.content))) if added else head.ends)
 
-    def _rest_after(self, reading: Reading, result: ParseResult, output: str, partial: bool = False) -> Reading:
+    def rest_after(self, reading: Reading, result: ParseResult, output: str, partial: bool = False) -> Reading:
         """A parse that succeeded before the end of the text: the rest of the output is content (the strict
         parse ignores it), but for the special tokens it ends with."""
         if not result.success:
             return reading
         return self._with_unparsed(reading, output, result.end - self.offset, partial, "trailing_text")
+
+
+def _json(text: str) -> bool:
+    try:
+        json.loads(text)
+        return True
+    except ValueError:
+        return False
+
+
+def pending_space_held(msg: ChatMessage) -> ChatMessage:
+    """A partial output's message without the whitespace its content and reasoning end with: a marker that
+    follows may take it (`</think>\n\n`), and a stream cannot take back what it sent. It shows once text
+    follows it, or the output is complete."""
+    content, reasoning = rstrip_c(msg.content), rstrip_c(msg.reasoning_content)
+    if len(content) == len(msg.content) and len(reasoning) == len(msg.reasoning_content):
+        return msg
+    return replace(msg, content=content, reasoning_content=reasoning)
 
 
 def with_unparsed(head: ChatMessage, tail: str, position: int, partial: bool = False,

@@ -151,15 +151,29 @@ class RelaxedBuilder(LooseCalls):
         # the template's calls first, then as models write them beyond it
         return calls | self.loose_json_call(name_key, args_key, names)
 
-    def json_call_separator(self, between: P) -> P:
+    def call_separator(self, between: P) -> P:
         return between | self.repair("call_separator", self._loose_between())
 
-    def extra_json_calls(self, calls: P, call: P) -> P:
+    def arguments_marker(self, marker: str) -> P:
+        return self.literal(marker) | self.repair("missing_arguments_marker", self.peek(self.literal("{")))
+
+    def extra_calls(self, calls: P, call: P) -> P:
         return calls + self.zero_or_more(self.repair("extra_call", self._loose_between()) + call)
 
     def _loose_between(self) -> P:
         """Between two calls as models write them: whitespace, or `;` or `,` with whitespace around."""
         return self.space() + self.optional(self.chars("[;,]", 1, 1) + self.space())
+
+    def typed_value_unquoted(self, arg: P, f: Function, param: Parameter, name_prefix: str, name_suffix: str,
+                             quote: str) -> P:
+        quote = quote.strip(C_SPACE)
+        if not quote or not name_suffix.endswith(quote):
+            return arg
+        opener = self.tool_arg_open(name_prefix + self.tool_arg_name(self.literal(param.name))
+                                    + name_suffix[:-len(quote)])
+        value = self.tool_arg_json_value(self.schema(self.json(), f"tool-{f.name}-arg-{param.name}-schema", f.schema,
+                                                     pointer=param.pointer))
+        return arg | self.tool_arg(opener + self.repair("unquoted_value", value))
 
     def optionally_closed_call(self, head: P, closer: str) -> P:
         return self.tool(head + self.tool_close(self.eps())) + self.optional(self.literal(closer))

@@ -12,15 +12,17 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from autoparser.chat.growth import FieldGrowth, map_growing
-from autoparser.chat.mapper import map_result, without_open_calls
+from autoparser.chat.growth import FieldGrowth, map_growing_accounted
+from autoparser.chat.mapper import map_accounted, without_open_calls
 from autoparser.chat.stream import StreamParser
 from autoparser.chat.tags import TOOL
+from autoparser.errors import ParseError
 from autoparser.peg import ParseResult
 from autoparser.peg.ast import AstId
+from autoparser.peg.nodes import C_SPACE
 from autoparser.recovery.checks import drop_repeated_start, may_become_marker, repair_diagnostics
-from autoparser.recovery.coverage import Reading
-from autoparser.recovery.reading import Reader, with_unparsed
+from autoparser.recovery.coverage import Reading, covered_by, guaranteed
+from autoparser.recovery.reading import Reader, pending_space_held
 from autoparser.types import ChatMessage, MessageDelta
 
 __all__ = ["RecoveringStream"]
@@ -61,7 +63,8 @@ class RecoveringStream(StreamParser):
 
     def _unparsed(self) -> ChatMessage:
         assert self._head is not None and self._tail is not None
-        return self._reader.after_unparsed(self.text, self._head, self._tail, True, 0).message
+        reading = self._reader.after_unparsed(self.text, self._head, self._tail, True, 0)
+        return guaranteed(reading, self.text, True)
 
     def _parsed(self, result: ParseResult) -> list[MessageDelta] | None:
         if result.fail:
@@ -71,9 +74,10 @@ class RecoveringStream(StreamParser):
         end = result.end - self._offset
         if result.success and end < len(self.text):
             # The format ended before the text: the rest is content (parsed from the start while it grows).
-            message = with_unparsed(self._mapped(result, None)[0], self.text[end:], end, True,
-                                    kind="trailing_text")
-            return self._publish(message, settled=True)
+            message = self._mapped(result, None)[0]  # (which accounts for the text before `end`)
+            reading = self._reader.rest_after(Reading(message, ((0, end),), result, self._offset), result,
+                                              self.text, True)
+            return self._publish(guaranteed(reading, self.text, True), settled=True)
         return None
 
     def _mapped(self, result: ParseResult, spine: tuple[AstId, ...] | None) -> tuple[ChatMessage,
@@ -84,21 +88,60 @@ class RecoveringStream(StreamParser):
         if shown is not result:
             # while the open nodes are inside a call not shown, the message stays as it is
             inside = spine is not None and any(result.ast.nodes[i].tag == TOOL for i in spine)
-            message, growth = map_result(shown, self._fmt), (FieldGrowth("") if inside else None)
+            message, dropped = map_accounted(shown, self._fmt)
+            growth = FieldGrowth("") if inside else None
         elif spine is None:
-            message, growth = map_result(result, self._fmt), None
+            (message, dropped), growth = map_accounted(result, self._fmt), None
         else:
-            message, growth = map_growing(result, spine, self._fmt)
+            message, growth, dropped = map_growing_accounted(result, spine, self._fmt)
+        if dropped:  # text a closed structure dropped is content, where it stands, as the whole parse has it
+            # (what follows the parse is not this reading's: it waits, or is the rest `_parsed` keeps)
+            rest = (result.end - self._offset, len(self.text))
+            covered = (*covered_by(shown, self._offset, dropped, True), rest)
+            message = guaranteed(Reading(message, covered, shown, self._offset), self.text, True)
+            growth = None
         marker = self._reader.plan.reasoning_start
         if marker and message.reasoning_content:
             if growth is not None and growth.field == "reasoning_content" \
                     and may_become_marker(message.reasoning_content, marker):
                 growth = None  # what shows depends on whether the marker completes
             message = drop_repeated_start(message, marker, self.text, True)
+        if growth is not None and growth.plain:  # (the whitespace `_publish` holds back waits for what follows)
+            text = message.content if growth.field == "content" else message.reasoning_content
+            growth = FieldGrowth(growth.field, trailing_space=text[len(text.rstrip(C_SPACE)):], hold_space=True)
         return message, growth
+
+    def _publish(self, new: ChatMessage, *, settled: bool = False) -> list[MessageDelta]:
+        # while more may come, the whitespace the text ends with waits (as the default parse of a partial output
+        # holds it back: `pending_space_held`)
+        if not self._finished:
+            new = pending_space_held(new)
+        sent, published = self._message, self._published
+        try:
+            if not self._finished and _shrinks(sent, new):
+                raise ParseError("a reading that takes back text the stream sent")  # (llama.cpp sends nothing)
+            deltas = super()._publish(new, settled=settled)
+        except ParseError:
+            # A reading that takes back what was sent (a gap of the recovery's, which tests report): the stream
+            # never raises on an output; it waits (what was sent stands), and its final message is the parse's.
+            self.last_deltas = []
+            self._message, self._published = (new, True) if self._finished else (sent, published)
+            return self.last_deltas
+        if self._finished and new.empty():
+            self._message = new  # (an empty message sends nothing, but its diagnostics are the parse's)
+        return deltas
 
     def _settled(self, message: ChatMessage) -> ChatMessage:
         return drop_repeated_start(message, self._reader.plan.reasoning_start, self.text, True)
 
     def _final(self) -> ChatMessage:
         return self._reader.read(self.text)
+
+
+def _shrinks(sent: ChatMessage, new: ChatMessage) -> bool:
+    """Whether `new` holds less of a text field than `sent` (a message's text only grows in a stream)."""
+    if new.empty():
+        return False  # (an empty message sends nothing and replaces nothing)
+    if len(new.content) < len(sent.content) or len(new.reasoning_content) < len(sent.reasoning_content):
+        return True
+    return any(len(b.arguments) < len(a.arguments) for a, b in zip(sent.tool_calls, new.tool_calls))

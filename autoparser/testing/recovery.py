@@ -17,16 +17,7 @@ from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from autoparser.chat.tags import (
-    CONTENT,
-    REASONING,
-    TOOL_ARG_NAME,
-    TOOL_ARG_STRING_VALUE,
-    TOOL_ARG_VALUE,
-    TOOL_ARGS,
-    TOOL_ID,
-    TOOL_NAME,
-)
+from autoparser.chat.tags import FIELD_TAGS
 from autoparser.corpus.mutations import mutations, recovered
 from autoparser.errors import ParseError
 from autoparser.params import ChatParams
@@ -78,9 +69,6 @@ def check_mutations(params: ChatParams, output: str, expected: ChatMessage, case
     return outcomes
 
 
-# The tags whose text goes into a message field; what else a parse consumes is markup.
-_FIELDS = (CONTENT, REASONING, TOOL_NAME, TOOL_ID, TOOL_ARGS, TOOL_ARG_NAME, TOOL_ARG_VALUE, TOOL_ARG_STRING_VALUE)
-
 
 def markup_spans(params: ChatParams, output: str) -> list[tuple[int, int]]:
     """The spans of `output` the relaxed parser reads as markup: consumed by its parse (of the longest prefix it
@@ -97,9 +85,9 @@ def markup_spans(params: ChatParams, output: str) -> list[tuple[int, int]]:
     ast = result.ast
 
     def innermost(node: AstNode) -> bool:  # tagged arguments' tool-args node holds their markup too
-        return not any(d.tag in _FIELDS for d in ast.walk(node.children))
+        return not any(d.tag in FIELD_TAGS for d in ast.walk(node.children))
 
-    fields = sorted((n.start, n.end) for n in ast.walk(result.nodes) if n.tag in _FIELDS and innermost(n))
+    fields = sorted((n.start, n.end) for n in ast.walk(result.nodes) if n.tag in FIELD_TAGS and innermost(n))
     spans, pos = [], max(result.start, offset)
     for start, end in fields:
         if start > pos:

@@ -59,6 +59,8 @@ def reference_steps(params: ChatParams, chunks: Sequence[bytes], final_partial: 
             cur = params.parse(text, is_partial=not last or final_partial, strict=strict)
             if cur.empty():
                 steps.append(("deltas", []))
+                if last and not final_partial and not strict:
+                    prev = cur  # (the default stream ends on the parse's message, its diagnostics too)
                 continue
             cur = set_tool_call_ids(cur, ids, lambda: next(gen))
             # raises too when a later parse finds fewer tool calls (llama.cpp's "Invalid diff")

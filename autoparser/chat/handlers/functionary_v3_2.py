@@ -41,7 +41,7 @@ def _build(b: Build) -> P:
     tool_choice = p.choice()
     for f in functions(b.inputs.tools):
         tool_parser = p.tool(p.tool_open(p.tool_name(p.literal(f.name)) + p.literal("\n"))
-                             + p.tool_args(p.schema(p.json(), f"tool-{f.name}-schema", f.schema)))
+                             + p.tool_args(p.schema(p.arguments_value(), f"tool-{f.name}-schema", f.schema)))
         tool_choice |= p.rule(f"tool-{f.name}", tool_parser)
 
     content_only = content_until_end

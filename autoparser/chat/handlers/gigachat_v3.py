@@ -54,7 +54,7 @@ def _build(b: Build) -> P:
         fs = functions(b.inputs.tools, typed=False)
         for f in fs:
             tool_name = p.json_member("name", '"' + p.tool_name(p.literal(f.name)) + '"')
-            tool_args = p.json_member("arguments", p.tool_args(p.schema(p.json(), f"tool-{f.name}-schema", f.schema)))
+            tool_args = p.json_member("arguments", p.tool_args(p.schema(p.arguments_value(), f"tool-{f.name}-schema", f.schema)))
             tool_open = p.tool_open(p.literal("{") << tool_name)
             tool_choice |= p.rule(f"tool-{f.name}", tool_open << "," << tool_args << "}")
         # the format has no way to write parallel calls

@@ -85,7 +85,7 @@ def _build(b: Build) -> P:
         for f in functions(b.inputs.tools):
             func_name = p.literal(" to=functions.") + p.tool_name(p.literal(f.name))
             constraint = p.optional(p.space() + p.optional(p.literal("<|constrain|>")) + constrain_type)
-            args = p.tool_args(p.schema(p.json(), f"tool-{f.name}-schema", f.schema))
+            args = p.tool_args(p.schema(p.arguments_value(), f"tool-{f.name}-schema", f.schema))
             # <|start|>assistant to=functions.NAME<|channel|>commentary[ <|constrain|>json]<|message|>ARGS
             tool_in_role = p.tool(p.tool_open(func_name + channel + constraint + p.literal("<|message|>")) + args)
             # <|start|>assistant<|channel|>commentary to=functions.NAME[ <|constrain|>json]<|message|>ARGS

@@ -54,7 +54,7 @@ def _build(b: Build) -> P:
         tool_id = p.tool_id(p.literal("functions.") + p.tool_name(p.literal(f.name)) + p.literal(":")
                             + p.chars("[0-9]", 1, -1))
         head = p.tool_open(tool_id + p.literal(ARGS_BEGIN)) \
-            + p.tool_args(p.schema(p.json(), f"tool-{f.name}-schema", f.schema))
+            + p.tool_args(p.schema(p.arguments_value(), f"tool-{f.name}-schema", f.schema))
         tool_choice |= p.rule(f"tool-{f.name}", p.optionally_closed_call(head, CALL_END))
 
     # (relaxed: the first call's `<|tool_call_begin|>` may be left out; the call then begins `functions.NAME:`)

@@ -26,7 +26,7 @@ from autoparser.chat.spec import (
     response_fields,
     word,
 )
-from autoparser.chat.tools import Parameter, functions, parameters
+from autoparser.chat.tools import Function, Parameter, functions
 from autoparser.peg.builder import P
 
 ROLE = "<role>ASSISTANT</role>"
@@ -82,22 +82,21 @@ def _build(b: Build) -> P:
     arg_close = p.tool_arg_close(p.literal(ARG_VAL_END))
     arg_string = p.rule("ling3-arg-string", p.tool_arg_string_value(p.until(ARG_VAL_END)) + arg_close)
 
+    def arg(f: Function, param: Parameter) -> P:
+        rule_name = f"ling3-arg-{f.name}-{param.name}"
+        # each alternative takes the closing tag too, so a JSON prefix cannot decide the choice early
+        arg_value = p.typed_value(param, rule_name + "-schema", f.schema, arg_close, arg_string,
+                                  partial(_mixed_value, p, param, rule_name + "-schema", f.schema, arg_close,
+                                          arg_string))
+        # the model puts newlines between arguments, the template's history does not
+        return p.rule(rule_name, p.optional(p.space())
+                      + p.tool_arg(p.tool_arg_open(p.literal(ARG_KEY) + p.tool_arg_name(p.literal(param.name))
+                                                   + p.literal(ARG_KEY_END))
+                                   + p.optional(p.space()) + p.literal(ARG_VAL) + arg_value))
+
     for f in functions(b.inputs.tools):
-        name, params = f.name, f.schema
-        required_args: list[P] = []
-        optional_args: list[P] = []
-        for param in parameters(f):
-            rule_name = f"ling3-arg-{name}-{param.name}"
-            # each alternative takes the closing tag too, so a JSON prefix cannot decide the choice early
-            arg_value = p.typed_value(param, rule_name + "-schema", params, arg_close, arg_string,
-                                      partial(_mixed_value, p, param, rule_name + "-schema", params, arg_close,
-                                              arg_string))
-            # the model puts newlines between arguments, the template's history does not
-            arg = p.rule(rule_name, p.optional(p.space())
-                         + p.tool_arg(p.tool_arg_open(p.literal(ARG_KEY) + p.tool_arg_name(p.literal(param.name))
-                                                      + p.literal(ARG_KEY_END))
-                                      + p.optional(p.space()) + p.literal(ARG_VAL) + arg_value))
-            (required_args if param.required else optional_args).append(arg)
+        name = f.name
+        required_args, optional_args = p.args_by_requirement(f, arg)
 
         args = p.args_permuted(f"ling3-{name}-args", required_args, optional_args)
         # (relaxed: a call's opener may be left out)

@@ -58,8 +58,8 @@ def _build(b: Build) -> P:
     if b.tool_calls:
         tool_choice = p.choice()
         for f in functions(b.inputs.tools):
-            tool_choice |= p.rule(f"tool-{f.name}", p.tool_open(p.tool_name(p.literal(f.name)) + "[ARGS]")
-                                  + p.tool_args(p.schema(p.json(), f"tool-{f.name}-schema", f.schema)))
+            tool_choice |= p.rule(f"tool-{f.name}", p.tool_open(p.tool_name(p.literal(f.name)) + p.arguments_marker("[ARGS]"))
+                                  + p.tool_args(p.schema(p.arguments_value(), f"tool-{f.name}-schema", f.schema)))
         # (relaxed: the model may leave `[TOOL_CALLS]` out: a call is then its name followed by `[ARGS]`)
         call = p.call_opener("[TOOL_CALLS]") + tool_choice
         tool_calls = p.trigger_rule("tool-call", p.repeat(call, *b.call_counts))

@@ -16,7 +16,7 @@ from functools import partial
 
 from autoparser.chat.builder import ChatBuilder, TaggedMarkers
 from autoparser.chat.spec import CALL_TRANSFORM, Build, FormatSpec, Laziness, Prefill, response_fields, word
-from autoparser.chat.tools import functions, parameters
+from autoparser.chat.tools import Function, Parameter, functions
 from autoparser.peg.builder import P
 
 GEN_PREFIX = "<|im_start|>assistant\n"
@@ -57,17 +57,16 @@ def _build(b: Build, *, coder: bool) -> P:
                                                    ARG_CLOSE))
         def strict_choice() -> P:
             tool_choice = p.choice()
+            def arg(f: Function, param: Parameter) -> P:
+                rule_name = f"tool-{f.name}-arg-{param.name}"
+                arg_open = p.tool_arg_open("<parameter=" + p.tool_arg_name(p.literal(param.name)) + ">\n")
+                arg_value = p.typed_value(param, rule_name + "-schema", f.schema, arg_close, arg_string,
+                                          partial(_mixed_value, p, param.types, arg_close, arg_string))
+                return p.rule(rule_name, p.tool_arg(arg_open + arg_value))
+
             for f in functions(b.inputs.tools):
-                name, params = f.name, f.schema
-                required_args: list[P] = []
-                optional_args: list[P] = []
-                for param in parameters(f):
-                    rule_name = f"tool-{name}-arg-{param.name}"
-                    arg_open = p.tool_arg_open("<parameter=" + p.tool_arg_name(p.literal(param.name)) + ">\n")
-                    arg_value = p.typed_value(param, rule_name + "-schema", params, arg_close, arg_string,
-                                              partial(_mixed_value, p, param.types, arg_close, arg_string))
-                    arg_rule = p.rule(rule_name, p.tool_arg(arg_open + arg_value))
-                    (required_args if param.required else optional_args).append(arg_rule)
+                name = f.name
+                required_args, optional_args = p.args_by_requirement(f, arg)
 
                 # Qwen does not always keep the declared order of required arguments.
                 args = p.args_permuted(f"tool-{name}-args", required_args, optional_args)

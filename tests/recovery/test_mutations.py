@@ -1,4 +1,4 @@
-"""Recovering what the model meant (chat/recover.py), measured on outputs broken the way models break them.
+"""Recovering what the model meant (autoparser/recovery), measured on outputs broken the way models break them.
 
 Every round-trip golden our parse reads right (tests/data/roundtrip, made by the C++ reference) is broken by
 each mutation that applies (autoparser.corpus.mutations: the last closer cut, text after the calls, the first

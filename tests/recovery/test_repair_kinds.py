@@ -2,7 +2,7 @@
 
 Every case runs through `peg_tester`: the whole parse gives the intended message and exactly the listed
 repairs, every prefix re-parsed and the incremental stream give the same message through append-only deltas.
-Each also checks that no word of the output is lost (chat/recover.py `unaccounted`), and that the strict parse
+Each also checks that no word of the output is lost (testing/recovery.py `unaccounted`), and that the strict parse
 (llama.cpp's) still rejects or misreads the output, so that the case tests recovery and not the format.
 
 The templates, and the template behaviour each relies on:
@@ -139,7 +139,7 @@ def test_first_opener_missing_tagged() -> None:
 ])
 def test_first_opener_missing_in_hand_written_formats(template: str, output: str, message: dict[str, Any],
                                                       request_: dict[str, Any]) -> None:
-    # each format's lenient parser lets the first call's opener be left out (chat/relax.py `calls_opened`,
+    # each format's relaxed parser lets the first call's opener be left out (recovery/relax.py `calls_opened`,
     # `content_until_calls`): content stops where the rest of a call follows
     check(case(template, output, **request_), message, ["missing_call_opener"])
 

@@ -1,0 +1,148 @@
+"""No text of a complete output is lost, whatever the output: a property of every corpus template.
+
+The default parse accounts for every character of a complete output at run time (recovery/coverage.py). This
+test checks it from outside, on outputs built from each template's own markup: the round-trip golden of a
+call (made by rendering the template) is cut into its markers (the literals of the request's parser that it
+holds) and the text between them, and random outputs interleave those pieces, dropped, repeated and
+reordered, with words and whitespace. For each output:
+
+- `parse()` does not raise;
+- every word of the output is in the message (a field or a diagnostic's raw text) or in markup the parser
+  reads (`unaccounted`, by words: independent of the spans the run-time check uses);
+- the stream, in chunks, never raises and ends on the parse's message (with its diagnostics);
+- its deltas add up to that message. Where a later chunk changes how the relaxed parser reads text it has
+  read (a reading of a prefix that is no prefix of the whole's), the stream waits rather than take back what
+  it sent, and its deltas add up to less: a known gap, per template, in tests/data/ratchet/stream_waits.json.
+  (That every step's deltas are those of a whole re-parse is checked on the round-trip goldens and their
+  mutations: tests/recovery/test_mutations.py.)
+
+Each template's outputs come from a seeded generator, the same on every run.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import random
+import re
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from autoparser.corpus.roundtrip import generate_cached, generator_request
+from autoparser.peg import nodes as N
+from autoparser.testing.ratchet import Ratchet
+from autoparser.testing.recovery import markup_spans, unaccounted
+from autoparser.chat.stream import apply_deltas
+from autoparser.params import ChatParams
+from autoparser.testing.streaming import chunked
+from autoparser.types import ChatMessage
+from tests.recovery.test_mutations import ROWS, TEMPLATES, _source
+
+STREAM_RATCHET = Ratchet(Path(__file__).resolve().parent.parent / "data" / "ratchet" / "stream_waits.json")
+
+# How many random outputs each template gets (each is parsed whole, checked by words, and streamed).
+OUTPUTS = 6
+_WORDS = ("alpha", "beta", "Paris", "42", "x_y", "über", "{", "}", "\"q\"", "<", ">", "call", "[", "]")
+_SPACE = ("", " ", "\n", "\n\n", "  ", "\t")
+
+
+def _golden(template: str) -> dict[str, Any] | None:
+    """The template's richest golden: a call with reasoning, else any call, else any row."""
+    rows = ROWS[template]
+    for prefix in ("e_", "d_", "c_", "g_", "b_", ""):
+        for row in rows:
+            if row["scenario"].startswith(prefix):
+                return row
+    return None
+
+
+def _pieces(output: str, markers: list[str]) -> list[str]:
+    """`output` cut into the markers it holds and the text between them."""
+    if not markers:
+        return [output]
+    pattern = re.compile("|".join(re.escape(m) for m in sorted(markers, key=len, reverse=True)))
+    out, pos = [], 0
+    for m in pattern.finditer(output):
+        if m.start() > pos:
+            out.append(output[pos:m.start()])
+        out.append(m.group())
+        pos = m.end()
+    if pos < len(output):
+        out.append(output[pos:])
+    return out
+
+
+def _outputs(template: str, output: str, markers: list[str]) -> list[str]:
+    rng = random.Random(int(hashlib.sha256(template.encode()).hexdigest()[:12], 16))
+    pieces = _pieces(output, markers)
+    made = []
+    for _ in range(OUTPUTS):
+        chosen = [p for p in pieces if rng.random() > 0.2]
+        for _ in range(rng.randint(0, 3)):  # a piece repeated or moved
+            if chosen:
+                chosen.insert(rng.randrange(len(chosen) + 1), rng.choice(pieces))
+        for _ in range(rng.randint(0, 4)):  # words and whitespace the template does not write
+            chosen.insert(rng.randrange(len(chosen) + 1), rng.choice(_SPACE) + rng.choice(_WORDS) + rng.choice(_SPACE))
+        if chosen and rng.random() < 0.3:  # cut short
+            chosen = chosen[:rng.randrange(1, len(chosen) + 1)]
+        made.append("".join(chosen))
+    return made
+
+
+def _stream_problems(params: ChatParams, output: str, whole: ChatMessage) -> tuple[str | None, str | None]:
+    """What the stream broke of its promises (raised, or ended elsewhere than the parse), and whether its
+    deltas add up to less than its final message (it waited)."""
+    stream, sent = params.stream(), ChatMessage()
+    try:
+        for chunk in chunked(output, range(7, len(output.encode()), 7)):
+            sent = apply_deltas(sent, stream.feed(chunk))
+        final = stream.finish()
+        sent = apply_deltas(sent, stream.last_deltas)
+    except Exception as e:
+        return f"the stream raised {type(e).__name__}: {e}", None
+    if final != whole:
+        return f"the stream ends on {final}, the parse gives {whole}", None
+    if (sent.content, sent.reasoning_content, [(c.name, c.arguments) for c in sent.tool_calls]) != \
+            (final.content, final.reasoning_content, [(c.name, c.arguments) for c in final.tool_calls]):
+        return None, f"{output!r}: the deltas add up to {sent}, the stream ends on {final}"
+    return None, None
+
+
+@pytest.mark.parametrize("template", TEMPLATES)
+def test_random_outputs_of_the_templates_markers_lose_no_text(template: str) -> None:
+    row = _golden(template)
+    assert row is not None
+    try:
+        params = generate_cached(_source(row), generator_request(row["request"]))
+    except Exception:
+        pytest.skip("the request does not render (the round-trip suite says why)")
+    arena = params.reader.plan.relaxed
+    markers = sorted({n.literal for n in arena.parsers if isinstance(n, N.Literal) and n.literal.strip()
+                      and n.literal in row["output"]})
+    # The words of the format's own markers (`<parameter=` holds `parameter`): markup wherever the reading takes
+    # them for it, which the check's own markup spans (one parse of the output) may not say.
+    marker_words = Counter({w: 1_000_000 for n in arena.parsers if isinstance(n, N.Literal)
+                            for w in re.findall(r"\w+", n.literal)})
+    problems, waits = [], []
+    for output in _outputs(template, row["output"], markers):
+        try:
+            got = params.parse(output)
+        except Exception as e:
+            problems.append(f"{output!r}: parse() raised {type(e).__name__}: {e}")
+            continue
+        lost = unaccounted(output, got, markup_spans(params, output)) - marker_words
+        if lost:
+            problems.append(f"{output!r}: text lost: {dict(lost)} -> {got}")
+        broken, waited = _stream_problems(params, output, got)
+        if broken:
+            problems.append(f"{output!r}: {broken}")
+        if waited:
+            waits.append(waited)
+    assert not problems, "\n".join(problems)
+    STREAM_RATCHET.check(template, "\n".join(waits) or None)
+
+
+def test_the_stream_ratchet_names_real_templates() -> None:
+    STREAM_RATCHET.check_known(TEMPLATES)
