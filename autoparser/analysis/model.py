@@ -235,7 +235,7 @@ class TemplateAnalysis:
     prompt_reasoning: ReasoningAnalysis | None = None
     """Beyond the C++: a reasoning block the generation prompt opens (its opening tag, as the prompt writes it,
     and the tag's closing form) where the analysis found no end to one (analysis/reasoning.py
-    `prompt_opened_reasoning`). The lenient parser reads it, where the generation prompt still opens it
+    `prompt_opened_reasoning`). The relaxed parser reads it, where the generation prompt still opens it
     (not in `to_dict()`)."""
     transformers_reading: TemplateAnalysis | None = None
     """Beyond the C++: the template analysed as transformers renders a request (caps probed that way too, the

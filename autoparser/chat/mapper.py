@@ -646,7 +646,8 @@ def output_parser(arena: Arena | None) -> Arena:
 
 
 def parse_effective(parser: Arena, effective: str, offset: int) -> ParseResult:
-    """Run `parser` over generation prompt + output (`offset` = the prompt's length), lenient as always.
+    """Run `parser` over generation prompt + output (`offset` = the prompt's length), always as partial input
+    (the C++ LENIENT flag: the input may continue).
 
     The engine's nesting guard raises ParseError; its position is re-anchored on the model output.
     """
@@ -657,10 +658,10 @@ def parse_effective(parser: Arena, effective: str, offset: int) -> ParseResult:
                          expected=e.expected) from None
 
 
-def message_of(result: ParseResult, offset: int, *, is_partial: bool, fmt: ChatFormat) -> ChatMessage:
+def message_of(result: ParseResult, offset: int, *, partial: bool, fmt: ChatFormat) -> ChatMessage:
     """Map a parse of generation prompt + output; a failure raises ParseError about the output, except while
-    streaming (`is_partial`) past the first character, where whatever the failed parse left is mapped."""
-    if result.fail and not (is_partial and result.end > 0):
+    streaming (`partial`) past the first character, where whatever the failed parse left is mapped."""
+    if result.fail and not (partial and result.end > 0):
         raise ParseError(f"The model produced output that does not match the expected {fmt.value} format",
                          text=result.text[offset:], position=max(0, result.end - offset))
     return map_result(result, fmt)
@@ -670,13 +671,13 @@ def peg_parse(arena: Arena | None, text: str | bytes, *, is_partial: bool = Fals
               format: ChatFormat | str = ChatFormat.PEG_NATIVE) -> ChatMessage:
     """Parse model output into a message (`common_chat_peg_parse`).
 
-    The generation prompt is prepended (parsers are built to consume it) and parsing is always lenient, so a
-    complete output ending in open-ended content is fine. A mismatch raises ParseError whose position and
-    excerpt refer to `text` alone; while streaming (`is_partial`) a failure past the first character maps
-    whatever the failed parse left instead.
+    The generation prompt is prepended (parsers are built to consume it) and the input is always partial (the
+    C++ LENIENT flag), so a complete output ending in open-ended content is fine. A mismatch raises ParseError
+    whose position and excerpt refer to `text` alone; while streaming (`is_partial`, llama.cpp's name: the
+    output may continue) a failure past the first character maps whatever the failed parse left instead.
     """
     output = to_text(text)
     effective = generation_prompt + output if generation_prompt else output
     offset = len(generation_prompt)
     result = parse_effective(output_parser(arena), effective, offset)
-    return message_of(result, offset, is_partial=is_partial, fmt=ChatFormat.of(format))
+    return message_of(result, offset, partial=is_partial, fmt=ChatFormat.of(format))

@@ -192,7 +192,7 @@ class FormatSpec:
     """Extra template variables for a request."""
     generation_prompt: str | None = None
     """A fixed generation prompt, where the template's own would be wrong."""
-    finish: Callable[[Rendered, GenerationInputs], Rendered] | None = None
+    fix_prompt: Callable[[Rendered, GenerationInputs], Rendered] | None = None
     """A fix-up of the rendered prompt the C++ applies for this format."""
     relaxes: bool = False
     """The build function asks the builder's hooks for pieces models write beyond the template: a relaxed
@@ -299,4 +299,4 @@ def render(spec: FormatSpec, tmpl: ChatTemplate, inputs: GenerationInputs) -> Re
             rendered = rendered_in(False)
         except TemplateError:
             raise refused from None
-    return spec.finish(rendered, inputs) if spec.finish is not None else rendered
+    return spec.fix_prompt(rendered, inputs) if spec.fix_prompt is not None else rendered

@@ -1,7 +1,7 @@
 """Streaming: the deltas between two successive parses of a growing output (`common_chat_msg_diff`).
 
 A streaming server re-parses the whole output on every chunk and sends what changed. The parsers are built so
-that every field only grows (`atomic` markers, lenient scans); `compute_deltas` turns two messages into
+that every field only grows (`atomic` markers, scans that wait for more input); `compute_deltas` turns two messages into
 OpenAI-style delta records and raises ParseError when that promise is broken. `apply_deltas` folds deltas back into a
 message, as a client does (and as the C++ test harness checks).
 """
@@ -399,7 +399,7 @@ class StreamParser:
         """The message of a partial parse, and how it grows while its open nodes `spine` do (`map_growing`;
         None when not resumable): llama.cpp maps whatever a failed parse left past the first character."""
         if spine is None:
-            return message_of(result, self._offset, is_partial=True, fmt=self._fmt), None
+            return message_of(result, self._offset, partial=True, fmt=self._fmt), None
         return map_growing(result, spine, self._fmt)
 
     def _settled(self, message: ChatMessage) -> ChatMessage:
@@ -409,7 +409,7 @@ class StreamParser:
     def _final(self) -> ChatMessage:
         """The message of the whole output, complete."""
         result = parse_effective(self._parser, self._text(), self._offset)
-        return message_of(result, self._offset, is_partial=False, fmt=self._fmt)
+        return message_of(result, self._offset, partial=False, fmt=self._fmt)
 
     def _publish(self, new: ChatMessage, *, settled: bool = False) -> list[MessageDelta]:
         if not settled:

@@ -352,7 +352,7 @@ class CorpusUpdater:
                                   "sha256": new.sha256, "source_file": src.get("source_file"), "diff": diff})
         return r
 
-    def finish(self) -> None:
+    def close_journal(self) -> None:
         """The report is safely written: sweep what interrupted commits left behind, then drop the journal.
 
         Only runs that changed something (or resumed one that did) have a journal, so an unchanged refresh
@@ -410,7 +410,7 @@ def refresh(
             then(report, updater)
         if report_dir is not None:
             report.write(report_dir)
-        updater.finish()
+        updater.close_journal()
     except OSError as e:
         # stop at once: the in-memory manifest may be ahead of the disk, and the disk is the consistent one
         raise CorpusError(f"cannot update {corpus}: {e.strerror or e}; re-run to resume") from e

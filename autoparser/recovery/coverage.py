@@ -14,7 +14,7 @@ its end-of-input records: the check costs nothing where the parse read the outpu
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
 
 from autoparser.chat.tags import CONTENT
@@ -109,7 +109,9 @@ def merged(spans: Iterable[Span]) -> list[Span]:
     return out
 
 
-def _gaps(covered: Iterable[Span], length: int) -> list[Span]:
+def _gaps(covered: Sequence[Span], length: int) -> list[Span]:
+    if len(covered) == 1 and covered[0][0] <= 0 and covered[0][1] >= length:
+        return []
     gaps, pos = [], 0
     for start, end in merged(covered):
         if start > pos:
@@ -126,10 +128,12 @@ def guaranteed(reading: Reading, output: str, partial: bool = False) -> ChatMess
     the special tokens the output ends with are formatting, not text. (Of a `partial` output, whose reading
     leaves open what more may complete, these are the texts its closed structure dropped.)"""
     msg = reading.message
-    tail = len(without_trailing_special(output, partial))
     gaps = _gaps(reading.covered, len(output))
     if partial and gaps and gaps[-1][1] == len(output):
         gaps.pop()  # (where a partial parse stops short of the end, it waits for what follows: undecided)
+    if not gaps:
+        return msg  # (the common case: the parse read it all; nothing scans the text)
+    tail = len(without_trailing_special(output, partial))
     lost = [(a, min(b, tail)) for a, b in gaps if a < tail]
     lost = [(a, b) for a, b in lost if _NOT_WS.search(output, a, b)]
     if not lost:

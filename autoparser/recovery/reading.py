@@ -67,8 +67,9 @@ class Reader:
         msg = guaranteed(self.reading(output, partial), output, partial)
         if partial:
             return pending_space_held(msg)
-        # (a complete message's calls are closed where their JSON is cut, whichever reading made them)
-        if any(not _json(c.arguments) for c in msg.tool_calls):
+        # (a recovered message's calls are closed where their JSON is cut, whichever reading made them; the
+        # strict reading's are llama.cpp's)
+        if msg.diagnostics and any(not _json(c.arguments) for c in msg.tool_calls):
             return closed_calls(msg, len(output), closers_only=True)
         return msg
 

@@ -1,5 +1,5 @@
 """Reasoning the generation prompt opens, where the C++ analysis finds no end to it (analysis/reasoning.py
-`prompt_opened_reasoning`, read by the lenient parser: chat/generic.py `_with_prompt_reasoning`).
+`prompt_opened_reasoning`, read by the relaxed parser: chat/generic.py `_relaxed_build`).
 
 Such a template ends the generation prompt with an opening tag that the assistant turns of the history do not
 write, and renders no reasoning in the history (OLMo 3 Think, Step3, LongCat): the model continues inside the

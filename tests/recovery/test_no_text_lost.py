@@ -30,12 +30,12 @@ from typing import Any
 
 import pytest
 
+from autoparser.chat.stream import apply_deltas
 from autoparser.corpus.roundtrip import generate_cached, generator_request
+from autoparser.params import ChatParams
 from autoparser.peg import nodes as N
 from autoparser.testing.ratchet import Ratchet
 from autoparser.testing.recovery import markup_spans, unaccounted
-from autoparser.chat.stream import apply_deltas
-from autoparser.params import ChatParams
 from autoparser.testing.streaming import chunked
 from autoparser.types import ChatMessage
 from tests.recovery.test_mutations import ROWS, TEMPLATES, _source

@@ -212,7 +212,7 @@ _CALLS = {"open_pattern": r"<\|tool_call>call:(?P<name>[A-Za-z0-9_.\-]+)(?=\{)",
 
 SPEC = FormatSpec(
     "gemma4", _build, _prefill, format=ChatFormat.PEG_GEMMA4, response_format=SchemaRule.OBJECT,
-    finish=_reopened_turn, triggers=(word("<|tool_call>"),), relaxes=True,
+    fix_prompt=_reopened_turn, triggers=(word("<|tool_call>"),), relaxes=True,
     # (the turn of a call ends by handing over to the tool: `<|tool_response>` is no content)
     response_fields=response_fields(_CALLS, thinking=("<|channel>thought", "<channel|>"),
                                         markup=("<|tool_response>",)),

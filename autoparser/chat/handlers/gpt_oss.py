@@ -103,7 +103,7 @@ SPEC = FormatSpec(
     "gpt_oss", _build,
     Prefill("<|start|>assistant", "<|channel|>analysis<|message|>",
             "<|end|><|start|>assistant<|channel|>final<|message|>"),
-    response_format=SchemaRule.OBJECT, messages=_thinking_field, finish=_closed_last_turn,
+    response_format=SchemaRule.OBJECT, messages=_thinking_field, fix_prompt=_closed_last_turn,
     # Where a tool call begins: a recipient after the role (` to=`) or after the channel name.
     triggers=(pattern(r"^\s+to$"), pattern(r"^<\|channel\|>(?:commentary|analysis)\s+to=functions$"),
               pattern(r"<\|start\|>assistant(\s+to)"),
