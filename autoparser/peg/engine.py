@@ -308,23 +308,17 @@ def _compile_repetition(fns: list[Fn], child: ParserId, lo: int, hi: int) -> Fn:
                 ctx.observed.append(OBSERVED_OTHER)
                 break
             t, e, nd, iv = f(ctx, p)
-            if t == SUCCESS_:
-                if e == p:  # an empty match would loop forever
-                    break
-                if nd:
-                    nodes = nodes + nd if nodes else nd
-                if iv:
-                    inv = inv + iv if inv else iv
-                p = e
-                count += 1
-                continue
+            if t == FAIL_ or (t == SUCCESS_ and e == p):  # (an empty match would loop forever)
+                break
+            # a match, or one the end of the input cut short: either way the repetition keeps what it read
+            if nd:
+                nodes = nodes + nd if nodes else nd
+            if iv:
+                inv = inv + iv if inv else iv
             if t == NEED_MORE_:
-                if nd:
-                    nodes = nodes + nd if nodes else nd
-                if iv:
-                    inv = inv + iv if inv else iv
                 return NEED_MORE_, e, nodes, inv
-            break
+            p = e
+            count += 1
         if lo > 0 and count < lo:
             if p >= n and ctx.partial:
                 return NEED_MORE_, p, nodes, inv
