@@ -7,8 +7,8 @@ Field and enum names follow chat-auto-parser.h so records compare directly with 
 from __future__ import annotations
 
 import enum
-from dataclasses import dataclass, field
-from typing import Any
+from dataclasses import dataclass, field, fields
+from typing import Any, ClassVar
 
 from autoparser.template.caps import TemplateCaps
 
@@ -57,18 +57,36 @@ class CallIdPosition(enum.Enum):
     POST_ARGS = "POST_ARGS"
 
 
+class _CppRecord:
+    """A sub-analysis whose C++ record is its fields, by name and in order: `to_dict()` writes an enum as its
+    value, a tuple as a list and a sub-analysis as its own record."""
+
+    # Declared so that mypy lets fields() read a subclass: every one is a dataclass.
+    __dataclass_fields__: ClassVar[dict[str, Any]]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {f.name: _record_value(getattr(self, f.name)) for f in fields(self)}
+
+
+def _record_value(value: Any) -> Any:
+    if isinstance(value, enum.Enum):
+        return value.value
+    if isinstance(value, tuple):
+        return list(value)
+    if isinstance(value, _CppRecord):
+        return value.to_dict()
+    return value
+
+
 @dataclass(frozen=True)
-class ReasoningAnalysis:
+class ReasoningAnalysis(_CppRecord):
     mode: ReasoningMode = ReasoningMode.NONE
     start: str = ""
     end: str = ""
 
-    def to_dict(self) -> dict[str, Any]:
-        return {"mode": self.mode.value, "start": self.start, "end": self.end}
-
 
 @dataclass(frozen=True)
-class ContentAnalysis:
+class ContentAnalysis(_CppRecord):
     mode: ContentMode = ContentMode.PLAIN
     start: str = ""
     end: str = ""
@@ -77,13 +95,9 @@ class ContentAnalysis:
     def is_always_wrapped(self) -> bool:
         return self.mode is ContentMode.ALWAYS_WRAPPED and bool(self.start) and bool(self.end)
 
-    def to_dict(self) -> dict[str, Any]:
-        return {"mode": self.mode.value, "start": self.start, "end": self.end,
-                "requires_nonnull_content": self.requires_nonnull_content}
-
 
 @dataclass(frozen=True)
-class ToolFormatAnalysis:
+class ToolFormatAnalysis(_CppRecord):
     mode: ToolFormat = ToolFormat.NONE
     section_start: str = ""
     section_end: str = ""
@@ -99,31 +113,17 @@ class ToolFormatAnalysis:
     gen_id_field: str = ""
     parameter_order: tuple[str, ...] = ()
 
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "mode": self.mode.value, "section_start": self.section_start, "section_end": self.section_end,
-            "per_call_start": self.per_call_start, "per_call_end": self.per_call_end,
-            "fun_name_is_key": self.fun_name_is_key, "tools_array_wrapped": self.tools_array_wrapped,
-            "openai_wrapper_trigger": self.openai_wrapper_trigger, "function_field": self.function_field,
-            "name_field": self.name_field, "args_field": self.args_field, "id_field": self.id_field,
-            "gen_id_field": self.gen_id_field, "parameter_order": list(self.parameter_order),
-        }
-
 
 @dataclass(frozen=True)
-class FunctionAnalysis:
+class FunctionAnalysis(_CppRecord):
     name_prefix: str = ""
     name_suffix: str = ""
     args_separator: str = ""
     close: str = ""
 
-    def to_dict(self) -> dict[str, Any]:
-        return {"name_prefix": self.name_prefix, "name_suffix": self.name_suffix,
-                "args_separator": self.args_separator, "close": self.close}
-
 
 @dataclass(frozen=True)
-class ArgumentsAnalysis:
+class ArgumentsAnalysis(_CppRecord):
     start: str = ""
     end: str = ""
     name_prefix: str = ""
@@ -133,33 +133,20 @@ class ArgumentsAnalysis:
     separator: str = ""
     tolerate_intertag_whitespace: bool = False
 
-    def to_dict(self) -> dict[str, Any]:
-        return {"start": self.start, "end": self.end, "name_prefix": self.name_prefix,
-                "name_suffix": self.name_suffix, "value_prefix": self.value_prefix,
-                "value_suffix": self.value_suffix, "separator": self.separator,
-                "tolerate_intertag_whitespace": self.tolerate_intertag_whitespace}
-
 
 @dataclass(frozen=True)
-class CallIdAnalysis:
+class CallIdAnalysis(_CppRecord):
     pos: CallIdPosition = CallIdPosition.NONE
     prefix: str = ""
     suffix: str = ""
 
-    def to_dict(self) -> dict[str, Any]:
-        return {"pos": self.pos.value, "prefix": self.prefix, "suffix": self.suffix}
-
 
 @dataclass(frozen=True)
-class ToolsAnalysis:
+class ToolsAnalysis(_CppRecord):
     format: ToolFormatAnalysis = field(default_factory=ToolFormatAnalysis)
     function: FunctionAnalysis = field(default_factory=FunctionAnalysis)
     arguments: ArgumentsAnalysis = field(default_factory=ArgumentsAnalysis)
     call_id: CallIdAnalysis = field(default_factory=CallIdAnalysis)
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"format": self.format.to_dict(), "function": self.function.to_dict(),
-                "arguments": self.arguments.to_dict(), "call_id": self.call_id.to_dict()}
 
 
 class CallSyntax(enum.Enum):

@@ -62,37 +62,139 @@ def _renders(*formats: LlmChatTemplate) -> Callable[[_Render], _Render]:
 
 _Turn = tuple[str, str]  # what a format writes before and after a message's content
 
-
-def _by_role(chat: Messages, turns: Mapping[str, _Turn], other: _Turn | None = None) -> str:
-    """Each message between its role's markers; a role not in `turns` between `other`'s, or left out when
-    `other` is None. (Upstream writes these formats as one branch per role: here they are a table.)"""
-    out = []
-    for m in chat:
-        turn = turns.get(m.role, other)
-        if turn is not None:
-            out.append(turn[0] + m.content + turn[1])
-    return "".join(out)
+# Most formats write each message by one rule and end with the assistant's generation prompt when add_ass:
+# upstream spells each as a branch of its own, here each is an entry of one of two tables (in upstream's
+# order). The formats written as functions after them have a rule of their own (a system turn merged into the
+# next one, a role renamed, a prompt after the last user turn).
 
 
-@_renders(T.CHATML)
-def _chatml(_: LlmChatTemplate, chat: Messages, add_ass: bool) -> str:
-    out = "".join(f"<|im_start|>{m.role}\n{m.content}<|im_end|>\n" for m in chat)
-    return out + ("<|im_start|>assistant\n" if add_ass else "")
+@dataclass(frozen=True)
+class _RoleHeaded:
+    """Every message as `head[0]` + its role + `head[1]` + its content + `end`; `start` once before them (or
+    nothing), and `prompt` after them when add_ass. `trimmed`: contents trim()med; `roles`: only these roles
+    are written (None: all)."""
+
+    head: _Turn
+    end: str
+    prompt: str
+    trimmed: bool = False
+    start: str = ""
+    roles: frozenset[str] | None = None
+
+    def __call__(self, _: LlmChatTemplate, chat: Messages, add_ass: bool) -> str:
+        before, after = self.head
+        out = "".join(f"{before}{m.role}{after}{trim(m.content) if self.trimmed else m.content}{self.end}"
+                      for m in chat if self.roles is None or m.role in self.roles)
+        return self.start + out + (self.prompt if add_ass else "")
 
 
-@_renders(T.MISTRAL_V7, T.MISTRAL_V7_TEKKEN)
-def _mistral_v7(fmt: LlmChatTemplate, chat: Messages, add_ass: bool) -> str:
-    # (no generation prompt: the [/INST] closing the last user turn is where the answer starts)
-    space = " " if fmt is T.MISTRAL_V7 else ""
-    out = []
-    for m in chat:
-        if m.role == "system":
-            out.append(f"[SYSTEM_PROMPT]{space}{m.content}[/SYSTEM_PROMPT]")
-        elif m.role == "user":
-            out.append(f"[INST]{space}{m.content}[/INST]")
-        else:
-            out.append(f"{space}{m.content}</s>")
-    return "".join(out)
+@dataclass(frozen=True)
+class _ByRole:
+    """Each message between its role's markers in `turns`; a role not in `turns` between `other`'s, or left
+    out when `other` is None. `start` once before them (or nothing), and `prompt` after them when add_ass."""
+
+    turns: Mapping[str, _Turn]
+    other: _Turn | None = None
+    prompt: str = ""
+    start: str = ""
+    trimmed: bool = False  # contents trim()med
+    first_only: frozenset[str] = frozenset()  # roles written only as the first message, left out elsewhere
+
+    def __call__(self, _: LlmChatTemplate, chat: Messages, add_ass: bool) -> str:
+        out = []
+        for i, m in enumerate(chat):
+            turn = None if i > 0 and m.role in self.first_only else self.turns.get(m.role, self.other)
+            if turn is not None:
+                out.append(turn[0] + (trim(m.content) if self.trimmed else m.content) + turn[1])
+        return self.start + "".join(out) + (self.prompt if add_ass else "")
+
+
+_FORMATS.update({
+    T.CHATML: _RoleHeaded(("<|im_start|>", "\n"), "<|im_end|>\n", "<|im_start|>assistant\n"),
+    T.PHI_3: _RoleHeaded(("<|", "|>\n"), "<|end|>\n", "<|assistant|>\n"),
+    T.PHI_4: _RoleHeaded(("<|im_start|>", "<|im_sep|>"), "<|im_end|>", "<|im_start|>assistant<|im_sep|>"),
+    T.FALCON_3: _RoleHeaded(("<|", "|>\n"), "\n", "<|assistant|>\n"),
+    T.ZEPHYR: _RoleHeaded(("<|", "|>\n"), "<|endoftext|>\n", "<|assistant|>\n"),
+    T.LLAMA_3: _RoleHeaded(("<|start_header_id|>", "<|end_header_id|>\n\n"), "<|eot_id|>",
+                           "<|start_header_id|>assistant<|end_header_id|>\n\n", trimmed=True),
+    T.CHATGLM_3: _RoleHeaded(("<|", "|>\n "), "", "<|assistant|>", start="[gMASK]sop"),
+    T.CHATGLM_4: _RoleHeaded(("<|", "|>\n"), "", "<|assistant|>\n", start="[gMASK]<sop>"),
+    T.GLMEDGE: _RoleHeaded(("<|", "|>\n"), "", "<|assistant|>"),
+    T.EXAONE_MOE: _RoleHeaded(("<|", "|>\n"), "<|endofturn|>\n", "<|assistant|>\n", trimmed=True,
+                              roles=frozenset(("system", "user", "assistant", "tool"))),
+    T.MEGREZ: _RoleHeaded(("<|role_start|>", "<|role_end|>"), "<|turn_end|>", "<|role_start|>assistant<|role_end|>"),
+    T.LLAMA4: _RoleHeaded(("<|header_start|>", "<|header_end|>\n\n"), "<|eot|>",
+                          "<|header_start|>assistant<|header_end|>\n\n", trimmed=True),
+    T.SOLAR_OPEN: _RoleHeaded(("<|begin|>", "<|content|>"), "<|end|>", "<|begin|>assistant"),
+})
+
+_KIMI_END = "<|im_end|>"
+_EXAONE_3_TURNS = {"system": ("[|system|]", "[|endofturn|]\n"), "user": ("[|user|]", "\n"),
+                   "assistant": ("[|assistant|]", "[|endofturn|]\n")}
+_FORMATS.update({
+    # (no generation prompt in Mistral v7: the [/INST] closing the last user turn is where the answer starts)
+    T.MISTRAL_V7: _ByRole({"system": ("[SYSTEM_PROMPT] ", "[/SYSTEM_PROMPT]"), "user": ("[INST] ", "[/INST]")},
+                          other=(" ", "</s>")),
+    T.MISTRAL_V7_TEKKEN: _ByRole({"system": ("[SYSTEM_PROMPT]", "[/SYSTEM_PROMPT]"), "user": ("[INST]", "[/INST]")},
+                                 other=("", "</s>")),
+    T.VICUNA: _ByRole({"system": ("", "\n\n"), "user": ("USER: ", "\n"), "assistant": ("ASSISTANT: ", "</s>\n")},
+                      prompt="ASSISTANT:"),
+    T.VICUNA_ORCA: _ByRole({"system": ("SYSTEM: ", "\n"), "user": ("USER: ", "\n"),
+                            "assistant": ("ASSISTANT: ", "</s>\n")}, prompt="ASSISTANT:"),
+    T.DEEPSEEK: _ByRole({"system": ("", ""), "user": ("### Instruction:\n", "\n"),
+                         "assistant": ("### Response:\n", "\n<|EOT|>\n")}, prompt="### Response:\n"),
+    T.COMMAND_R: _ByRole({"system": ("<|START_OF_TURN_TOKEN|><|SYSTEM_TOKEN|>", "<|END_OF_TURN_TOKEN|>"),
+                          "user": ("<|START_OF_TURN_TOKEN|><|USER_TOKEN|>", "<|END_OF_TURN_TOKEN|>"),
+                          "assistant": ("<|START_OF_TURN_TOKEN|><|CHATBOT_TOKEN|>", "<|END_OF_TURN_TOKEN|>")},
+                         prompt="<|START_OF_TURN_TOKEN|><|CHATBOT_TOKEN|>", trimmed=True),
+    # MiniCPM: each user turn already ends with <AI>, the assistant's prompt
+    T.MINICPM: _ByRole({"user": ("<用户>", "<AI>")}, other=("", ""), trimmed=True),
+    T.DEEPSEEK_2: _ByRole({"system": ("", "\n\n"), "user": ("User: ", "\n\n"),
+                           "assistant": ("Assistant: ", "<｜end▁of▁sentence｜>")}, prompt="Assistant:"),
+    T.DEEPSEEK_3: _ByRole({"system": ("", "\n\n"), "user": ("<｜User｜>", ""),
+                           "assistant": ("<｜Assistant｜>", "<｜end▁of▁sentence｜>")}, prompt="<｜Assistant｜>"),
+    # EXAONE-3.0-7.8B-Instruct (https://huggingface.co/LGAI-EXAONE/EXAONE-3.0-7.8B-Instruct/discussions/8); EXAONE
+    # 4 adds a tool turn. A user turn has no end marker: the next tag ends it.
+    T.EXAONE_3: _ByRole(_EXAONE_3_TURNS, prompt="[|assistant|]", trimmed=True),
+    T.EXAONE_4: _ByRole({**_EXAONE_3_TURNS, "tool": ("[|tool|]", "[|endofturn|]\n")}, prompt="[|assistant|]",
+                        trimmed=True),
+    # GigaChat: a system message is kept only first; every user turn is followed by the (empty) list of
+    # available functions, as GigaChat's template writes it
+    T.GIGACHAT: _ByRole({"system": ("", "<|message_sep|>"),
+                         "user": ("user<|role_sep|>",
+                                  "<|message_sep|>available functions<|role_sep|>[]<|message_sep|>"),
+                         "assistant": ("assistant<|role_sep|>", "<|message_sep|>")},
+                        prompt="assistant<|role_sep|>", start="<s>", first_only=frozenset(("system",))),
+    # Yandex: "\n\n" is the model's end of turn; a system message has no place in this format and is dropped
+    T.YANDEX: _ByRole({"user": (" Пользователь: ", "\n\n"), "assistant": (" Ассистент: ", "\n\n")},
+                      prompt=" Ассистент:[SEP]"),
+    # <|im_start|> is SmolVLM's BOS, once; its turns are "User:"/"Assistant:" lines, not ChatML's
+    T.SMOLVLM: _ByRole({"system": ("", "\n\n"), "user": ("User: ", "<end_of_utterance>\n")},
+                       other=("Assistant: ", "<end_of_utterance>\n"), prompt="Assistant:", start="<|im_start|>"),
+    # dots.llm1.inst; any role but system and user is a response
+    T.DOTS1: _ByRole({"system": ("<|system|>", "<|endofsystem|>"), "user": ("<|userprompt|>", "<|endofuserprompt|>")},
+                     other=("<|response|>", "<|endofresponse|>"), prompt="<|response|>"),
+    # tencent/Hunyuan-A13B-Instruct; any role but system and assistant is a user turn (and no generation prompt)
+    T.HUNYUAN_MOE: _ByRole({"system": ("<|startoftext|>", "<|extra_4|>"), "assistant": ("", "<|eos|>")},
+                           other=("<|startoftext|>", "<|extra_0|>")),
+    # tencent/Hunyuan-4B-Instruct: only a system message that comes first is kept; each user turn ends with
+    # the assistant's tag, which is the generation prompt
+    T.HUNYUAN_DENSE: _ByRole({"system": ("", "<｜hy_place▁holder▁no▁3｜>"),
+                              "user": ("<｜hy_User｜>", "<｜hy_Assistant｜>"),
+                              "assistant": ("<｜hy_Assistant｜>", "<｜hy_place▁holder▁no▁2｜>")},
+                             first_only=frozenset(("system",))),
+    # tencent/HunyuanOCR and HunyuanVL: each turn's tag comes after its text
+    T.HUNYUAN_VL: _ByRole({"system": ("", "<｜hy_place▁holder▁no▁3｜>"), "user": ("", "<｜hy_User｜>"),
+                           "assistant": ("", "<｜hy_Assistant｜>")},
+                          start="<｜hy_begin▁of▁sentence｜>", first_only=frozenset(("system",))),
+    # moonshotai/Kimi-K2-Instruct; a tool result is a system-tagged turn named "tool". An unknown role gets no
+    # header but its content and <|im_end|> are still written, as upstream does.
+    T.KIMI_K2: _ByRole({"system": ("<|im_system|>system<|im_middle|>", _KIMI_END),
+                        "user": ("<|im_user|>user<|im_middle|>", _KIMI_END),
+                        "assistant": ("<|im_assistant|>assistant<|im_middle|>", _KIMI_END),
+                        "tool": ("<|im_system|>tool<|im_middle|>", _KIMI_END)},
+                       other=("", _KIMI_END), prompt="<|im_assistant|>assistant<|im_middle|>"),
+})
 
 
 @_renders(T.MISTRAL_V1, T.MISTRAL_V3, T.MISTRAL_V3_TEKKEN)
@@ -135,30 +237,6 @@ def _llama2(fmt: LlmChatTemplate, chat: Messages, add_ass: bool) -> str:
             out.append(f"{content}</s>")
             inside_turn = False
     return "".join(out)
-
-
-@_renders(T.PHI_3)
-def _phi3(_: LlmChatTemplate, chat: Messages, add_ass: bool) -> str:
-    out = "".join(f"<|{m.role}|>\n{m.content}<|end|>\n" for m in chat)
-    return out + ("<|assistant|>\n" if add_ass else "")
-
-
-@_renders(T.PHI_4)
-def _phi4(_: LlmChatTemplate, chat: Messages, add_ass: bool) -> str:
-    out = "".join(f"<|im_start|>{m.role}<|im_sep|>{m.content}<|im_end|>" for m in chat)
-    return out + ("<|im_start|>assistant<|im_sep|>" if add_ass else "")
-
-
-@_renders(T.FALCON_3)
-def _falcon3(_: LlmChatTemplate, chat: Messages, add_ass: bool) -> str:
-    out = "".join(f"<|{m.role}|>\n{m.content}\n" for m in chat)
-    return out + ("<|assistant|>\n" if add_ass else "")
-
-
-@_renders(T.ZEPHYR)
-def _zephyr(_: LlmChatTemplate, chat: Messages, add_ass: bool) -> str:
-    out = "".join(f"<|{m.role}|>\n{m.content}<|endoftext|>\n" for m in chat)
-    return out + ("<|assistant|>\n" if add_ass else "")
 
 
 @_renders(T.MONARCH)
@@ -218,95 +296,9 @@ def _openchat(_: LlmChatTemplate, chat: Messages, add_ass: bool) -> str:
     return "".join(out) + ("GPT4 Correct Assistant:" if add_ass else "")
 
 
-@_renders(T.VICUNA, T.VICUNA_ORCA)
-def _vicuna(fmt: LlmChatTemplate, chat: Messages, add_ass: bool) -> str:
-    system = ("SYSTEM: ", "\n") if fmt is T.VICUNA_ORCA else ("", "\n\n")
-    out = _by_role(chat, {"system": system, "user": ("USER: ", "\n"), "assistant": ("ASSISTANT: ", "</s>\n")})
-    return out + ("ASSISTANT:" if add_ass else "")
-
-
-@_renders(T.DEEPSEEK)
-def _deepseek(_: LlmChatTemplate, chat: Messages, add_ass: bool) -> str:
-    out = _by_role(chat, {"system": ("", ""), "user": ("### Instruction:\n", "\n"),
-                          "assistant": ("### Response:\n", "\n<|EOT|>\n")})
-    return out + ("### Response:\n" if add_ass else "")
-
-
-@_renders(T.COMMAND_R)
-def _command_r(_: LlmChatTemplate, chat: Messages, add_ass: bool) -> str:
-    tokens = {"system": "<|SYSTEM_TOKEN|>", "user": "<|USER_TOKEN|>", "assistant": "<|CHATBOT_TOKEN|>"}
-    out = "".join(f"<|START_OF_TURN_TOKEN|>{tokens[m.role]}{trim(m.content)}<|END_OF_TURN_TOKEN|>"
-                  for m in chat if m.role in tokens)
-    return out + ("<|START_OF_TURN_TOKEN|><|CHATBOT_TOKEN|>" if add_ass else "")
-
-
-@_renders(T.LLAMA_3)
-def _llama3(_: LlmChatTemplate, chat: Messages, add_ass: bool) -> str:
-    out = "".join(f"<|start_header_id|>{m.role}<|end_header_id|>\n\n{trim(m.content)}<|eot_id|>" for m in chat)
-    return out + ("<|start_header_id|>assistant<|end_header_id|>\n\n" if add_ass else "")
-
-
-@_renders(T.CHATGLM_3)
-def _chatglm3(_: LlmChatTemplate, chat: Messages, add_ass: bool) -> str:
-    out = "[gMASK]sop" + "".join(f"<|{m.role}|>\n {m.content}" for m in chat)
-    return out + ("<|assistant|>" if add_ass else "")
-
-
-@_renders(T.CHATGLM_4)
-def _chatglm4(_: LlmChatTemplate, chat: Messages, add_ass: bool) -> str:
-    out = "[gMASK]<sop>" + "".join(f"<|{m.role}|>\n{m.content}" for m in chat)
-    return out + ("<|assistant|>\n" if add_ass else "")
-
-
-@_renders(T.GLMEDGE)
-def _glmedge(_: LlmChatTemplate, chat: Messages, add_ass: bool) -> str:
-    out = "".join(f"<|{m.role}|>\n{m.content}" for m in chat)
-    return out + ("<|assistant|>" if add_ass else "")
-
-
-@_renders(T.MINICPM)
-def _minicpm(_: LlmChatTemplate, chat: Messages, add_ass: bool) -> str:
-    # (each user turn already ends with <AI>, the assistant's prompt)
-    return "".join(f"<用户>{trim(m.content)}<AI>" if m.role == "user" else trim(m.content) for m in chat)
-
-
-@_renders(T.DEEPSEEK_2)
-def _deepseek2(_: LlmChatTemplate, chat: Messages, add_ass: bool) -> str:
-    out = _by_role(chat, {"system": ("", "\n\n"), "user": ("User: ", "\n\n"),
-                          "assistant": ("Assistant: ", "<｜end▁of▁sentence｜>")})
-    return out + ("Assistant:" if add_ass else "")
-
-
-@_renders(T.DEEPSEEK_3)
-def _deepseek3(_: LlmChatTemplate, chat: Messages, add_ass: bool) -> str:
-    out = _by_role(chat, {"system": ("", "\n\n"), "user": ("<｜User｜>", ""),
-                          "assistant": ("<｜Assistant｜>", "<｜end▁of▁sentence｜>")})
-    return out + ("<｜Assistant｜>" if add_ass else "")
-
-
 @_renders(T.DEEPSEEK_OCR)
 def _deepseek_ocr(_: LlmChatTemplate, chat: Messages, add_ass: bool) -> str:
     return "".join(m.content for m in chat)  # the OCR model takes its prompt bare: no markup at all
-
-
-@_renders(T.EXAONE_3, T.EXAONE_4)
-def _exaone(fmt: LlmChatTemplate, chat: Messages, add_ass: bool) -> str:
-    # EXAONE-3.0-7.8B-Instruct (https://huggingface.co/LGAI-EXAONE/EXAONE-3.0-7.8B-Instruct/discussions/8); EXAONE
-    # 4 adds a tool turn. A user turn has no end marker: the next tag ends it.
-    out = []
-    for m in chat:
-        if m.role == "user":
-            out.append(f"[|user|]{trim(m.content)}\n")
-        elif m.role in ("system", "assistant") or (m.role == "tool" and fmt is T.EXAONE_4):
-            out.append(f"[|{m.role}|]{trim(m.content)}[|endofturn|]\n")
-    return "".join(out) + ("[|assistant|]" if add_ass else "")
-
-
-@_renders(T.EXAONE_MOE)
-def _exaone_moe(_: LlmChatTemplate, chat: Messages, add_ass: bool) -> str:
-    out = "".join(f"<|{m.role}|>\n{trim(m.content)}<|endofturn|>\n" for m in chat
-                  if m.role in ("system", "user", "assistant", "tool"))
-    return out + ("<|assistant|>\n" if add_ass else "")
 
 
 @_renders(T.RWKV_WORLD)
@@ -349,32 +341,6 @@ def _granite4(_: LlmChatTemplate, chat: Messages, add_ass: bool) -> str:
     return "".join(out) + ("<|start_of_role|>assistant<|end_of_role|>" if add_ass else "")
 
 
-@_renders(T.GIGACHAT)
-def _gigachat(_: LlmChatTemplate, chat: Messages, add_ass: bool) -> str:
-    # Every user turn is followed by the (empty) list of available functions, as GigaChat's template writes it
-    has_system = bool(chat) and chat[0].role == "system"
-    out = [f"<s>{chat[0].content}<|message_sep|>" if has_system else "<s>"]
-    for m in chat[1 if has_system else 0:]:
-        if m.role == "user":
-            out.append(f"user<|role_sep|>{m.content}<|message_sep|>available functions<|role_sep|>[]<|message_sep|>")
-        elif m.role == "assistant":
-            out.append(f"assistant<|role_sep|>{m.content}<|message_sep|>")
-    return "".join(out) + ("assistant<|role_sep|>" if add_ass else "")
-
-
-@_renders(T.MEGREZ)
-def _megrez(_: LlmChatTemplate, chat: Messages, add_ass: bool) -> str:
-    out = "".join(f"<|role_start|>{m.role}<|role_end|>{m.content}<|turn_end|>" for m in chat)
-    return out + ("<|role_start|>assistant<|role_end|>" if add_ass else "")
-
-
-@_renders(T.YANDEX)
-def _yandex(_: LlmChatTemplate, chat: Messages, add_ass: bool) -> str:
-    # "\n\n" is the model's end of turn; a system message has no place in this format and is dropped
-    out = _by_role(chat, {"user": (" Пользователь: ", "\n\n"), "assistant": (" Ассистент: ", "\n\n")})
-    return out + (" Ассистент:[SEP]" if add_ass else "")
-
-
 @_renders(T.BAILING, T.BAILING_THINK)
 def _bailing(fmt: LlmChatTemplate, chat: Messages, add_ass: bool) -> str:
     # Ling/Ring: roles upper-cased, the user called HUMAN; the thinking variant opens <think> in the prompt
@@ -394,83 +360,12 @@ def _bailing2(_: LlmChatTemplate, chat: Messages, add_ass: bool) -> str:
     return out + ("<role>ASSISTANT</role>" if add_ass else "")
 
 
-@_renders(T.LLAMA4)
-def _llama4(_: LlmChatTemplate, chat: Messages, add_ass: bool) -> str:
-    out = "".join(f"<|header_start|>{m.role}<|header_end|>\n\n{trim(m.content)}<|eot|>" for m in chat)
-    return out + ("<|header_start|>assistant<|header_end|>\n\n" if add_ass else "")
-
-
-@_renders(T.SMOLVLM)
-def _smolvlm(_: LlmChatTemplate, chat: Messages, add_ass: bool) -> str:
-    # <|im_start|> is SmolVLM's BOS, once; its turns are "User:"/"Assistant:" lines, not ChatML's
-    out = _by_role(chat, {"system": ("", "\n\n"), "user": ("User: ", "<end_of_utterance>\n")},
-                   other=("Assistant: ", "<end_of_utterance>\n"))
-    return "<|im_start|>" + out + ("Assistant:" if add_ass else "")
-
-
-@_renders(T.DOTS1)
-def _dots1(_: LlmChatTemplate, chat: Messages, add_ass: bool) -> str:
-    # dots.llm1.inst; any role but system and user is a response
-    out = _by_role(chat, {"system": ("<|system|>", "<|endofsystem|>"),
-                          "user": ("<|userprompt|>", "<|endofuserprompt|>")},
-                   other=("<|response|>", "<|endofresponse|>"))
-    return out + ("<|response|>" if add_ass else "")
-
-
-@_renders(T.HUNYUAN_MOE)
-def _hunyuan_moe(_: LlmChatTemplate, chat: Messages, add_ass: bool) -> str:
-    # tencent/Hunyuan-A13B-Instruct; any role but system and assistant is a user turn
-    return _by_role(chat, {"system": ("<|startoftext|>", "<|extra_4|>"), "assistant": ("", "<|eos|>")},
-                    other=("<|startoftext|>", "<|extra_0|>"))
-
-
 @_renders(T.OPENAI_MOE)
 def _openai_moe(_: LlmChatTemplate, chat: Messages, add_ass: bool) -> str:
     # gpt-oss's Harmony format, reduced to plain turns (no channels): an assistant turn ends with <|return|>
     out = "".join(f"<|start|>{m.role}<|message|>{m.content}" + ("<|return|>" if m.role == "assistant" else "<|end|>")
                   for m in chat)
     return out + ("<|start|>assistant" if add_ass else "")
-
-
-@_renders(T.HUNYUAN_DENSE)
-def _hunyuan_dense(_: LlmChatTemplate, chat: Messages, add_ass: bool) -> str:
-    # tencent/Hunyuan-4B-Instruct: only a system message that comes first is kept; each user turn ends with
-    # the assistant's tag, which is the generation prompt
-    out = []
-    for i, m in enumerate(chat):
-        if i == 0 and m.role == "system":
-            out.append(f"{m.content}<｜hy_place▁holder▁no▁3｜>")
-        if m.role == "assistant":
-            out.append(f"<｜hy_Assistant｜>{m.content}<｜hy_place▁holder▁no▁2｜>")
-        elif m.role == "user":
-            out.append(f"<｜hy_User｜>{m.content}<｜hy_Assistant｜>")
-    return "".join(out)
-
-
-@_renders(T.HUNYUAN_VL)
-def _hunyuan_vl(_: LlmChatTemplate, chat: Messages, add_ass: bool) -> str:
-    # tencent/HunyuanOCR and HunyuanVL: each turn's tag comes after its text
-    out = ["<｜hy_begin▁of▁sentence｜>"]
-    for i, m in enumerate(chat):
-        if i == 0 and m.role == "system":
-            out.append(f"{m.content}<｜hy_place▁holder▁no▁3｜>")
-        elif m.role == "user":
-            out.append(f"{m.content}<｜hy_User｜>")
-        elif m.role == "assistant":
-            out.append(f"{m.content}<｜hy_Assistant｜>")
-    return "".join(out)
-
-
-@_renders(T.KIMI_K2)
-def _kimi_k2(_: LlmChatTemplate, chat: Messages, add_ass: bool) -> str:
-    # moonshotai/Kimi-K2-Instruct; a tool result is a system-tagged turn named "tool". An unknown role gets no
-    # header but its content and <|im_end|> are still written, as upstream does.
-    end = "<|im_end|>"
-    out = _by_role(chat, {"system": ("<|im_system|>system<|im_middle|>", end),
-                          "user": ("<|im_user|>user<|im_middle|>", end),
-                          "assistant": ("<|im_assistant|>assistant<|im_middle|>", end),
-                          "tool": ("<|im_system|>tool<|im_middle|>", end)}, other=("", end))
-    return out + ("<|im_assistant|>assistant<|im_middle|>" if add_ass else "")
 
 
 @_renders(T.SEED_OSS)
@@ -505,12 +400,6 @@ def _pangu_embed(_: LlmChatTemplate, chat: Messages, add_ass: bool) -> str:
         if m.role in names:
             out.append(f"[unused9]{names[m.role]}：{m.content}[unused10]")
     return "".join(out) + ("[unused9]助手：" if add_ass else "")
-
-
-@_renders(T.SOLAR_OPEN)
-def _solar_open(_: LlmChatTemplate, chat: Messages, add_ass: bool) -> str:
-    out = "".join(f"<|begin|>{m.role}<|content|>{m.content}<|end|>" for m in chat)
-    return out + ("<|begin|>assistant" if add_ass else "")
 
 
 def llm_chat_apply_template(tmpl: LlmChatTemplate, chat: Iterable[LlamaChatMessage], add_ass: bool) -> str:

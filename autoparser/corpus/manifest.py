@@ -13,12 +13,15 @@ import json
 import os
 import re
 import tempfile
-from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import MISSING, dataclass, field, fields
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from autoparser.errors import CorpusError
+
+if TYPE_CHECKING:
+    from _typeshed import DataclassInstance
 
 __all__ = [
     "MANIFEST_NAME",
@@ -139,21 +142,10 @@ class ManifestEntry:
     @classmethod
     def from_json(cls, raw: Mapping[str, Any]) -> ManifestEntry:
         try:
-            return cls(
-                name=_str(raw["name"], "name"),
-                file=_str(raw["file"], "file"),
-                sha256=_str(raw["sha256"], "sha256"),
-                size=_int(raw["size"], "size"),
-                repo_id=_opt_str(raw.get("repo_id"), "repo_id"),
-                revision=_opt_str(raw.get("revision"), "revision"),
-                source_file=_opt_str(raw.get("source_file"), "source_file"),
-                source_key=_opt_str(raw.get("source_key"), "source_key"),
-                fetched_at=_opt_str(raw.get("fetched_at"), "fetched_at"),
-                origins=_str_list(raw.get("origins", []), "origins"),
-                shared_with=_str_list(raw.get("shared_with", []), "shared_with"),
-                licence_note=_opt_str(raw.get("licence_note"), "licence_note"),
-                model_hint=_opt_str(raw.get("model_hint"), "model_hint"),
-            )
+            return _read_record(cls, raw, {
+                "name": _str, "file": _str, "sha256": _str, "size": _int, "repo_id": _opt_str, "revision": _opt_str,
+                "source_file": _opt_str, "source_key": _opt_str, "fetched_at": _opt_str, "origins": _str_list,
+                "shared_with": _str_list, "licence_note": _opt_str, "model_hint": _opt_str})
         except KeyError as e:
             raise CorpusError(f"manifest entry lacks {e.args[0]!r}: {dict(raw)!r:.200}") from None
 
@@ -174,12 +166,7 @@ class Failure:
     @classmethod
     def from_json(cls, raw: Mapping[str, Any]) -> Failure:
         try:
-            return cls(
-                repo_id=_str(raw["repo_id"], "repo_id"),
-                kind=_str(raw["kind"], "kind"),
-                message=_str(raw["message"], "message"),
-                file=_opt_str(raw.get("file"), "file"),
-            )
+            return _read_record(cls, raw, {"repo_id": _str, "kind": _str, "message": _str, "file": _opt_str})
         except KeyError as e:
             raise CorpusError(f"manifest failure lacks {e.args[0]!r}") from None
 
@@ -211,12 +198,8 @@ class RepoRecord:
     @classmethod
     def from_json(cls, raw: Mapping[str, Any]) -> RepoRecord:
         try:
-            return cls(
-                revision=_str(raw["revision"], "revision"),
-                files=_str_list(raw.get("files", []), "files"),
-                fetched_at=_opt_str(raw.get("fetched_at"), "fetched_at"),
-                templates=_templates_map(raw.get("templates", {})),
-            )
+            return _read_record(cls, raw, {"revision": _str, "files": _str_list, "fetched_at": _opt_str,
+                                           "templates": _templates_map})
         except KeyError as e:
             raise CorpusError(f"manifest repo record lacks {e.args[0]!r}") from None
 
@@ -320,6 +303,22 @@ class Manifest:
         return f"{base}__{n}"
 
 
+_D = TypeVar("_D", bound="DataclassInstance")
+
+
+def _read_record(cls: type[_D], raw: Mapping[str, Any], readers: Mapping[str, Callable[[Any, str], Any]]) -> _D:
+    """A manifest record from its JSON object: each field, in declaration order, read under its own name by its
+    reader (which checks the value's type); a field left out takes its default. KeyError names a required
+    field that is left out (each caller says which record lacks it)."""
+    values: dict[str, Any] = {}
+    for f in fields(cls):
+        if f.name in raw:
+            values[f.name] = readers[f.name](raw[f.name], f.name)
+        elif f.default is MISSING and f.default_factory is MISSING:
+            raise KeyError(f.name)
+    return cls(**values)
+
+
 def _str(v: Any, what: str) -> str:
     if not isinstance(v, str):
         raise CorpusError(f"manifest field {what!r} must be a string, got {v!r:.80}")
@@ -342,9 +341,9 @@ def _str_list(v: Any, what: str) -> list[str]:
     return [_str(x, what) for x in v]
 
 
-def _templates_map(v: Any) -> dict[str, dict[str, Any]]:
+def _templates_map(v: Any, what: str) -> dict[str, dict[str, Any]]:
     if not isinstance(v, dict):
-        raise CorpusError("manifest repo record 'templates' must be an object")
+        raise CorpusError(f"manifest repo record {what!r} must be an object")
     out: dict[str, dict[str, Any]] = {}
     for k, rec in v.items():
         if not isinstance(rec, dict) or not isinstance(rec.get("sha256"), str):

@@ -201,26 +201,28 @@ def _name(v: Any) -> str:
     return str(getattr(v, "value", v))
 
 
+# The markers a report compares, by sub-record of an analysis record: the label's prefix, the sub-record's path,
+# its marker keys (in the report's order).
+_MARKER_FIELDS = (
+    ("reasoning", ("reasoning",), ("start", "end")),
+    ("content", ("content",), ("start", "end")),
+    ("tools", ("tools", "format"), ("section_start", "section_end", "per_call_start", "per_call_end")),
+    ("function", ("tools", "function"), ("name_prefix", "name_suffix", "close")),
+    ("arguments", ("tools", "arguments"), ("start", "end", "name_prefix", "value_prefix")),
+    ("call_id", ("tools", "call_id"), ("prefix",)),
+)
+
+
 def _markers(d: Mapping[str, Any]) -> tuple[tuple[str, str], ...]:
     """Non-empty markers of an analysis record (`TemplateAnalysis.to_dict()` / analysis.json)."""
-    tools = d.get("tools", {})
-    paths = [
-        ("reasoning.start", d.get("reasoning", {}), "start"), ("reasoning.end", d.get("reasoning", {}), "end"),
-        ("content.start", d.get("content", {}), "start"), ("content.end", d.get("content", {}), "end"),
-        ("tools.section_start", tools.get("format", {}), "section_start"),
-        ("tools.section_end", tools.get("format", {}), "section_end"),
-        ("tools.per_call_start", tools.get("format", {}), "per_call_start"),
-        ("tools.per_call_end", tools.get("format", {}), "per_call_end"),
-        ("function.name_prefix", tools.get("function", {}), "name_prefix"),
-        ("function.name_suffix", tools.get("function", {}), "name_suffix"),
-        ("function.close", tools.get("function", {}), "close"),
-        ("arguments.start", tools.get("arguments", {}), "start"),
-        ("arguments.end", tools.get("arguments", {}), "end"),
-        ("arguments.name_prefix", tools.get("arguments", {}), "name_prefix"),
-        ("arguments.value_prefix", tools.get("arguments", {}), "value_prefix"),
-        ("call_id.prefix", tools.get("call_id", {}), "prefix"),
-    ]
-    return tuple((label, str(sub[key])) for label, sub, key in paths if isinstance(sub, dict) and sub.get(key))
+    out: list[tuple[str, str]] = []
+    for prefix, path, keys in _MARKER_FIELDS:
+        sub: Any = d
+        for step in path:
+            sub = sub.get(step, {})
+        if isinstance(sub, dict):
+            out.extend((f"{prefix}.{key}", str(sub[key])) for key in keys if sub.get(key))
+    return tuple(out)
 
 
 def _analysis_fields(d: Mapping[str, Any]) -> dict[str, Any]:

@@ -306,14 +306,7 @@ class Builder:
 
     def json_object(self) -> P:
         """`json-object <- "{" space (member ("," member)*)? space "}"`, members `json-string ":" json-value`."""
-        def body() -> P:
-            ws = self.space()
-            member = self.sequence([self.json_string(), ws, self.literal(":"), ws, self.json()])
-            members = self.sequence([member, self.zero_or_more(self.sequence([ws, self.literal(","), ws, member]))])
-            return self.sequence([self.literal("{"), ws,
-                                  self.choice([self.literal("}"), self.sequence([members, ws, self.literal("}")])])])
-
-        return self.rule("json-object", body)
+        return self.rule("json-object", lambda: self._object(self.json_string, self.json))
 
     def json_array(self) -> P:
         """`json-array <- "[" space (json-value ("," json-value)*)? space "]"`."""
@@ -321,10 +314,25 @@ class Builder:
             ws = self.space()
             elements = self.sequence([self.json(), self.zero_or_more(self.sequence([ws, self.literal(","), ws,
                                                                                      self.json()]))])
-            return self.sequence([self.literal("["), ws,
-                                  self.choice([self.literal("]"), self.sequence([elements, ws, self.literal("]")])])])
+            return self._bracketed("[", elements, ws, "]")
 
         return self.rule("json-array", body)
+
+    def _object(self, key: Callable[[], P], value: Callable[[], P], space_after: bool = False) -> P:
+        """The body of `json-object` or `python-dict`: `key space ":" space value` members between braces.
+        key() is made before the colon's literal and value() after it, as the C++ makes them: node ids (and so
+        GBNF rule names) follow that order."""
+        ws = self.space()
+        member = self.sequence([key(), ws, self.literal(":"), ws, value()])
+        members = self.sequence([member, self.zero_or_more(self.sequence([ws, self.literal(","), ws, member]))])
+        return self._bracketed("{", members, ws, "}", space_after)
+
+    def _bracketed(self, open_: str, items: P, ws: P, close: str, space_after: bool = False) -> P:
+        """`open space (close | items space close)`, then `space` for the Python forms: the brackets of a JSON
+        or Python object or array around `items`, its contents when not empty."""
+        parts = [self.literal(open_), ws,
+                 self.choice([self.literal(close), self.sequence([items, ws, self.literal(close)])])]
+        return self.sequence([*parts, ws] if space_after else parts)
 
     def json(self) -> P:
         """`json-value <- json-object | json-array | json-string | json-number | json-bool | json-null`."""
@@ -356,15 +364,7 @@ class Builder:
 
     def python_dict(self) -> P:
         """`python-dict <- "{" space (python-string ":" python-value ("," ...)*)? space "}" space`."""
-        def body() -> P:
-            ws = self.space()
-            member = self.sequence([self.python_string(), ws, self.literal(":"), ws, self.python_value()])
-            members = self.sequence([member, self.zero_or_more(self.sequence([ws, self.literal(","), ws, member]))])
-            return self.sequence([self.literal("{"), ws,
-                                  self.choice([self.literal("}"), self.sequence([members, ws, self.literal("}")])]),
-                                  ws])
-
-        return self.rule("python-dict", body)
+        return self.rule("python-dict", lambda: self._object(self.python_string, self.python_value, space_after=True))
 
     def python_array(self) -> P:
         """`python-array <- "[" space (python-value ("," space python-value)*)? space "]" space`."""
@@ -373,9 +373,7 @@ class Builder:
             # no whitespace before commas here, unlike json_array: kept as in the C++
             elements = self.sequence([self.python_value(),
                                       self.zero_or_more(self.sequence([self.literal(","), ws, self.python_value()]))])
-            return self.sequence([self.literal("["), ws,
-                                  self.choice([self.literal("]"), self.sequence([elements, ws, self.literal("]")])]),
-                                  ws])
+            return self._bracketed("[", elements, ws, "]", space_after=True)
 
         return self.rule("python-array", body)
 

@@ -244,7 +244,7 @@ class _Emitter:
                 self.repetition(pid, c, lo, hi, p)
             case N.And(child=c):
                 self.node(c, p)
-                with self.block("if t == 2:"):  # as engine._compile_and: ends at its start, not the input's end
+                with self.block("if t == 2:"):  # as engine._compile_lookahead: ends at its start, not the input's end
                     self.line("ctx.observed.append(OTHER)")
                 self.line(f"e = {p}")
             case N.Not(child=c):

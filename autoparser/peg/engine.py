@@ -308,23 +308,17 @@ def _compile_repetition(fns: list[Fn], child: ParserId, lo: int, hi: int) -> Fn:
                 ctx.observed.append(OBSERVED_OTHER)
                 break
             t, e, nd, iv = f(ctx, p)
-            if t == SUCCESS_:
-                if e == p:  # an empty match would loop forever
-                    break
-                if nd:
-                    nodes = nodes + nd if nodes else nd
-                if iv:
-                    inv = inv + iv if inv else iv
-                p = e
-                count += 1
-                continue
+            if t == FAIL_ or (t == SUCCESS_ and e == p):  # (an empty match would loop forever)
+                break
+            # a match, or one the end of the input cut short: either way the repetition keeps what it read
+            if nd:
+                nodes = nodes + nd if nodes else nd
+            if iv:
+                inv = inv + iv if inv else iv
             if t == NEED_MORE_:
-                if nd:
-                    nodes = nodes + nd if nodes else nd
-                if iv:
-                    inv = inv + iv if inv else iv
                 return NEED_MORE_, e, nodes, inv
-            break
+            p = e
+            count += 1
         if lo > 0 and count < lo:
             if p >= n and ctx.partial:
                 return NEED_MORE_, p, nodes, inv
@@ -334,31 +328,23 @@ def _compile_repetition(fns: list[Fn], child: ParserId, lo: int, hi: int) -> Fn:
     return repetition
 
 
-# A predicate's NEED_MORE_INPUT ends where the predicate started, not at the end of the input: a parse it ends
-# cannot be extended by lengthening its open nodes (resume.py), so it is recorded as a decision of its own.
+# A lookahead (And: peek, Not: negate) runs its child and consumes nothing; the two differ only in what they
+# return for each status of the child, indexed by FAIL_, SUCCESS_, NEED_MORE_: peek passes it on, negate swaps
+# failure and success. A predicate's NEED_MORE_INPUT ends where the predicate started, not at the end of the
+# input: a parse it ends cannot be extended by lengthening its open nodes (resume.py), so it is recorded as a
+# decision of its own.
+_PEEK = (FAIL_, SUCCESS_, NEED_MORE_)
+_NEGATE = (SUCCESS_, FAIL_, NEED_MORE_)
 
 
-def _compile_and(fns: list[Fn], child: ParserId) -> Fn:
-    def peek(ctx: Ctx, pos: int) -> Raw:
+def _compile_lookahead(fns: list[Fn], child: ParserId, outcome: tuple[int, int, int]) -> Fn:
+    def lookahead(ctx: Ctx, pos: int) -> Raw:
         t = fns[child](ctx, pos)[0]
         if t == NEED_MORE_:
             ctx.observed.append(OBSERVED_OTHER)
-        return t, pos, _E, _E
+        return outcome[t], pos, _E, _E
 
-    return peek
-
-
-def _compile_not(fns: list[Fn], child: ParserId) -> Fn:
-    def negate(ctx: Ctx, pos: int) -> Raw:
-        t = fns[child](ctx, pos)[0]
-        if t == SUCCESS_:
-            return FAIL_, pos, _E, _E
-        if t == NEED_MORE_:
-            ctx.observed.append(OBSERVED_OTHER)
-            return NEED_MORE_, pos, _E, _E
-        return SUCCESS_, pos, _E, _E
-
-    return negate
+    return lookahead
 
 
 def _any(ctx: Ctx, pos: int) -> Raw:
@@ -667,9 +653,9 @@ def compile_node(arena: Arena, fns: list[Fn], pid: ParserId, firsts: FirstSets |
         case N.Repetition(child=c, min_count=lo, max_count=hi):
             return _compile_repetition(fns, c, lo, hi)
         case N.And(child=c):
-            return _compile_and(fns, c)
+            return _compile_lookahead(fns, c, _PEEK)
         case N.Not(child=c):
-            return _compile_not(fns, c)
+            return _compile_lookahead(fns, c, _NEGATE)
         case N.Any_():
             return _any
         case N.Space():

@@ -144,6 +144,21 @@ def common_suffix_len(a: str, b: str) -> int:
     return lo
 
 
+def _place_lone_segment(lone: Segment, other: list[Segment], start: int, end: int, prefix_parts: list[str],
+                        suffix_parts: list[str]) -> tuple[int, int, bool]:
+    """One side has a single segment left and the other several (`other[start:end + 1]`): the lone one is
+    common when it equals the other's last segment (suffix, tried first) or else its first (prefix). Either
+    side may be the lone one, so the rule is written once for both. Returns the other side's new bounds and
+    whether the lone segment was placed."""
+    if lone == other[end]:
+        suffix_parts.append(lone.value)
+        return start, end - 1, True
+    if lone == other[start]:
+        prefix_parts.append(lone.value)
+        return start + 1, end, True
+    return start, end, False
+
+
 def calculate_diff_split(left: str, right: str) -> DiffSplit:
     """Prefix/suffix/left/right split of two strings, aligned on marker segments (`calculate_diff_split`,
     chat-auto-parser-helpers.cpp): whole markers are matched from both ends first, then the remaining text."""
@@ -181,23 +196,11 @@ def calculate_diff_split(left: str, right: str) -> DiffSplit:
             break
 
     if ls == le and rs != re_:
-        if lseg[ls] == rseg[re_]:
-            suffix_parts.append(rseg[re_].value)
-            re_ -= 1
-            lfc = True
-        elif lseg[ls] == rseg[rs]:
-            prefix_parts.append(rseg[rs].value)
-            rs += 1
-            lfc = True
+        rs, re_, placed = _place_lone_segment(lseg[ls], rseg, rs, re_, prefix_parts, suffix_parts)
+        lfc = lfc or placed
     elif rs == re_ and ls != le:
-        if lseg[le] == rseg[rs]:
-            suffix_parts.append(lseg[le].value)
-            le -= 1
-            rfc = True
-        elif lseg[ls] == rseg[rs]:
-            prefix_parts.append(lseg[ls].value)
-            ls += 1
-            rfc = True
+        ls, le, placed = _place_lone_segment(rseg[rs], lseg, ls, le, prefix_parts, suffix_parts)
+        rfc = rfc or placed
     elif ls == le and rs == re_ and lseg[ls] == rseg[rs] and lseg[ls].type is SegmentType.MARKER:
         prefix_parts.append(rseg[rs].value)
         lfc = rfc = True
