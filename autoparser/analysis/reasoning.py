@@ -17,7 +17,7 @@ from autoparser.template.diff import (
     trim_whitespace,
 )
 
-__all__ = ["REASONING_SPELLINGS", "analyze_reasoning", "prompt_opened_reasoning"]
+__all__ = ["REASONING_SPELLINGS", "THINK_END", "THINK_START", "analyze_reasoning", "prompt_opened_reasoning"]
 
 _T = fx.THINKING_CONTENT
 
@@ -115,7 +115,10 @@ def _compare_reasoning_scope(r: DiffRenderer, st: ReasoningAnalysis) -> Reasonin
 
 
 # How models that reason without a template's say so open and close their reasoning.
-REASONING_SPELLINGS = (("<think>", "</think>"), ("<thinking>", "</thinking>"), ("<reasoning>", "</reasoning>"),
+# The reasoning block most templates write (DeepSeek R1, Qwen3, Kimi, LFM2, Ling, ...): one spelling for the
+# analysis and the hand-written formats that write it.
+THINK_START, THINK_END = "<think>", "</think>"
+REASONING_SPELLINGS = ((THINK_START, THINK_END), ("<thinking>", "</thinking>"), ("<reasoning>", "</reasoning>"),
                        ("[THINK]", "[/THINK]"))
 
 # An opening tag: `<think>`, `<seed:think>`, `<|START_THINKING|>`, `[THINK]`.

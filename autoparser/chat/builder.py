@@ -582,26 +582,22 @@ class ChatBuilder(ChatTags):
         param_key_suffix = marker("parameter_key_suffix", ">")
         param_closer = marker("parameter_closer", "</param>")
 
-        choices = self.choice()
-        for f in functions(tools_json, typed=False):
-            name, params = f.name, f.schema
-            args = self.eps()
-            props = _properties(params)
-            if props:
-                arg_choice = self.choice()
-                for prop_name in props:
-                    arg_name = self.choice([self.literal(prop_name), self.literal(f'"{prop_name}"'),
-                                            self.literal(f"'{prop_name}'")])
-                    arg_choice |= self.tool_arg(self.tool_arg_open(self.literal(param_key_prefix))
-                                                + self.tool_arg_name(arg_name) + self.literal(param_key_suffix)
-                                                + self.tool_arg_value(self.until(param_closer))
-                                                + self.tool_arg_close(self.literal(param_closer)))
-                args = self.zero_or_more(arg_choice + self.space())
-            tool_parser = self.tool(self.tool_open(self.literal(func_opener) + self.tool_name(self.literal(name))
-                                                   + self.literal(func_name_suffix))
-                                    + self.space() + self.tool_args(args) + self.space()
-                                    + self.tool_close(self.literal(func_closer)))
-            choices |= self.rule(f"tool-{name}", tool_parser)
+        def arg(prop_name: str, _schema: Any, _props: Mapping[str, Any]) -> P:
+            arg_name = self.choice([self.literal(prop_name), self.literal(f'"{prop_name}"'),
+                                    self.literal(f"'{prop_name}'")])
+            return self.tool_arg(self.tool_arg_open(self.literal(param_key_prefix))
+                                 + self.tool_arg_name(arg_name) + self.literal(param_key_suffix)
+                                 + self.tool_arg_value(self.until(param_closer))
+                                 + self.tool_arg_close(self.literal(param_closer)))
+
+        def call(name: str, args: P) -> P:
+            return self.tool(self.tool_open(self.literal(func_opener) + self.tool_name(self.literal(name))
+                                            + self.literal(func_name_suffix))
+                             + self.space() + self.tool_args(args) + self.space()
+                             + self.tool_close(self.literal(func_closer)))
+
+        choices = self._keyword_calls(tools_json, arg, lambda args, _params: self.zero_or_more(args + self.space()),
+                                      call)
 
         if parallel_tool_calls:
             section = self.trigger_rule("tool-call", self.literal(section_start) + self.space()
@@ -642,41 +638,39 @@ class ChatBuilder(ChatTags):
         tools_json = tools_to_openai(tools)
         if not tools_json:
             return self.eps()
-        choices = self.choice()
-        for f in functions(tools_json, typed=False):
-            name, params = f.name, f.schema
-            args = self.eps()
-            props = _properties(params)
-            if props:
-                arg_choice = self.choice()
-                for prop_name, prop_def in props.items():
-                    is_string = isinstance(prop_def, Mapping) and prop_def.get("type") == "string"
-                    arg_name = self.literal(prop_name)
-                    self.eps()  # the C++ default-initialises the value parser (ids follow it)
-                    quoted = [self.literal(q) + self.python_string_body(q, form) + self.literal(q) for q in "\"'"]
-                    string_value = self.tool_arg_value(self.choice(quoted))
-                    if form is not None and form.strings is not StringValues.LITERAL:
-                        string_value = self._printed_string(form, string_value, list(props), prop_name)
-                    else:
-                        string_value = self.python_string_value(string_value, form, list(props), prop_name)
-                    if is_string:
-                        value = string_value
-                    else:
-                        value = self.tool_arg_value(self.python_or_json_value() if allow_json_literals
-                                                    else self.python_value())
-                        if form is not None and form.quoted_values:  # (`days="3"`: the value inside the quotes)
-                            q = form.quote
-                            value = self.literal(q) + value + self.literal(q) | value
-                    arg_choice |= self.tool_arg(self.tool_arg_open(self.tool_arg_name(arg_name) + self.literal("="))
-                                                + value + self.tool_arg_close(self.eps()))
-                args = arg_choice + self.zero_or_more("," + self.space() + arg_choice)
-                required = params.get("required") if isinstance(params, Mapping) else None
-                if form is not None and not required:
-                    args = self.optional(args)
-            tool_parser = self.tool(self.tool_open(self.tool_name(self.literal(name)) + self.literal("("))
-                                    + self.space() + self.tool_args(args) + self.space()
-                                    + self.tool_close(self.literal(")")))
-            choices |= self.rule(f"tool-{name}", tool_parser)
+
+        def arg(prop_name: str, prop_def: Any, props: Mapping[str, Any]) -> P:
+            is_string = isinstance(prop_def, Mapping) and prop_def.get("type") == "string"
+            arg_name = self.literal(prop_name)
+            self.eps()  # the C++ default-initialises the value parser (ids follow it)
+            quoted = [self.literal(q) + self.python_string_body(q, form) + self.literal(q) for q in "\"'"]
+            string_value = self.tool_arg_value(self.choice(quoted))
+            if form is not None and form.strings is not StringValues.LITERAL:
+                string_value = self._printed_string(form, string_value, list(props), prop_name)
+            else:
+                string_value = self.python_string_value(string_value, form, list(props), prop_name)
+            if is_string:
+                value = string_value
+            else:
+                value = self.tool_arg_value(self.python_or_json_value() if allow_json_literals
+                                            else self.python_value())
+                if form is not None and form.quoted_values:  # (`days="3"`: the value inside the quotes)
+                    q = form.quote
+                    value = self.literal(q) + value + self.literal(q) | value
+            return self.tool_arg(self.tool_arg_open(self.tool_arg_name(arg_name) + self.literal("="))
+                                 + value + self.tool_arg_close(self.eps()))
+
+        def args_of(arg_choice: P, params: Any) -> P:
+            args = arg_choice + self.zero_or_more("," + self.space() + arg_choice)
+            required = params.get("required") if isinstance(params, Mapping) else None
+            return self.optional(args) if form is not None and not required else args
+
+        def call(name: str, args: P) -> P:
+            return self.tool(self.tool_open(self.tool_name(self.literal(name)) + self.literal("("))
+                             + self.space() + self.tool_args(args) + self.space()
+                             + self.tool_close(self.literal(")")))
+
+        choices = self._keyword_calls(tools_json, arg, args_of, call)
 
         if form is not None:
             separator = form.separator.strip(C_SPACE) if not form.list_wrapped else ","
@@ -691,6 +685,24 @@ class ChatBuilder(ChatTags):
             return ("[" + self.space() + choices + self.zero_or_more("," + self.space() + choices) + self.space()
                     + "]")
         return "[" + self.space() + choices + self.space() + "]"
+
+    def _keyword_calls(self, tools: Any, arg: Callable[[str, Any, Mapping[str, Any]], P],
+                       args_of: Callable[[P, Any], P], call: Callable[[str, P], P]) -> P:
+        """The choice of the tools' calls, each the rule `tool-NAME` over its arguments, each argument one of
+        the schema's properties (`arg(name, schema, properties)`, in the schema's order), the choice of them
+        made the call's arguments by `args_of` (ε without properties), as llama.cpp's XML and Python helpers
+        build them, node for node."""
+        choices = self.choice()
+        for f in functions(tools, typed=False):
+            args = self.eps()
+            props = _properties(f.schema)
+            if props:
+                arg_choice = self.choice()
+                for prop_name, prop_def in props.items():
+                    arg_choice |= arg(prop_name, prop_def, props)
+                args = args_of(arg_choice, f.schema)
+            choices |= self.rule(f"tool-{f.name}", call(f.name, args))
+        return choices
 
     def _printed_string(self, form: CallForm, literal: P, keys: list[str], key: str) -> P:
         """A string value the template prints as it is (`CallForm.strings`): it ends where the next argument

@@ -542,9 +542,9 @@ def test_kill_at_every_write_then_resume(hub: FakeHub, make_fetcher: Callable[..
     assert total >= 6 and expected.changed and expected.added and expected.removed
 
     assert total == 11  # journal, then per repo: [interim manifest], new files, manifest
-    real_finish = refresh_mod.CorpusUpdater.finish
+    real_close = refresh_mod.CorpusUpdater.close_journal
 
-    def killed_finish(self: refresh_mod.CorpusUpdater) -> None:
+    def killed_close(self: refresh_mod.CorpusUpdater) -> None:
         raise Killed
 
     for k in range(total + 1):  # k == total: every write done, killed before the sweep and the report
@@ -553,10 +553,10 @@ def test_kill_at_every_write_then_resume(hub: FakeHub, make_fetcher: Callable[..
         writes.clear()
         kill_at[0] = k
         if k == total:
-            monkeypatch.setattr(refresh_mod.CorpusUpdater, "finish", killed_finish)
+            monkeypatch.setattr(refresh_mod.CorpusUpdater, "close_journal", killed_close)
         with pytest.raises(Killed):
             run(root, GOOD, make_fetcher())
-        monkeypatch.setattr(refresh_mod.CorpusUpdater, "finish", real_finish)
+        monkeypatch.setattr(refresh_mod.CorpusUpdater, "close_journal", real_close)
         assert_consistent(root)  # whatever the manifest names is there, byte for byte
         kill_at[0] = -1
         resumed = run(root, GOOD, make_fetcher())

@@ -16,6 +16,7 @@ from dataclasses import replace
 from functools import partial
 from typing import Any
 
+from autoparser.analysis.reasoning import THINK_END, THINK_START
 from autoparser.chat.inputs import GenerationInputs
 from autoparser.chat.request import Continuation, render_content
 from autoparser.chat.spec import (
@@ -32,8 +33,6 @@ from autoparser.chat.tools import functions, parameters
 from autoparser.peg.builder import P
 
 DSML = "｜DSML｜"
-THINK_START = "<think>"
-THINK_END = "</think>"
 GEN_PROMPT = "<｜Assistant｜>"
 TC_SEPARATOR = "\n\n"
 

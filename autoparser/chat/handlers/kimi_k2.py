@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import re
 
+from autoparser.analysis.reasoning import THINK_END, THINK_START
 from autoparser.chat.spec import (
     CALL_TRANSFORM,
     Build,
@@ -29,8 +30,6 @@ SECTION_END = "<|tool_calls_section_end|>"
 CALL_BEGIN = "<|tool_call_begin|>"
 ARGS_BEGIN = "<|tool_call_argument_begin|>"
 CALL_END = "<|tool_call_end|>"
-THINK_START = "<think>"
-THINK_END = "</think>"
 GEN_PROMPT = "<|im_assistant|>assistant<|im_middle|>"
 
 

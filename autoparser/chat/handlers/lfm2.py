@@ -15,6 +15,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from typing import Any
 
+from autoparser.analysis.reasoning import THINK_END, THINK_START
 from autoparser.chat.spec import Build, FormatSpec, Prefill, SchemaRule, call_transform, response_fields, word
 from autoparser.chat.tools import functions
 from autoparser.peg.builder import P
@@ -23,8 +24,6 @@ TOOL_CALL_START = "<|tool_call_start|>"
 TOOL_CALL_END = "<|tool_call_end|>"
 TOOL_LIST_START = "<|tool_list_start|>"
 TOOL_LIST_END = "<|tool_list_end|>"
-THINK_START = "<think>"
-THINK_END = "</think>"
 GEN_PROMPT = "<|im_start|>assistant\n"
 
 

@@ -14,6 +14,7 @@ from __future__ import annotations
 from functools import partial
 from typing import Any
 
+from autoparser.analysis.reasoning import THINK_END, THINK_START
 from autoparser.chat.builder import ChatBuilder
 from autoparser.chat.request import Continuation
 from autoparser.chat.spec import (
@@ -30,8 +31,6 @@ from autoparser.chat.tools import Function, Parameter, functions
 from autoparser.peg.builder import P
 
 ROLE = "<role>ASSISTANT</role>"
-THINK_START = "<think>"
-THINK_END = "</think>"
 CALL_START = "<tool_call>"
 CALL_END = "</tool_call>"
 ARG_KEY = "<arg_key>"
