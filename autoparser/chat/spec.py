@@ -5,9 +5,9 @@ the prompt, patches the generation prompt for a continued message, builds the PE
 grammar is lazy and which triggers wake it, and fills `common_chat_params`. Here a format is a `FormatSpec`:
 its markers and flags as fields, and one small build function for its parser. `assemble` (autoparser/params)
 does the rest, the same way for every format, the specialised ones (chat/handlers/) and the one derived from a
-template's analysis (chat/generic.py) alike. Where the C++ formats disagree on a rule (when the grammar is lazy, which
-`json_schema` counts as a response format, whether triggers are listed for a non-lazy grammar), the rule is a
-field, so the difference is visible in one place.
+template's analysis (chat/generic.py) alike. Where the C++ formats disagree on a rule (when the grammar is lazy,
+which `json_schema` counts as a response format, whether triggers are listed for a non-lazy grammar), the rule
+is a field, so the difference is visible in one place.
 """
 
 from __future__ import annotations

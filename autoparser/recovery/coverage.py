@@ -18,7 +18,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
 
 from autoparser.chat.tags import CONTENT
-from autoparser.peg import ParseResult
+from autoparser.peg import ParseResult, ResultType
 from autoparser.peg.engine import OBS_DROPPED
 from autoparser.peg.nodes import C_SPACE
 from autoparser.recovery.checks import diagnostic
@@ -28,6 +28,8 @@ __all__ = ["SPECIAL_TOKEN", "Reading", "Span", "content_ends", "covered_by", "gu
            "without_trailing_special"]
 
 Span = tuple[int, int]
+
+NEED_MORE = ResultType.NEED_MORE_INPUT
 
 # Special tokens (`<|call|>`, `<|tool_response>`, `</s>`): at the end of an output, markup the format ends with,
 # not text of the model's to keep.
@@ -85,9 +87,14 @@ def covered_by(result: ParseResult, offset: int, dropped: Iterable[Span] = (), p
     (`OBS_DROPPED`: a name, a key or a draft it had not finished; a marker cut off by the end is markup)."""
     if result.fail:
         return []
-    holes = sorted([*dropped, *((pos, result.end) for kind, _pid, pos in result.observed
-                                if kind == OBS_DROPPED and not partial)])
-    out, start, end = [], result.start, result.end
+    start, end = result.start, result.end
+    holes = list(dropped)
+    if result.type == NEED_MORE and not partial:
+        holes.extend((pos, end) for kind, _pid, pos in result.observed if kind == OBS_DROPPED)
+    if not holes:  # (the common case: one span, made without sorting anything)
+        return [(max(start, offset) - offset, end - offset)] if end > offset else []
+    holes.sort()
+    out = []
     for hole_start, hole_end in holes:
         if hole_start < end and hole_end > start:
             if hole_start > start:

@@ -22,6 +22,7 @@ reaches the same message.
 
 from __future__ import annotations
 
+import functools
 import json
 from dataclasses import dataclass, replace
 
@@ -57,8 +58,9 @@ class Reader:
     """Prepended to the output: the parsers are built to read it first."""
     format: ChatFormat
 
-    @property
+    @functools.cached_property
     def offset(self) -> int:
+        """Where the output begins in the text the parsers read."""
         return len(self.generation_prompt)
 
     def read(self, output: str, *, partial: bool = False) -> ChatMessage:
