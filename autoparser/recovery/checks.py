@@ -70,11 +70,17 @@ def repair_diagnostics(result: ParseResult, offset: int, partial: bool = True) -
     """The repairs the relaxed parser made: one per `repair:<kind>` node of the parse (one the text ends inside
     only if the output is complete, not `partial`, and the node holds more than whitespace: while more may
     come, it may turn out otherwise, and a complete output ending inside a repair that holds some text keeps
-    it)."""
-    out = []
+    it); nor one of whitespace that nothing follows: what it would have been between (a separator before
+    another call) never came, and whitespace at the end of an output is no repair."""
+    out, length = [], len(result.text)
     for node in result.ast.walk(result.nodes):
-        if node.tag.startswith(REPAIR) and (not node.is_partial or (not partial and node.text.strip(C_SPACE))):
-            out.append(diagnostic(node.tag[len(REPAIR):], max(0, node.start - offset), node.text))
+        if not node.tag.startswith(REPAIR):
+            continue
+        text = node.text
+        if text and node.end >= length and not text.strip(C_SPACE):
+            continue
+        if not node.is_partial or (not partial and text.strip(C_SPACE)):
+            out.append(diagnostic(node.tag[len(REPAIR):], max(0, node.start - offset), text))
     return out
 
 

@@ -65,7 +65,13 @@ def _waiting_for(arena: Arena, result: ParseResult) -> list[str]:
 
 def complete_at_end(arena: Arena, closers: frozenset[str], text: str, fmt: ChatFormat) -> tuple[ParseResult, str]:
     """`text` (a partial parse) with the closers the parse waits for appended, as long as each is one of the
-    format's `closers` and keeps the parse alive; the parse reached, and what was appended."""
+    format's `closers` and keeps the parse alive; the parse reached, and what was appended.
+
+    A parse waits only where its first open choice does: after a call, whitespace at the end may be the start
+    of the separator before another call (`,`), where the closer that ends the output (`</tool_call>`) is the
+    other way on. Where nothing it waits for closes, and nothing was appended yet (the output's structures are
+    whole), a closer of the format that ends the parse there (it succeeds, reading the closer to its end and no
+    more text into a field) is appended."""
     result, added = parse_text(arena, text), ""
     for _ in range(8):
         if not result.need_more_input:
@@ -80,8 +86,22 @@ def complete_at_end(arena: Arena, closers: frozenset[str], text: str, fmt: ChatF
             result, added = tried, added + want
             break
         else:
+            ending = None if added else _ending_closer(arena, closers, text, before, fmt)
+            if ending is not None:
+                return ending
             break
     return result, added
+
+
+def _ending_closer(arena: Arena, closers: frozenset[str], text: str, before: ChatMessage,
+                   fmt: ChatFormat) -> tuple[ParseResult, str] | None:
+    """The parse of `text` with one of the format's `closers` appended where that ends it (the longest such
+    closer first), the message otherwise unchanged; None if none does."""
+    for closer in sorted({c.strip(C_SPACE) or c for c in closers}, key=lambda c: (-len(c), c)):
+        tried = parse_text(arena, text + closer)
+        if tried.success and tried.end == len(text) + len(closer) and _only_closes(before, map_result(tried, fmt)):
+            return tried, closer
+    return None
 
 
 def _only_closes(before: ChatMessage, after: ChatMessage) -> bool:

@@ -71,11 +71,12 @@ class RecoveryPlan:
 
     def triggered(self, msg: ChatMessage) -> bool:
         """Whether the strict message's text holds a trigger, where the relaxed parser may read otherwise."""
-        content = msg.content
+        content, reasoning = msg.content, msg.reasoning_content
         if self.prompt_reasoning and content:
             return True
-        if any(t in content or t in msg.reasoning_content for t in self.triggers):
-            return True
+        for t in self.triggers:  # (a loop, not any(): this runs on every accepted parse)
+            if t in content or t in reasoning:
+                return True
         lead = self.triggered_by
         return lead is not None and lead.match(content, lead_end(content)) is not None
 

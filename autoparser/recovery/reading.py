@@ -25,14 +25,15 @@ from __future__ import annotations
 import functools
 import json
 from dataclasses import dataclass, replace
+from typing import NamedTuple
 
 from autoparser.chat.mapper import map_accounted, rstrip_c, without_open_calls
 from autoparser.chat.tags import CONTENT, TOOL, TOOL_ARGS
 from autoparser.peg import Arena, ParseResult
 from autoparser.peg import nodes as N
-from autoparser.peg.engine import OBS_LITERAL
+from autoparser.peg.engine import OBS_DROPPED, OBS_LITERAL
 from autoparser.peg.nodes import C_SPACE
-from autoparser.recovery.checks import call_positions, diagnostic, moved, with_repairs
+from autoparser.recovery.checks import call_positions, diagnostic, drop_repeated_start, moved, with_repairs
 from autoparser.recovery.completion import closed_calls, complete_at_end, parse_text, viable_prefix
 from autoparser.recovery.coverage import Reading, Span, covered_by, guaranteed, without_trailing_special
 from autoparser.recovery.plan import REPAIR, RecoveryPlan
@@ -45,6 +46,30 @@ __all__ = ["Reader", "pending_space_held", "with_unparsed"]
 _MAX_SKIPS = 8
 
 _UNREADABLE_CALL = REPAIR + "unreadable_call"
+
+
+class StrictParse(NamedTuple):
+    """Step 1 of the default parse: the strict parse of a complete output and its message."""
+
+    result: ParseResult
+    message: ChatMessage
+    """The mapped message (where it stands, the model's repeat of the reasoning start the prompt opened
+    dropped)."""
+    dropped: list[Span]
+    """What the mapping left out of the message (`map_accounted`)."""
+    whole: bool
+    """The parse read the whole output as llama.cpp reads it (`Reader._read_whole`)."""
+    stands: bool
+    """Its message is the default parse's: read whole, and no text of it the relaxed parser reads as markup."""
+
+    @property
+    def reads_all(self) -> bool:
+        """It stands and accounts for every character of the output (read to its end, nothing dropped), so
+        the guarantee has nothing to check: the common case, made without building a `Reading`."""
+        result = self.result
+        if not self.stands or self.dropped or result.end != len(result.text):
+            return False
+        return not result.need_more_input or OBS_DROPPED not in [kind for kind, _pid, _pos in result.observed]
 
 
 @dataclass(frozen=True)
@@ -66,31 +91,43 @@ class Reader:
     def read(self, output: str, *, partial: bool = False) -> ChatMessage:
         """The message of `output` (see the module docstring), which accounts for all its text (of a `partial`
         one, for all it has decided, whitespace at the end of its text held back: `pending_space_held`)."""
-        msg = guaranteed(self.reading(output, partial), output, partial)
         if partial:
-            return pending_space_held(msg)
+            return pending_space_held(guaranteed(self.reading(output, True), output, True))
+        strict = self.strict_parse(output)
+        if strict.reads_all:
+            return strict.message  # (the accepted path: llama.cpp's message, and nothing left to account for)
+        msg = guaranteed(self.reading(output, strict=strict), output)
         # (a recovered message's calls are closed where their JSON is cut, whichever reading made them; the
         # strict reading's are llama.cpp's)
         if msg.diagnostics and any(not _json(c.arguments) for c in msg.tool_calls):
             return closed_calls(msg, len(output), closers_only=True)
         return msg
 
-    def reading(self, output: str, partial: bool = False, skips: int = 0) -> Reading:
-        """The steps of the default parse (see the module docstring)."""
+    def strict_parse(self, output: str) -> StrictParse:
+        """Step 1: the strict parse of a complete output, and whether its message stands."""
+        result = parse_text(self.strict, self.generation_prompt + output)
+        if result.fail:
+            return StrictParse(result, ChatMessage(), [], False, False)
+        msg, dropped = map_accounted(result, self.format)
+        whole = self._read_whole(result, output, msg)
+        if not whole or self.plan.triggered(msg):
+            return StrictParse(result, msg, dropped, whole, False)
+        msg = drop_repeated_start(msg, self.plan.reasoning_start, output, False)
+        return StrictParse(result, msg, dropped, True, True)
+
+    def reading(self, output: str, partial: bool = False, skips: int = 0, *,
+                strict: StrictParse | None = None) -> Reading:
+        """The steps of the default parse (see the module docstring); `strict`: step 1's, if made already."""
         effective, offset, plan = self.generation_prompt + output, self.offset, self.plan
-        strict, strict_whole = None, False
-        strict_dropped: list[Span] = []
         if not partial:
-            strict = parse_text(self.strict, effective)
-            msg, strict_dropped = map_accounted(strict, self.format) if not strict.fail else (ChatMessage(), [])
-            strict_whole = self._read_whole(strict, output, msg)
-            if strict_whole and not plan.triggered(msg):
-                msg = with_repairs(msg, strict, plan, output, offset, partial, recovered=False, relaxed=False)
-                return self.reading_of(msg, strict, strict_dropped, partial)
+            strict = strict or self.strict_parse(output)
+            if strict.stands:
+                return self.reading_of(strict.message, strict.result, strict.dropped, partial)
+        strict_whole = strict is not None and strict.whole
         relaxed = parse_text(plan.relaxed, effective) if partial else self.complete_parse(effective)
-        if strict is not None and strict.success and relaxed.success and relaxed.end < strict.end \
-                and not strict_dropped:
-            relaxed = strict  # the relaxations read less of the output than the strict parse (losing none)
+        if strict is not None and strict.result.success and relaxed.success and relaxed.end < strict.result.end \
+                and not strict.dropped:
+            relaxed = strict.result  # the relaxations read less of the output than the strict parse (losing none)
         if relaxed.success or (partial and not relaxed.fail):
             shown = without_open_calls(relaxed) if partial else relaxed
             msg, dropped = map_accounted(shown, self.format)
@@ -100,11 +137,11 @@ class Reader:
             head, ended = self._head(effective, len(output), partial)
             if ended.success or ended.end >= len(effective):  # (not stuck in a lookahead short of the end)
                 return replace(head, message=with_repairs(head.message, ended, plan, output, offset, partial))
-        if strict is not None and strict.success and not strict_dropped:
+        if strict is not None and strict.result.success and not strict.dropped:
             # the relaxations found nothing to repair: the strict reading stands (where it drops no text)
-            msg = map_accounted(strict, self.format)[0]
-            msg = with_repairs(msg, strict, plan, output, offset, partial, recovered=False, relaxed=False)
-            return self.rest_after(self.reading_of(msg, strict, [], partial), strict, output)
+            msg = with_repairs(strict.message, strict.result, plan, output, offset, partial, recovered=False,
+                               relaxed=False)
+            return self.rest_after(self.reading_of(msg, strict.result, [], partial), strict.result, output)
         head, cut = self.split_unparsed(effective)
         return self.after_unparsed(output, head, cut, partial, skips)
 
@@ -124,13 +161,13 @@ class Reader:
         if open_call:
             if result.end < self.offset + len(output):
                 return False  # waiting in a lookahead short of the end
-        elif without_trailing_special(output[result.end - self.offset:], False):
+        elif result.end < len(result.text) and without_trailing_special(output[result.end - self.offset:], False):
             return False
         # (over every node made: one of a branch that failed only sends the output to the relaxed reading)
         nodes = result.ast.nodes
         if open_call and any(n.tag.startswith(TOOL) for n in nodes):  # (every tool tag: some formats have no TOOL)
             return False  # the output ends inside or after a call: closers may be missing
-        if msg is None or any(c.arguments == "{}" for c in msg.tool_calls):
+        if msg is None or (msg.tool_calls and any(c.arguments == "{}" for c in msg.tool_calls)):
             return not any(n.tag == TOOL_ARGS and n.text.lstrip(C_SPACE).startswith('"') for n in nodes)
         return True
 

@@ -25,6 +25,7 @@ import pytest
 from autoparser import generate
 from autoparser.corpus import Corpus
 from autoparser.errors import ParseError
+from autoparser.peg.nodes import C_SPACE
 from autoparser.testing.peg_tester import PegTestCase, peg_tester
 from autoparser.testing.recovery import markup_spans, unaccounted
 
@@ -55,9 +56,14 @@ def case(template: str, output: str, **request: Any) -> PegTestCase:
     return test
 
 
-def check(test: PegTestCase, message: dict[str, Any], repairs: list[str]) -> None:
-    """The intended message with exactly `repairs`, whole and streamed; no text lost; the strict parse fails
-    or reads something else."""
+# Whitespace after an output (a newline, a blank line, spaces), which no repair should notice.
+TRAILING_SPACE = ("\n", "\n\n", "  \n")
+
+
+def check(test: PegTestCase, message: dict[str, Any], repairs: list[str], *, space_after: bool = True) -> None:
+    """The intended message with exactly `repairs`, whole and streamed, and with whitespace after the output;
+    no text lost; the strict parse fails or reads something else. (`space_after=False`: the output ends inside a
+    value, where whitespace after it would be the value's.)"""
     got = test.expect_diagnostics(repairs).expect(message)
     for d in got.diagnostics:  # each message says where it applies, as its position does
         assert f" at {d.position}" in d.message, d
@@ -66,6 +72,11 @@ def check(test: PegTestCase, message: dict[str, Any], repairs: list[str]) -> Non
     assert params.recovery is not None
     lost = unaccounted(test.input, got, markup_spans(params, test.input))
     assert not lost, f"text lost: {dict(lost)}"
+    for space in TRAILING_SPACE if space_after else ():  # (a model may end its output with whitespace: the same repairs, no others)
+        spaced = params.parse(test.input + space)
+        assert sorted(d.kind for d in spaced.diagnostics) == sorted(repairs), (space, spaced.diagnostics)
+        assert (spaced.reasoning_content, spaced.tool_calls) == (got.reasoning_content, got.tool_calls), space
+        assert spaced.content.rstrip(C_SPACE) == got.content.rstrip(C_SPACE), space
     try:
         strict = params.parse(test.input, strict=True)
     except ParseError:
@@ -96,7 +107,7 @@ def test_last_argument_closer_missing_tagged_is_no_longer_an_empty_message() -> 
 
 def test_output_ending_inside_the_arguments_gives_valid_json() -> None:
     check(case(QWEN25, '<tool_call>\n{"name": "get_weather", "arguments": {"city": "Pa'),
-          {"tool_calls": [PARIS | {"arguments": '{"city": "Pa"}'}]}, ["missing_closer"])
+          {"tool_calls": [PARIS | {"arguments": '{"city": "Pa"}'}]}, ["missing_closer"], space_after=False)
 
 
 def test_first_opener_missing_json() -> None:
