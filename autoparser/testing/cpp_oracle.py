@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from autoparser.chat.compare import as_message, message_differences
+from autoparser.chat.compare import as_message, message_differences, renormalize_json
 from autoparser.corpus import Corpus, CorpusEntry
 from autoparser.corpus.mutations import KINDS, TRUNCATION_KINDS, mutations
 from autoparser.corpus.report import select_entries
@@ -50,6 +50,7 @@ __all__ = [
     "stale_entries",
     "strict_mutation_answers",
     "strict_mutation_rows",
+    "strict_parse_divergence",
 ]
 
 # What both sides say about one request, in the goldens' order (tests/data/chat_cases.jsonl "cpp").
@@ -192,6 +193,25 @@ def _parsed_differences(cpp: Any, ours: Any) -> str | None:
     if cpp_failed or we_failed:
         return None if cpp_failed == we_failed else "one side failed"
     diffs = message_differences(as_message(cpp), as_message(ours), compare_ids=False)
+    return "; ".join(diffs) or None
+
+
+def strict_parse_divergence(cpp: Mapping[str, Any], ours: Mapping[str, Any]) -> str | None:
+    """What differs between the C++'s parse of one output and our strict one (each a message dict, or {"error":
+    ...}), said for a reader; None when they agree. The C++ test's rules (`_parsed_differences`: an error on
+    both sides agrees), and one more: they take any two arguments that are no JSON as equal, so where the C++'s
+    are none (a call cut short) ours must be the same text."""
+    if "error" in cpp or "error" in ours:
+        if "error" in cpp and "error" in ours:
+            return None
+        if "error" in cpp:
+            return f"the C++ refuses the output ({cpp['error']!r}), we read {dict(ours)}"
+        return f"we refuse the output ({ours['error']!r}), the C++ reads {dict(cpp)}"
+    want, got = as_message(cpp), as_message(ours)
+    diffs = message_differences(want, got, compare_ids=False)
+    diffs += [f"tool_calls[{i}].arguments: no JSON, expected {w.arguments!r}, got {g.arguments!r}"
+              for i, (w, g) in enumerate(zip(want.tool_calls, got.tool_calls))
+              if not renormalize_json(w.arguments) and w.arguments != g.arguments]
     return "; ".join(diffs) or None
 
 
