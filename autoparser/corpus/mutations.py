@@ -5,12 +5,18 @@ means, each mutation makes one of the mistakes users of every engine report: the
 end, text after the last call, the first call's opener left out, the reasoning start written again after a
 prompt that opened it. The markers come from what the request's format says (its closers, its call triggers,
 its reasoning start), never from a model name. `recovered` checks a parse against what the mutation keeps.
+
+One more kind is asked for by name only (`mutations(..., kinds=TRUNCATION_KINDS)`): the generation stopped
+inside the last call's arguments (cut in the middle of the last string value the call passes, wherever the
+format writes it: `{"city": "Par`, `<parameter=city>\nPar`). What it keeps is the text before the calls; the
+strict parse's answer to it is llama.cpp's (tests/data/strict_mutations.jsonl).
 """
 
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Iterator
+import json
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, replace
 
 from autoparser.chat.compare import as_message, message_differences
@@ -21,9 +27,11 @@ from autoparser.params import ChatParams
 from autoparser.peg.nodes import C_SPACE
 from autoparser.types import ChatMessage
 
-__all__ = ["KINDS", "Mutation", "mutations", "recovered", "recovery_counts"]
+__all__ = ["KINDS", "TRUNCATION_KINDS", "Mutation", "mutations", "recovered", "recovery_counts"]
 
 KINDS = ("cut_last_closer", "text_after_calls", "missing_call_opener", "repeated_reasoning_start")
+TRUNCATION_KINDS = ("cut_in_last_arguments",)
+"""Kinds `mutations` makes only when asked: a truncated output is no malformed one to recover the meaning of."""
 TRAILING_TEXT = "\n\nDone."
 
 
@@ -37,8 +45,15 @@ class Mutation:
     "content")."""
 
 
-def mutations(params: ChatParams, output: str, expected: ChatMessage) -> Iterator[Mutation]:
-    """The mutations that apply to this output of this request (each at most once)."""
+def mutations(params: ChatParams, output: str, expected: ChatMessage,
+              kinds: Iterable[str] = KINDS) -> Iterator[Mutation]:
+    """The mutations of `kinds` that apply to this output of this request (each at most once), in the order of
+    KINDS + TRUNCATION_KINDS."""
+    wanted = set(kinds)
+    return (m for m in _all_mutations(params, output, expected) if m.kind in wanted)
+
+
+def _all_mutations(params: ChatParams, output: str, expected: ChatMessage) -> Iterator[Mutation]:
     calls = bool(expected.tool_calls)
     if calls:
         stripped = output.rstrip(C_SPACE)
@@ -60,6 +75,42 @@ def mutations(params: ChatParams, output: str, expected: ChatMessage) -> Iterato
             and expected.reasoning_content.strip(C_SPACE):
         yield Mutation("repeated_reasoning_start", start + output, expected,
                        ("reasoning_content", "content", "tool_calls"))
+    if calls:
+        cut = _cut_in_last_arguments(output, expected)
+        if cut is not None:
+            yield Mutation("cut_in_last_arguments", cut, expected, ("reasoning_content", "content"))
+
+
+def _string_leaves(value: object) -> Iterator[str]:
+    """The strings of a JSON value that are values (not keys), in document order."""
+    if isinstance(value, str):
+        yield value
+    elif isinstance(value, dict):
+        for v in value.values():
+            yield from _string_leaves(v)
+    elif isinstance(value, list):
+        for v in value:
+            yield from _string_leaves(v)
+
+
+def _cut_in_last_arguments(output: str, expected: ChatMessage) -> str | None:
+    """`output` cut in the middle of the last string value of the last call's arguments, where it stands after
+    the call's name (as written, or JSON-escaped as a JSON format writes it); None when it has none."""
+    last = expected.tool_calls[-1]
+    try:
+        args = json.loads(last.arguments)
+    except ValueError:
+        return None
+    values = [v for v in _string_leaves(args) if len(v) >= 2]
+    if not values:
+        return None
+    after = max(output.rfind(last.name), 0)
+    value = values[-1]
+    for written in dict.fromkeys((value, json.dumps(value, ensure_ascii=False)[1:-1], json.dumps(value)[1:-1])):
+        at = output.rfind(written, after)
+        if at >= 0:
+            return output[:at + (len(written) + 1) // 2]
+    return None
 
 
 def recovered(mutation: Mutation, got: ChatMessage) -> list[str]:

@@ -9,8 +9,8 @@ reports each field where the two differ, as *known* (a ratchet entry with its re
     divergences = compare_corpus(Path("build/cpp_oracle/cpp_oracle"), Corpus.load(), only=["Qwen__*"])
 
 `regenerate_goldens` rewrites the goldens under tests/data (analysis records, the chat cases' `cpp` fields,
-the round-trip goldens' `oracle`) from the driver's output: moving the reference to a newer llama.cpp is
-point at its source, build, regenerate, read the diff.
+the round-trip goldens' `oracle`, the strict mutations' `cpp`) from the driver's output: moving the reference
+to a newer llama.cpp is point at its source, build, regenerate, read the diff.
 """
 
 from __future__ import annotations
@@ -27,10 +27,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from autoparser.chat.compare import as_message, message_differences
+from autoparser.chat.compare import as_message, message_differences, renormalize_json
 from autoparser.corpus import Corpus, CorpusEntry
+from autoparser.corpus.mutations import KINDS, TRUNCATION_KINDS, mutations
 from autoparser.corpus.report import select_entries
-from autoparser.corpus.roundtrip import NOW_TEXT, SCENARIOS, build_output, generator_request
+from autoparser.corpus.roundtrip import NOW_TEXT, SCENARIOS, build_output, generate_cached, generator_request
 from autoparser.corpus.workers import map_templates
 from autoparser.errors import AutoparserError, cli_error
 from autoparser.params import generate, strict_analysis
@@ -38,13 +39,18 @@ from autoparser.template.sandbox import time_budget
 
 __all__ = [
     "REQUEST_FIELDS",
+    "STRICT_MUTATIONS",
     "Divergence",
     "DriverError",
     "compare_corpus",
+    "dumps_golden",
     "known_reason",
     "regenerate_goldens",
     "run_driver",
     "stale_entries",
+    "strict_mutation_answers",
+    "strict_mutation_rows",
+    "strict_parse_divergence",
 ]
 
 # What both sides say about one request, in the goldens' order (tests/data/chat_cases.jsonl "cpp").
@@ -190,6 +196,25 @@ def _parsed_differences(cpp: Any, ours: Any) -> str | None:
     return "; ".join(diffs) or None
 
 
+def strict_parse_divergence(cpp: Mapping[str, Any], ours: Mapping[str, Any]) -> str | None:
+    """What differs between the C++'s parse of one output and our strict one (each a message dict, or {"error":
+    ...}), said for a reader; None when they agree. The C++ test's rules (`_parsed_differences`: an error on
+    both sides agrees), and one more: they take any two arguments that are no JSON as equal, so where the C++'s
+    are none (a call cut short) ours must be the same text."""
+    if "error" in cpp or "error" in ours:
+        if "error" in cpp and "error" in ours:
+            return None
+        if "error" in cpp:
+            return f"the C++ refuses the output ({cpp['error']!r}), we read {dict(ours)}"
+        return f"we refuse the output ({ours['error']!r}), the C++ reads {dict(cpp)}"
+    want, got = as_message(cpp), as_message(ours)
+    diffs = message_differences(want, got, compare_ids=False)
+    diffs += [f"tool_calls[{i}].arguments: no JSON, expected {w.arguments!r}, got {g.arguments!r}"
+              for i, (w, g) in enumerate(zip(want.tool_calls, got.tool_calls))
+              if not renormalize_json(w.arguments) and w.arguments != g.arguments]
+    return "; ".join(diffs) or None
+
+
 def compare_case(case: str, cpp: Mapping[str, Any], ours: Mapping[str, Any]) -> list[Divergence]:
     """The divergences of one request (or one analysis when the records hold "analysis")."""
     out: list[Divergence] = []
@@ -280,8 +305,11 @@ def stale_entries(known: Mapping[str, str], divs: Sequence[Divergence], template
 
 # --- regenerating the goldens ---------------------------------------------------------------------------------
 
-def _dumps(row: Mapping[str, Any]) -> str:
+def dumps_golden(row: Mapping[str, Any]) -> str:
     return json.dumps(row, ensure_ascii=True)  # the goldens' own style (json.dumps defaults)
+
+
+_SET_FOLDER = {"llamacpp": "templates", "packages": "packages", "hub": "hub"}  # golden set -> seed folder
 
 
 def _seed_path(corpus: Corpus, folder: str, name: str) -> str:
@@ -323,8 +351,7 @@ def regenerate_goldens(driver: Path, data: Path, corpus: Corpus, *, workers: int
     for path in sorted((data / "roundtrip").glob("roundtrip_*.jsonl.gz")):
         with gzip.open(path, "rt", encoding="utf-8") as f:
             rows = [json.loads(line) for line in f.read().splitlines()]
-        sets = {"llamacpp": "templates", "packages": "packages", "hub": "hub"}
-        jobs = [{"id": str(i), "template": _seed_path(corpus, sets[r["set"]], r["template"]),
+        jobs = [{"id": str(i), "template": _seed_path(corpus, _SET_FOLDER[r["set"]], r["template"]),
                  "requests": [{"id": "0", "params": generator_request(r["request"]), "now": NOW_TEXT,
                                "outputs": [{"text": r["output"], "is_partial": False}]}]}
                 for i, r in enumerate(rows)]
@@ -347,14 +374,66 @@ def regenerate_goldens(driver: Path, data: Path, corpus: Corpus, *, workers: int
                 row["failure_class"] = f"regenerated: {why}" if why else None
             new_rows.append(row)
         changed[f"roundtrip/{path.name}"] = _write_lines(path, rows, new_rows)
+
+    path = data / STRICT_MUTATIONS
+    rows = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()]
+    answers = strict_mutation_answers(driver, rows, corpus, workers=workers, progress=progress)
+    changed[STRICT_MUTATIONS] = _write_lines(path, rows, [{**r, "cpp": a} for r, a in zip(rows, answers)])
     return changed
 
 
+STRICT_MUTATIONS = "strict_mutations.jsonl"
+_MESSAGE_FIELDS = ("role", "content", "reasoning_content", "tool_calls")  # an assistant message's own fields
+
+
+def strict_mutation_rows(goldens: Iterable[Mapping[str, Any]], corpus: Corpus) -> list[dict[str, Any]]:
+    """The rows of strict_mutations.jsonl, without their `cpp`, made from round-trip golden rows: each golden's
+    output broken by every mutation that applies (autoparser.corpus.mutations: KINDS + TRUNCATION_KINDS), with
+    the markers of its request as autoparser generates it. A golden whose request autoparser cannot generate
+    gives none (there are no markers to break its output with)."""
+    out: list[dict[str, Any]] = []
+    for g in goldens:
+        source = corpus.by_origin(f"seed:{_SET_FOLDER[g['set']]}/{g['template']}").read_text()
+        try:
+            params = generate_cached(source, generator_request(g["request"]))
+        except AutoparserError:
+            continue
+        request = {k: v for k, v in g["request"].items() if k != "outputs"}  # (the unbroken output's)
+        for m in mutations(params, g["output"], as_message(g["expected_from_output"]), KINDS + TRUNCATION_KINDS):
+            out.append({"template": g["template"], "set": g["set"], "scenario": g["scenario"], "request": request,
+                        "kind": m.kind, "output": m.output})
+    return out
+
+
+def strict_mutation_answers(driver: Path, rows: Sequence[Mapping[str, Any]], corpus: Corpus, *, workers: int = 1,
+                            progress: Callable[[int, int], None] | None = None) -> list[dict[str, Any]]:
+    """The `cpp` field of each row of strict_mutations.jsonl (template, set, request, output): {"parsed":
+    message} (an assistant message's own fields) or {"error": ...}. Rows of one template and request are one
+    job of the driver, which builds that request's parser once."""
+    groups: dict[tuple[str, str, str], list[int]] = {}
+    for i, r in enumerate(rows):
+        key = (r["set"], r["template"], json.dumps(r["request"], ensure_ascii=True))
+        groups.setdefault(key, []).append(i)
+    jobs = [{"id": str(n), "template": _seed_path(corpus, _SET_FOLDER[set_], template),
+             "requests": [{"id": "0", "params": generator_request(rows[idx[0]]["request"]), "now": NOW_TEXT,
+                           "outputs": [{"text": rows[i]["output"], "is_partial": False} for i in idx]}]}
+            for n, ((set_, template, _), idx) in enumerate(groups.items())]
+    answers = run_driver(driver, jobs, workers=workers, progress=progress)
+    cpp: list[dict[str, Any]] = [{} for _ in rows]
+    for idx, a in zip(groups.values(), answers):
+        req = a["requests"][0] if a.get("requests") else {"error": a.get("error", "no answer")}
+        parsed = req.get("parsed") or []
+        for k, i in enumerate(idx):
+            m = {"error": req["error"]} if "error" in req else parsed[k] if k < len(parsed) else {"error": "no answer"}
+            cpp[i] = {"error": m["error"]} if "error" in m else {"parsed": {f: m[f] for f in _MESSAGE_FIELDS}}
+    return cpp
+
+
 def _write_lines(path: Path, old: Sequence[Mapping[str, Any]], new: Sequence[Mapping[str, Any]]) -> int:
-    n = sum(1 for a, b in zip(old, new) if _dumps(a) != _dumps(b))
+    n = sum(1 for a, b in zip(old, new) if dumps_golden(a) != dumps_golden(b))
     if n == 0:
         return 0
-    text = "".join(_dumps(r) + "\n" for r in new)
+    text = "".join(dumps_golden(r) + "\n" for r in new)
     if path.suffix == ".gz":
         with gzip.open(path, "wt", encoding="utf-8") as f:
             f.write(text)

@@ -1,11 +1,11 @@
 """The 463 cases of llama.cpp's chat test suite (tests/data/chat_cases.jsonl, produced by the C++ reference),
 each run through peg_tester with the C++ harness's checks and comparison rules.
 
-Five figures: the parsed message in strict mode (every peg_tester check), the rendered prompt compared with
-the prompt the C++ rendered, the grammar and the other generated parameters compared with the C++'s as text,
-the message of the default parse, which recovers malformed outputs and so
-differs from the C++ only where it repairs what the C++ keeps as it is, and the default parse of each output
-broken the way models break them. Known gaps are listed in tests/data/ratchet/chat_cases.json,
+Five figures: the parsed message in strict mode (every peg_tester check, and equal to the message the C++
+parsed), the rendered prompt compared with the prompt the C++ rendered, the grammar and the other generated
+parameters compared with the C++'s as text, the message of the default parse, which recovers malformed outputs
+and so differs from the C++ only where it repairs what the C++ keeps as it is, and the default parse of each
+output broken the way models break them. Known gaps are listed in tests/data/ratchet/chat_cases.json,
 chat_prompts.json, chat_grammars.json, chat_cases_default.json and chat_cases_recovery.json.
 """
 
@@ -18,7 +18,9 @@ import pytest
 
 from autoparser.chat.compare import as_message, message_differences
 from autoparser.corpus.mutations import KINDS
+from autoparser.errors import AutoparserError
 from autoparser.testing.chat_cases import ChatCases, template_source
+from autoparser.testing.cpp_oracle import strict_parse_divergence
 from autoparser.testing.peg_tester import PegTestFailure, peg_tester
 from autoparser.testing.ratchet import Ratchet
 from autoparser.testing.recovery import check_mutations
@@ -48,6 +50,23 @@ def test_chat_case(case: dict[str, Any]) -> None:
     except Exception as e:
         failure = f"{type(e).__name__}: {e}"
     CASE_RATCHET.check(IDS[CASES.index(case)], failure)
+
+
+@pytest.mark.parametrize("case", CASES, ids=IDS)
+def test_chat_case_strict_is_the_cpps(case: dict[str, Any]) -> None:
+    """The strict parse is the message the C++ itself parsed (`cpp.parsed`, or its error), beside the test's
+    expectation checked above (strict_parse_divergence: the C++ test's rules). No ratchet: a case without a
+    parser is chat_cases.json's."""
+    index = CASES.index(case)
+    params = CHAT.params_or_xfail(index)
+    cpp = case["cpp"]
+    theirs = {"error": cpp["error"]} if "error" in cpp else cpp["parsed"]
+    try:
+        ours = params.parse(case["input"], is_partial=case["is_partial"], strict=True).to_dict()
+    except AutoparserError as e:
+        ours = {"error": f"{type(e).__name__}: {e}"}
+    why = strict_parse_divergence(theirs, ours)
+    assert why is None, f"{IDS[index]}: {why}"
 
 
 @pytest.mark.parametrize("case", CASES, ids=IDS)
