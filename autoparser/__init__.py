@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING
 
 from autoparser.chat.spec import GrammarTrigger, TriggerType
 from autoparser.chat.stream import StreamParser, compute_deltas
+from autoparser.corpus.source import load_template
 from autoparser.errors import (
     AnalysisError,
     AutoparserError,
@@ -24,13 +25,12 @@ from autoparser.errors import (
     TemplateError,
 )
 from autoparser.params import ChatParams, generate
-from autoparser.template.source import TemplateSource, load_template
+from autoparser.template.source import TemplateSource
 from autoparser.types import ChatFormat, ChatMessage, Diagnostic, MessageDelta, ToolCall
 
 if TYPE_CHECKING:  # (the stages the facade imports on first use, below: typed for type checkers)
     from autoparser import builtin as builtin
     from autoparser import cli as cli
-    from autoparser import corpus as corpus
     from autoparser import export as export
     from autoparser import testing as testing
 

@@ -43,9 +43,9 @@ def cmd_gbnf(args: argparse.Namespace) -> int:
 
 def _template(args: argparse.Namespace) -> TemplateSource:
     """The template a command's TEMPLATE argument (and --variant) names: one resolver for every command."""
-    from autoparser.corpus.source import resolve_template
+    from autoparser.corpus.source import load_template
 
-    return resolve_template(args.template, variant=args.variant)
+    return load_template(args.template, variant=args.variant)
 
 
 def cmd_analyze(args: argparse.Namespace) -> int:
