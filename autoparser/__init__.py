@@ -23,6 +23,7 @@ from autoparser.errors import (
     SchemaError,
     SerializationError,
     TemplateError,
+    UnknownKeyError,
 )
 from autoparser.params import ChatParams, generate
 from autoparser.template.source import TemplateSource
@@ -55,6 +56,7 @@ __all__ = [
     "TemplateSource",
     "ToolCall",
     "TriggerType",
+    "UnknownKeyError",
     "compute_deltas",
     "generate",
     "load_template",

@@ -7,7 +7,9 @@ report them with cli_error.
 
 from __future__ import annotations
 
+import difflib
 import sys
+from collections.abc import Iterable, Sequence
 
 __all__ = [
     "AnalysisError",
@@ -21,6 +23,8 @@ __all__ = [
     "SerializationError",
     "TemplateError",
     "UnknownBuiltinTemplateError",
+    "UnknownKeyError",
+    "check_keys",
     "cli_error",
     "read_text_input",
 ]
@@ -75,6 +79,22 @@ class HubError(CorpusError):
         self.repo_id = repo_id
         self.kind = kind
         super().__init__(f"{repo_id}: {message}" if repo_id else message)
+
+
+class UnknownKeyError(AutoparserError, ValueError):
+    """A mapping given to the API holds a key it does not take (a request's `"tool"`, an expected message's
+    `"reasoning"`): refused, because a misspelt key would otherwise change nothing without a word. Also a
+    ValueError, which peg_tester's `expect()` raised for it before this class existed."""
+
+
+def check_keys(keys: Iterable[object], known: Sequence[str], *, caller: str, where: str) -> None:
+    """UnknownKeyError for the first of `keys` not in `known`: `CALLER: unknown key 'tool' in WHERE (did you
+    mean 'tools'?); it has messages, tools, ...` (the suggestion only where one is close)."""
+    for key in keys:
+        if key not in known:
+            close = difflib.get_close_matches(str(key), known, n=1)
+            hint = f" (did you mean {close[0]!r}?)" if close else ""
+            raise UnknownKeyError(f"{caller}: unknown key {key!r} in {where}{hint}; it has {', '.join(known)}")
 
 
 class ParseError(AutoparserError):

@@ -19,7 +19,6 @@ A failure raises `PegTestFailure` whose message shows the fields that differ, on
 
 from __future__ import annotations
 
-import difflib
 import os
 import re
 import warnings
@@ -32,6 +31,7 @@ from typing import Any
 from autoparser.chat.compare import as_message, message_differences
 from autoparser.chat.spec import TriggerType
 from autoparser.chat.stream import apply_deltas, compute_deltas
+from autoparser.errors import UnknownKeyError, check_keys
 from autoparser.params import ChatParams, generate
 from autoparser.testing.streaming import stream_mismatch
 from autoparser.types import ChatMessage
@@ -205,7 +205,7 @@ class PegTestCase:
 
     def expect(self, message: ChatMessage | Mapping[str, Any]) -> ChatMessage:
         """Run every check of the C++ harness against `message`; return the whole parse. A key `message` does
-        not know (a misspelt field can never fail) is refused with a ValueError."""
+        not know (a misspelt field can never fail) is refused with UnknownKeyError, a ValueError."""
         __tracebackhide__ = True  # pytest shows the test's line and the report, not this library's frames
         expected = as_message(_known_keys(message))
         options = self._options
@@ -327,25 +327,18 @@ _CALL_KEYS = ("name", "arguments", "id", "type", "function")
 
 
 def _known_keys(message: ChatMessage | Mapping[str, Any]) -> ChatMessage | Mapping[str, Any]:
-    """`message` when every key is one a message (or a call) has; else ValueError naming the key."""
+    """`message` when every key is one a message (or a call) has; else UnknownKeyError (a ValueError) naming the
+    key."""
     if isinstance(message, ChatMessage):
         return message
-
-    def check(keys: Any, allowed: tuple[str, ...], where: str) -> None:
-        for key in keys:
-            if key not in allowed:
-                close = difflib.get_close_matches(str(key), allowed, n=1)
-                hint = f" (did you mean {close[0]!r}?)" if close else ""
-                raise ValueError(f"expect(): unknown key {key!r} in {where}{hint}; it has {', '.join(allowed)}")
-
     if "diagnostics" in message:
-        raise ValueError("expect(): repairs are not part of the message: name their kinds with "
-                         ".expect_diagnostics([...])")
-    check(message, _MESSAGE_KEYS, "the message")
+        raise UnknownKeyError("expect(): repairs are not part of the message: name their kinds with "
+                              ".expect_diagnostics([...])")
+    check_keys(message, _MESSAGE_KEYS, caller="expect()", where="the message")
     for i, call in enumerate(message.get("tool_calls") or []):
-        check(call, _CALL_KEYS, f"tool_calls[{i}]")
+        check_keys(call, _CALL_KEYS, caller="expect()", where=f"tool_calls[{i}]")
         if isinstance(call.get("function"), Mapping):
-            check(call["function"], ("name", "arguments"), f"tool_calls[{i}].function")
+            check_keys(call["function"], ("name", "arguments"), caller="expect()", where=f"tool_calls[{i}].function")
     return message
 
 
