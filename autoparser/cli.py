@@ -125,6 +125,8 @@ def cmd_parse(args: argparse.Namespace) -> int:
     """Parse model output (stdin) with the parser generated for a template; print the message as JSON."""
     from autoparser.params.cli import run_parse
 
+    if "-" in (args.template, args.tools):  # (every other input file may be `-`)
+        return cli_error("parse reads the model output from stdin: give the template and --tools as files")
     try:
         template = _template(args)
     except AutoparserError as e:
@@ -146,6 +148,8 @@ def cmd_export(args: argparse.Namespace) -> int:
     if not args.write:
         print(text)
         return 0
+    if args.write == "-":  # (it is read and written back)
+        return cli_error("--write takes a tokenizer_config.json file, not stdin")
     target = Path(args.write)
     try:
         config = json.loads(read_text_input(str(target), "tokenizer config"))
@@ -221,7 +225,7 @@ def build_parser() -> argparse.ArgumentParser:
     sub = p.add_subparsers(dest="command", required=True)
 
     g = sub.add_parser("gbnf", help="print the GBNF grammar of a JSON schema")
-    g.add_argument("schema", help="path to a JSON schema file")
+    g.add_argument("schema", help="path to a JSON schema file, or - to read it from stdin")
     g.set_defaults(func=cmd_gbnf)
 
     a = sub.add_parser("analyze", help="analyse a chat template")

@@ -26,6 +26,7 @@ __all__ = [
     "UnknownKeyError",
     "check_keys",
     "cli_error",
+    "read_stdin",
     "read_text_input",
 ]
 
@@ -145,15 +146,26 @@ def cli_error(message: str, code: int = 2, *, first_line: bool = False) -> int:
     return code
 
 
+def read_stdin(what: str) -> bytes:
+    """All of stdin (`what` it holds: "model output", "schema"). On a terminal a line on stderr says what is
+    awaited first: a user who typed only the command would otherwise wait on a silent terminal."""
+    if sys.stdin.isatty():
+        print(f"autoparser: reading the {what} from stdin; end it with Ctrl-D", file=sys.stderr)
+    return sys.stdin.buffer.read()
+
+
 def read_text_input(path: str, what: str) -> str:
-    """The text of the file a user named (`what`: "template", "tools", "schema"), as UTF-8; an AutoparserError
-    with a one-line reason when it cannot be read or is not text (a binary file, another encoding), so that no
-    command goes on with garbage or answers with a traceback."""
-    try:
-        with open(path, "rb") as fh:
-            data = fh.read()
-    except OSError as e:
-        raise AutoparserError(f"cannot read {what} {path}: {e.strerror or e}") from None
+    """The text of the file a user named (`what`: "template", "tools", "schema"), or of stdin for `-`, as UTF-8;
+    an AutoparserError with a one-line reason when it cannot be read or is not text (a binary file, another
+    encoding), so that no command goes on with garbage or answers with a traceback."""
+    if path == "-":
+        data, path = read_stdin(what), "stdin"
+    else:
+        try:
+            with open(path, "rb") as fh:
+                data = fh.read()
+        except OSError as e:
+            raise AutoparserError(f"cannot read {what} {path}: {e.strerror or e}") from None
     nul = data.find(b"\x00")
     if nul >= 0:
         raise AutoparserError(f"{path}: not a {what} file: byte {nul} is NUL, which no text file holds")

@@ -35,6 +35,22 @@ def test_parse_prints_the_message(tmp_path: Path) -> None:
     assert [(c["name"], json.loads(c["arguments"])) for c in msg["tool_calls"]] == [("get_weather", {"city": "Paris"})]
 
 
+def test_a_template_from_stdin_is_analysed_as_its_file() -> None:
+    r = run("analyze", "--json", "-", stdin=Path(_qwen3()).read_text(encoding="utf-8"))
+    assert r.returncode == 0, r.stderr
+    assert json.loads(r.stdout) == json.loads(run("analyze", "--json", _qwen3()).stdout)
+
+
+def test_parse_refuses_stdin_for_anything_but_the_output(tmp_path: Path) -> None:
+    tools = tmp_path / "tools.json"
+    tools.write_text(json.dumps(TOOLS))
+    for args in (["-"], [_qwen3(), "--tools", "-"]):
+        r = run("parse", *args, stdin="Hello")
+        assert (r.returncode, r.stdout) == (2, "")
+        assert r.stderr == "autoparser: error: parse reads the model output from stdin: give the template and --tools " \
+                           "as files\n"
+
+
 def test_unparseable_output_gives_the_caret_excerpt_and_exit_1_in_strict_mode(tmp_path: Path) -> None:
     tools = tmp_path / "tools.json"
     tools.write_text(json.dumps(TOOLS))
