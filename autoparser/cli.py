@@ -210,6 +210,12 @@ def _template_arguments(p: argparse.ArgumentParser) -> None:
                         "additional_chat_templates/NAME.jinja; e.g. tool_use) instead of the default")
 
 
+def _corpus_argument(p: argparse.ArgumentParser) -> None:
+    """The corpus a job reads (not one it writes: refresh and nightly update ./corpus)."""
+    p.add_argument("--corpus", help="corpus directory (default: $AUTOPARSER_CORPUS, ./corpus, the checkout's, else "
+                                    "the corpus installed with the package)")
+
+
 def _refresh_arguments(p: argparse.ArgumentParser) -> None:
     """What `corpus refresh` and `corpus nightly` both take: the corpus, and which repos of which hub."""
     p.add_argument("--corpus", default="corpus", help="corpus directory (default: ./corpus)")
@@ -276,7 +282,7 @@ def build_parser() -> argparse.ArgumentParser:
     k.add_argument("--cpp", required=True, metavar="DRIVER", help="the driver built by python -m tools.cpp_oracle")
     k.add_argument("--only", nargs="+", metavar="GLOB", help="only these templates (names or patterns)")
     k.add_argument("--jobs", "-j", type=int, default=1, metavar="N", help="driver processes (default: 1)")
-    k.add_argument("--corpus", help="corpus directory (default: the project's corpus)")
+    _corpus_argument(k)
     k.add_argument("--known", default="tests/data/ratchet/cpp_oracle.json",
                    help="ratchet of known divergences (default: tests/data/ratchet/cpp_oracle.json)")
     k.add_argument("--report", default="reports/conformance", help="where the report goes")
@@ -303,7 +309,7 @@ def build_parser() -> argparse.ArgumentParser:
                     help="write the new snapshots of the added and changed templates (and drop removed ones)")
     cn.add_argument("--jobs", "-j", type=int, default=1, metavar="N", help="worker processes (default: 1)")
     cp = csub.add_parser("report", help="write the corpus report (HTML + Markdown)")
-    cp.add_argument("--corpus", default="corpus", help="corpus directory (default: ./corpus)")
+    _corpus_argument(cp)
     cp.add_argument("--snapshots", default="snapshots",
                     help="committed artefact snapshots to compare with (default: ./snapshots)")
     cp.add_argument("--out", default="reports", help="where report.html and report.md go (default: ./reports)")

@@ -74,13 +74,16 @@ def run_report(args: argparse.Namespace) -> int:
         return cli_error("corpus report: --limit must be >= 0")
     if jobs < 1:
         return cli_error("corpus report: --jobs must be >= 1")
-    corpus_dir = Path(args.corpus)
-    if not corpus_dir.is_dir():
-        return cli_error(f"corpus report: no corpus directory {corpus_dir}")
+    given = getattr(args, "corpus", None)
+    if given is not None and not Path(given).is_dir():
+        return cli_error(f"corpus report: no corpus directory {given}")
     try:
-        corpus = Corpus.load(corpus_dir)
+        # without --corpus: the corpus Corpus.load() finds (./corpus, the checkout's, else the one installed with
+        # the package), so that the report runs from any directory
+        corpus = Corpus.load(given)
     except CorpusError as e:
         return cli_error(f"corpus report: {e}")
+    corpus_dir = corpus.root
     only = list(getattr(args, "only", None) or []) or None
     snapshots = Path(args.snapshots) if getattr(args, "snapshots", None) else None
     if snapshots is not None and snapshots.exists() and not snapshots.is_dir():
