@@ -333,10 +333,11 @@ def _version() -> str:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Run one command; its exit code. Output cut short by its reader (`autoparser analyze T | head`) ends the
-    command quietly, as Python's documentation recommends for SIGPIPE (signal module, "Note on SIGPIPE"):
-    stdout is pointed at devnull so that the interpreter's final flush does not raise again, and the exit code
-    is 1."""
+    """Run one command; its exit code. Output cut short by its reader (`autoparser corpus summary | head -1`)
+    ends the command quietly, as Python's documentation recommends for SIGPIPE (signal module, "Note on
+    SIGPIPE"): stdout is pointed at devnull so that the interpreter's final flush does not raise again. The exit
+    code is 0, not the note's 1: the reader had what it wanted, and a pipeline under `set -o pipefail` must not
+    fail for it."""
     try:
         code = _run(argv)
         sys.stdout.flush()  # (inside the try: the last buffered output is where a closed pipe usually shows)
@@ -346,7 +347,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
         devnull = os.open(os.devnull, os.O_WRONLY)
         os.dup2(devnull, sys.stdout.fileno())
-        return 1
+        return 0
 
 
 def _run(argv: Sequence[str] | None) -> int:

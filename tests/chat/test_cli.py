@@ -203,7 +203,8 @@ def test_a_template_error_names_the_file(tmp_path: Path) -> None:
 
 
 def test_output_into_a_closed_pipe_ends_quietly() -> None:
-    """`autoparser analyze T | head`: the reader goes away; no BrokenPipeError traceback, exit code 1."""
+    """`autoparser analyze T | head`: the reader goes away; no BrokenPipeError traceback, exit code 0 (the reader
+    had what it wanted: a pipeline under pipefail passes)."""
     import os
 
     read_end, write_end = os.pipe()
@@ -213,4 +214,4 @@ def test_output_into_a_closed_pipe_ends_quietly() -> None:
                            stderr=subprocess.PIPE, text=True, timeout=120)
     finally:
         os.close(write_end)
-    assert (r.returncode, r.stderr) == (1, "")
+    assert (r.returncode, r.stderr) == (0, "")
