@@ -196,7 +196,7 @@ def cmd_conformance(args: argparse.Namespace) -> int:
 
 
 def cmd_corpus(args: argparse.Namespace) -> int:
-    """Corpus jobs: refresh from the hub, report."""
+    """Corpus jobs: refresh from the hub, nightly, report, summary."""
     from autoparser.corpus.cli import run_corpus
 
     return run_corpus(args)
@@ -214,6 +214,14 @@ def _corpus_argument(p: argparse.ArgumentParser) -> None:
     """The corpus a job reads (not one it writes: refresh and nightly update ./corpus)."""
     p.add_argument("--corpus", help="corpus directory (default: $AUTOPARSER_CORPUS, ./corpus, the checkout's, else "
                                     "the corpus installed with the package)")
+
+
+def _selection_arguments(p: argparse.ArgumentParser) -> None:
+    """What the jobs that read the corpus (report, summary) take: the corpus, which templates, how many workers."""
+    _corpus_argument(p)
+    p.add_argument("--only", nargs="+", metavar="NAME", help="only these templates (names or patterns such as 'Qwen__*')")
+    p.add_argument("--limit", type=int, metavar="N", help="only the first N (selected) templates")
+    p.add_argument("--jobs", "-j", type=int, default=1, metavar="N", help="worker processes (default: 1)")
 
 
 def _refresh_arguments(p: argparse.ArgumentParser) -> None:
@@ -309,16 +317,23 @@ def build_parser() -> argparse.ArgumentParser:
                     help="write the new snapshots of the added and changed templates (and drop removed ones)")
     cn.add_argument("--jobs", "-j", type=int, default=1, metavar="N", help="worker processes (default: 1)")
     cp = csub.add_parser("report", help="write the corpus report (HTML + Markdown)")
-    _corpus_argument(cp)
+    _selection_arguments(cp)
     cp.add_argument("--snapshots", default="snapshots",
                     help="committed artefact snapshots to compare with (default: ./snapshots)")
     cp.add_argument("--out", default="reports", help="where report.html and report.md go (default: ./reports)")
-    cp.add_argument("--only", nargs="+", metavar="NAME",
-                    help="only these templates (names or patterns such as 'Qwen__*')")
-    cp.add_argument("--limit", type=int, metavar="N", help="only the first N (selected) templates")
-    cp.add_argument("--jobs", "-j", type=int, default=1, metavar="N", help="worker processes (default: 1)")
     cp.add_argument("--cpp-divergences", default="reports/conformance/cpp-divergences.json", metavar="FILE",
                     help="the last `autoparser conformance` run, shown as a section when the file exists")
+    cs = csub.add_parser("summary", help="analyse every corpus template: the C++ record's formats and what "
+                                         "autoparser reads beyond them",
+                         description="The main job: analyse every template of the corpus and print, per template, "
+                                     "the reasoning / content / tool-call modes of the C++ analysis record and its "
+                                     "markers, and what autoparser reads beyond that record (a hand-written format, "
+                                     "the template as transformers renders it, Python calls where the record says "
+                                     "tools=NONE, a reasoning block the prompt opens); then totals. Exit 0 (a "
+                                     "template that cannot be analysed is listed), 2 on bad input.")
+    _selection_arguments(cs)
+    cs.add_argument("--json", metavar="FILE", help="also write every analysis record as JSON lines (as `analyze "
+                                                   "--json` prints it, with the handler) to FILE")
     c.set_defaults(func=cmd_corpus)
     return p
 

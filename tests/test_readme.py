@@ -59,3 +59,23 @@ def test_readme_builtin_example_says_what_it_shows(monkeypatch: pytest.MonkeyPat
         assert literal, comment
         value, want = eval(code, scope), ast.literal_eval(literal.group(1))
         assert value.startswith(want[:-3]) if want.endswith("...") else value == want, (value, want)
+
+
+def test_readme_quick_start_runs_the_main_job(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                              capsys: pytest.CaptureFixture[str]) -> None:
+    """The quick start's command (after its install step) is the main job on the embedded corpus, and runs from
+    any directory; here on its first three templates."""
+    from autoparser.cli import main
+
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    quick = readme.split("## Quick start", 1)[1]
+    command = re.search(r"```sh\n(.*?)\n```", quick, re.DOTALL)
+    assert command, "README.md's quick start has no command"
+    install, job = command.group(1).split(" && ")
+    assert install == "pip install -e ." and job == "autoparser corpus summary"
+    monkeypatch.delenv("AUTOPARSER_CORPUS", raising=False)
+    monkeypatch.chdir(tmp_path)
+    assert main([*job.split()[1:], "--limit", "3"]) == 0
+    out = capsys.readouterr().out
+    assert "3 templates analysed in " in out and "The C++ analysis record" in out
+
