@@ -19,8 +19,10 @@ A failure raises `PegTestFailure` whose message shows the fields that differ, on
 
 from __future__ import annotations
 
+import json
 import os
 import re
+import string
 import warnings
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
@@ -31,7 +33,7 @@ from typing import Any
 from autoparser.chat.compare import as_message, message_differences
 from autoparser.chat.spec import TriggerType
 from autoparser.chat.stream import apply_deltas, compute_deltas
-from autoparser.errors import UnknownKeyError, check_keys
+from autoparser.errors import ParseError, UnknownKeyError, check_keys
 from autoparser.params import ChatParams, generate
 from autoparser.testing.streaming import stream_mismatch
 from autoparser.types import ChatMessage
@@ -137,13 +139,13 @@ class PegTestCase:
     def reasoning_format(self, value: str) -> PegTestCase:
         return self._set("reasoning_format", value)
 
-    def enable_thinking(self, value: bool) -> PegTestCase:
+    def enable_thinking(self, value: bool = True) -> PegTestCase:
         return self._set("enable_thinking", value)
 
-    def parallel_tool_calls(self, value: bool) -> PegTestCase:
+    def parallel_tool_calls(self, value: bool = True) -> PegTestCase:
         return self._set("parallel_tool_calls", value)
 
-    def add_generation_prompt(self, value: bool) -> PegTestCase:
+    def add_generation_prompt(self, value: bool = True) -> PegTestCase:
         return self._set("add_generation_prompt", value)
 
     def continue_final_message(self, value: int | str) -> PegTestCase:
@@ -217,12 +219,18 @@ class PegTestCase:
         stream_msg = self._check_stream(params, problems)
         whole = stream_msg
         if not options.is_partial:
-            whole = params.parse(self.input, is_partial=False, strict=options.strict)
-            problems += [f"whole parse: {d}" for d in message_differences(expected, whole)]
-            kinds = tuple(d.kind for d in whole.diagnostics)
-            if kinds != options.diagnostics:
-                got = "; ".join(d.message for d in whole.diagnostics) or "none"
-                problems.append(f"repairs: expected {list(options.diagnostics) or 'none'}, got {list(kinds)}: {got}")
+            try:
+                whole = params.parse(self.input, is_partial=False, strict=options.strict)
+            except ParseError as e:  # (strict: llama.cpp's rejection, where and what it expected, in the report)
+                whole = None
+                problems.append(f"whole parse (strict): {e}")
+            if whole is not None:
+                problems += [f"whole parse: {d}" for d in message_differences(expected, whole)]
+                kinds = tuple(d.kind for d in whole.diagnostics)
+                if kinds != options.diagnostics:
+                    got = "; ".join(d.message for d in whole.diagnostics) or "none"
+                    problems.append(f"repairs: expected {list(options.diagnostics) or 'none'}, got {list(kinds)}: "
+                                    f"{got}")
         if stream_msg is not None:
             problems += [f"streamed (deltas folded): {d}" for d in message_differences(expected, stream_msg)]
         if request.get("json_schema"):
@@ -292,8 +300,15 @@ class PegTestCase:
         if options.is_partial:
             return
         if not grammar.accepts(constrained):
-            how = "expects more input" if grammar.viable_prefix(constrained) else "rejects it"
-            problems.append(f"grammar: the constrained output {constrained!r} is not accepted ({how})")
+            # said as the command line says a parser's rejection (ParseError): where in the output, what would do
+            candidates = sorted(set(string.printable) | {c for c in params.grammar if c.isprintable()})
+            at, taken = grammar.stop(constrained, candidates)
+            how = "expects more input" if at == len(constrained) else "rejects it"
+            start = len(self.input) - len(constrained)
+            where = f" (the lazy grammar from {start} on)" if start else ""
+            rejection = ParseError(f"the constrained output{where} is not accepted ({how})", text=self.input,
+                                   position=start + at, expected=_characters(taken, candidates))
+            problems.append(f"grammar: {rejection}")
 
     def _check_reconstruction(self, params: ChatParams, expected: ChatMessage, parsed: ChatMessage,
                               request: dict[str, Any], problems: list[str]) -> None:
@@ -317,9 +332,28 @@ class PegTestCase:
 
     def _report(self, problems: list[str], params: ChatParams) -> str:
         lines = [f"peg_tester({self.tester.name}).test({self.input!r}) failed:"]
-        lines += [f"  - {p}" for p in problems]
+        lines += ["  - " + p.replace("\n", "\n    ") for p in problems]
         lines.append(f"  generation prompt: {params.generation_prompt!r}")
         return "\n".join(lines)
+
+
+def _characters(taken: Sequence[str], candidates: Sequence[str]) -> str:
+    """The characters a grammar takes, said briefly: `"-" or "0".."9"` (runs of three or more as ranges), or
+    `any character but "\"" or "\\"` where it takes most of the candidates (a string's body)."""
+    if len(taken) > len(candidates) // 2:
+        kept = set(taken)
+        refused = [c for c in candidates if c not in kept]
+        more = " or …" if len(refused) > 8 else ""
+        return "any character but " + " or ".join(json.dumps(c) for c in refused[:8]) + more
+    runs: list[list[str]] = []
+    for c in taken:
+        if runs and ord(c) == ord(runs[-1][-1]) + 1:
+            runs[-1].append(c)
+        else:
+            runs.append([c])
+    said = [f"{json.dumps(r[0])}..{json.dumps(r[-1])}" if len(r) >= 3 else " or ".join(json.dumps(c) for c in r)
+            for r in runs]
+    return " or ".join(said[:8]) + (" or …" if len(said) > 8 else "")
 
 
 _MESSAGE_KEYS = ("role", "content", "reasoning_content", "tool_calls")
