@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import ast
 import re
+import shlex
 from pathlib import Path
 
 import pytest
@@ -78,4 +79,15 @@ def test_readme_quick_start_runs_the_main_job(tmp_path: Path, monkeypatch: pytes
     assert main([*job.split()[1:], "--limit", "3"]) == 0
     out = capsys.readouterr().out
     assert "3 templates analysed in " in out and "The C++ analysis record" in out
+
+
+def test_readme_installs_autoparser_only_from_where_it_is() -> None:
+    """autoparser is not published on PyPI: every `pip install` the README shows takes it from the clone (`-e .`,
+    `'.[test]'`) or from a git URL (`autoparser[test] @ git+URL`), never by its bare name."""
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    commands = [c.split("&&")[0] for c in re.findall(r"pip install [^`\n]*", readme)]
+    assert len(commands) >= 5
+    by_name = [c for c in commands for arg in shlex.split(c)[2:]
+               if re.match(r"autoparser(\[[a-z,]+\])?$", arg.split("@")[0].strip()) and "@ git+" not in arg]
+    assert by_name == []
 

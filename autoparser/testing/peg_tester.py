@@ -391,8 +391,10 @@ def _oracle_or_skip(problems: list[str]) -> bool:
         problems.append(f"grammar: {unavailable_reason()} (AUTOPARSER_REQUIRE_ORACLE=1)")
     elif not _warned:
         _warned.append(True)
+        # (the pin of autoparser's `oracle` extra: that extra's own name is no install command for a package that
+        # is not published)
         warnings.warn(f"peg_tester: grammar check skipped: {unavailable_reason()}; install it with `pip install "
-                      "'autoparser[oracle]'` (README: Writing tests with peg_tester)", GrammarCheckSkipped,
+                      "llama-cpp-python==0.3.36` (README: Writing tests with peg_tester)", GrammarCheckSkipped,
                       stacklevel=3)
     return False
 
