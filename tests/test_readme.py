@@ -91,3 +91,13 @@ def test_readme_installs_autoparser_only_from_where_it_is() -> None:
                if re.match(r"autoparser(\[[a-z,]+\])?$", arg.split("@")[0].strip()) and "@ git+" not in arg]
     assert by_name == []
 
+
+def test_ci_runs_the_readmes_test_command() -> None:
+    """.ci/run runs exactly the command README.md's "Run the tests" gives."""
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    section = readme.split("Run the tests", 1)[1]
+    command = re.search(r"```sh\n(.*?)\n```", section, re.DOTALL)
+    assert command, "README.md's Run the tests has no command"
+    script = (ROOT / ".ci" / "run").read_text(encoding="utf-8").splitlines()
+    assert [line for line in script if line and not line.startswith(("#", " "))][-1] == command.group(1)
+
