@@ -43,9 +43,9 @@ def cmd_gbnf(args: argparse.Namespace) -> int:
 
 def _template(args: argparse.Namespace) -> TemplateSource:
     """The template a command's TEMPLATE argument (and --variant) names: one resolver for every command."""
-    from autoparser.corpus.source import resolve_template
+    from autoparser.corpus.source import load_template
 
-    return resolve_template(args.template, variant=args.variant)
+    return load_template(args.template, variant=args.variant)
 
 
 def cmd_analyze(args: argparse.Namespace) -> int:
@@ -125,6 +125,8 @@ def cmd_parse(args: argparse.Namespace) -> int:
     """Parse model output (stdin) with the parser generated for a template; print the message as JSON."""
     from autoparser.params.cli import run_parse
 
+    if "-" in (args.template, args.tools):  # (every other input file may be `-`)
+        return cli_error("parse reads the model output from stdin: give the template and --tools as files")
     try:
         template = _template(args)
     except AutoparserError as e:
@@ -146,6 +148,8 @@ def cmd_export(args: argparse.Namespace) -> int:
     if not args.write:
         print(text)
         return 0
+    if args.write == "-":  # (it is read and written back)
+        return cli_error("--write takes a tokenizer_config.json file, not stdin")
     target = Path(args.write)
     try:
         config = json.loads(read_text_input(str(target), "tokenizer config"))
@@ -192,7 +196,7 @@ def cmd_conformance(args: argparse.Namespace) -> int:
 
 
 def cmd_corpus(args: argparse.Namespace) -> int:
-    """Corpus jobs: refresh from the hub, report."""
+    """Corpus jobs: refresh from the hub, nightly, report, summary."""
     from autoparser.corpus.cli import run_corpus
 
     return run_corpus(args)
@@ -204,6 +208,20 @@ def _template_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--variant", metavar="NAME",
                    help="a named template of a GGUF or hub repo (tokenizer.chat_template.NAME, "
                         "additional_chat_templates/NAME.jinja; e.g. tool_use) instead of the default")
+
+
+def _corpus_argument(p: argparse.ArgumentParser) -> None:
+    """The corpus a job reads (not one it writes: refresh and nightly update ./corpus)."""
+    p.add_argument("--corpus", help="corpus directory (default: $AUTOPARSER_CORPUS, ./corpus, the checkout's, else "
+                                    "the corpus installed with the package)")
+
+
+def _selection_arguments(p: argparse.ArgumentParser) -> None:
+    """What the jobs that read the corpus (report, summary) take: the corpus, which templates, how many workers."""
+    _corpus_argument(p)
+    p.add_argument("--only", nargs="+", metavar="NAME", help="only these templates (names or patterns such as 'Qwen__*')")
+    p.add_argument("--limit", type=int, metavar="N", help="only the first N (selected) templates")
+    p.add_argument("--jobs", "-j", type=int, default=1, metavar="N", help="worker processes (default: 1)")
 
 
 def _refresh_arguments(p: argparse.ArgumentParser) -> None:
@@ -221,7 +239,7 @@ def build_parser() -> argparse.ArgumentParser:
     sub = p.add_subparsers(dest="command", required=True)
 
     g = sub.add_parser("gbnf", help="print the GBNF grammar of a JSON schema")
-    g.add_argument("schema", help="path to a JSON schema file")
+    g.add_argument("schema", help="path to a JSON schema file, or - to read it from stdin")
     g.set_defaults(func=cmd_gbnf)
 
     a = sub.add_parser("analyze", help="analyse a chat template")
@@ -272,7 +290,7 @@ def build_parser() -> argparse.ArgumentParser:
     k.add_argument("--cpp", required=True, metavar="DRIVER", help="the driver built by python -m tools.cpp_oracle")
     k.add_argument("--only", nargs="+", metavar="GLOB", help="only these templates (names or patterns)")
     k.add_argument("--jobs", "-j", type=int, default=1, metavar="N", help="driver processes (default: 1)")
-    k.add_argument("--corpus", help="corpus directory (default: the project's corpus)")
+    _corpus_argument(k)
     k.add_argument("--known", default="tests/data/ratchet/cpp_oracle.json",
                    help="ratchet of known divergences (default: tests/data/ratchet/cpp_oracle.json)")
     k.add_argument("--report", default="reports/conformance", help="where the report goes")
@@ -299,16 +317,23 @@ def build_parser() -> argparse.ArgumentParser:
                     help="write the new snapshots of the added and changed templates (and drop removed ones)")
     cn.add_argument("--jobs", "-j", type=int, default=1, metavar="N", help="worker processes (default: 1)")
     cp = csub.add_parser("report", help="write the corpus report (HTML + Markdown)")
-    cp.add_argument("--corpus", default="corpus", help="corpus directory (default: ./corpus)")
+    _selection_arguments(cp)
     cp.add_argument("--snapshots", default="snapshots",
                     help="committed artefact snapshots to compare with (default: ./snapshots)")
     cp.add_argument("--out", default="reports", help="where report.html and report.md go (default: ./reports)")
-    cp.add_argument("--only", nargs="+", metavar="NAME",
-                    help="only these templates (names or patterns such as 'Qwen__*')")
-    cp.add_argument("--limit", type=int, metavar="N", help="only the first N (selected) templates")
-    cp.add_argument("--jobs", "-j", type=int, default=1, metavar="N", help="worker processes (default: 1)")
     cp.add_argument("--cpp-divergences", default="reports/conformance/cpp-divergences.json", metavar="FILE",
                     help="the last `autoparser conformance` run, shown as a section when the file exists")
+    cs = csub.add_parser("summary", help="analyse every corpus template: the C++ record's formats and what "
+                                         "autoparser reads beyond them",
+                         description="The main job: analyse every template of the corpus and print, per template, "
+                                     "the reasoning / content / tool-call modes of the C++ analysis record and its "
+                                     "markers, and what autoparser reads beyond that record (a hand-written format, "
+                                     "the template as transformers renders it, Python calls where the record says "
+                                     "tools=NONE, a reasoning block the prompt opens); then totals. Exit 0 (a "
+                                     "template that cannot be analysed is listed), 2 on bad input.")
+    _selection_arguments(cs)
+    cs.add_argument("--json", metavar="FILE", help="also write every analysis record as JSON lines (as `analyze "
+                                                   "--json` prints it, with the handler) to FILE")
     c.set_defaults(func=cmd_corpus)
     return p
 
@@ -323,10 +348,11 @@ def _version() -> str:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Run one command; its exit code. Output cut short by its reader (`autoparser analyze T | head`) ends the
-    command quietly, as Python's documentation recommends for SIGPIPE (signal module, "Note on SIGPIPE"):
-    stdout is pointed at devnull so that the interpreter's final flush does not raise again, and the exit code
-    is 1."""
+    """Run one command; its exit code. Output cut short by its reader (`autoparser corpus summary | head -1`)
+    ends the command quietly, as Python's documentation recommends for SIGPIPE (signal module, "Note on
+    SIGPIPE"): stdout is pointed at devnull so that the interpreter's final flush does not raise again. The exit
+    code is 0, not the note's 1: the reader had what it wanted, and a pipeline under `set -o pipefail` must not
+    fail for it."""
     try:
         code = _run(argv)
         sys.stdout.flush()  # (inside the try: the last buffered output is where a closed pipe usually shows)
@@ -336,7 +362,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
         devnull = os.open(os.devnull, os.O_WRONLY)
         os.dup2(devnull, sys.stdout.fileno())
-        return 1
+        return 0
 
 
 def _run(argv: Sequence[str] | None) -> int:

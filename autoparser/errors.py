@@ -7,7 +7,9 @@ report them with cli_error.
 
 from __future__ import annotations
 
+import difflib
 import sys
+from collections.abc import Iterable, Sequence
 
 __all__ = [
     "AnalysisError",
@@ -21,7 +23,10 @@ __all__ = [
     "SerializationError",
     "TemplateError",
     "UnknownBuiltinTemplateError",
+    "UnknownKeyError",
+    "check_keys",
     "cli_error",
+    "read_stdin",
     "read_text_input",
 ]
 
@@ -77,6 +82,22 @@ class HubError(CorpusError):
         super().__init__(f"{repo_id}: {message}" if repo_id else message)
 
 
+class UnknownKeyError(AutoparserError, ValueError):
+    """A mapping given to the API holds a key it does not take (a request's `"tool"`, an expected message's
+    `"reasoning"`): refused, because a misspelt key would otherwise change nothing without a word. Also a
+    ValueError, which peg_tester's `expect()` raised for it before this class existed."""
+
+
+def check_keys(keys: Iterable[object], known: Sequence[str], *, caller: str, where: str) -> None:
+    """UnknownKeyError for the first of `keys` not in `known`: `CALLER: unknown key 'tool' in WHERE (did you
+    mean 'tools'?); it has messages, tools, ...` (the suggestion only where one is close)."""
+    for key in keys:
+        if key not in known:
+            close = difflib.get_close_matches(str(key), known, n=1)
+            hint = f" (did you mean {close[0]!r}?)" if close else ""
+            raise UnknownKeyError(f"{caller}: unknown key {key!r} in {where}{hint}; it has {', '.join(known)}")
+
+
 class ParseError(AutoparserError):
     """Model output does not match the expected format.
 
@@ -125,15 +146,26 @@ def cli_error(message: str, code: int = 2, *, first_line: bool = False) -> int:
     return code
 
 
+def read_stdin(what: str) -> bytes:
+    """All of stdin (`what` it holds: "model output", "schema"). On a terminal a line on stderr says what is
+    awaited first: a user who typed only the command would otherwise wait on a silent terminal."""
+    if sys.stdin.isatty():
+        print(f"autoparser: reading the {what} from stdin; end it with Ctrl-D", file=sys.stderr)
+    return sys.stdin.buffer.read()
+
+
 def read_text_input(path: str, what: str) -> str:
-    """The text of the file a user named (`what`: "template", "tools", "schema"), as UTF-8; an AutoparserError
-    with a one-line reason when it cannot be read or is not text (a binary file, another encoding), so that no
-    command goes on with garbage or answers with a traceback."""
-    try:
-        with open(path, "rb") as fh:
-            data = fh.read()
-    except OSError as e:
-        raise AutoparserError(f"cannot read {what} {path}: {e.strerror or e}") from None
+    """The text of the file a user named (`what`: "template", "tools", "schema"), or of stdin for `-`, as UTF-8;
+    an AutoparserError with a one-line reason when it cannot be read or is not text (a binary file, another
+    encoding), so that no command goes on with garbage or answers with a traceback."""
+    if path == "-":
+        data, path = read_stdin(what), "stdin"
+    else:
+        try:
+            with open(path, "rb") as fh:
+                data = fh.read()
+        except OSError as e:
+            raise AutoparserError(f"cannot read {what} {path}: {e.strerror or e}") from None
     nul = data.find(b"\x00")
     if nul >= 0:
         raise AutoparserError(f"{path}: not a {what} file: byte {nul} is NUL, which no text file holds")

@@ -8,6 +8,8 @@ streaming), never a decoded object, because streaming deltas are computed on tha
 from __future__ import annotations
 
 import json
+import secrets
+import string
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from enum import Enum
@@ -22,6 +24,7 @@ __all__ = [
     "MessageDelta",
     "ToolCall",
     "ToolDef",
+    "gen_tool_call_id",
     "parse_tools",
     "tool_parameters",
     "tools_to_openai",
@@ -183,7 +186,14 @@ class MessageDelta:
         d["tool_call_delta"] = tool_call_delta
 
     def to_openai(self) -> dict[str, Any]:
-        """The `delta` object of an OpenAI chat-completion chunk (as the llama.cpp server writes it)."""
+        """The `delta` object of an OpenAI chat-completion chunk, as llama.cpp's server writes it
+        (`common_chat_msg_diff_to_json_oaicompat`): a call's first delta, the one that names it, carries its `id`,
+        `"type": "function"` and `function.name`; the later ones its `index` and `function.arguments` only.
+
+        The id is the call's: the output's, or the one the stream generated (`stream(gen_tool_call_id=...)`,
+        as the server sets ids on the message). A call with neither gets one here (`gen_tool_call_id`), because
+        OpenAI's clients take a call's first chunk to carry its id; it is then in the chunk only, not in the
+        stream's message."""
         delta: dict[str, Any] = {}
         if self.reasoning_content_delta:
             delta["reasoning_content"] = self.reasoning_content_delta
@@ -192,18 +202,21 @@ class MessageDelta:
         if self.tool_call_index is not None:
             tc = self.tool_call_delta
             call: dict[str, Any] = {"index": self.tool_call_index}
-            if tc.id:
-                call["id"] = tc.id
+            if tc.name or tc.id:  # (compute_deltas names a call in its first delta, and again where its id changes)
+                call["id"] = tc.id or gen_tool_call_id()
                 call["type"] = "function"
-            if tc.name or tc.arguments:
-                function: dict[str, str] = {}
-                if tc.name:
-                    function["name"] = tc.name
-                if tc.arguments:
-                    function["arguments"] = tc.arguments
-                call["function"] = function
+            call["function"] = {"name": tc.name, "arguments": tc.arguments} if tc.name else {"arguments": tc.arguments}
             delta["tool_calls"] = [call]
         return delta
+
+
+_ID_CHARACTERS = string.digits + string.ascii_letters
+
+
+def gen_tool_call_id() -> str:
+    """A new tool-call id, as llama.cpp's server makes one (`gen_tool_call_id`: 32 random letters and digits);
+    `ChatParams.stream(gen_tool_call_id=gen_tool_call_id)` gives the calls an output leaves without one these."""
+    return "".join(secrets.choice(_ID_CHARACTERS) for _ in range(32))
 
 
 @dataclass(frozen=True)

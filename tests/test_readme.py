@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import ast
 import re
+import shlex
 from pathlib import Path
 
 import pytest
@@ -59,3 +60,44 @@ def test_readme_builtin_example_says_what_it_shows(monkeypatch: pytest.MonkeyPat
         assert literal, comment
         value, want = eval(code, scope), ast.literal_eval(literal.group(1))
         assert value.startswith(want[:-3]) if want.endswith("...") else value == want, (value, want)
+
+
+def test_readme_quick_start_runs_the_main_job(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                              capsys: pytest.CaptureFixture[str]) -> None:
+    """The quick start's command (after its install step) is the main job on the embedded corpus, and runs from
+    any directory; here on its first three templates."""
+    from autoparser.cli import main
+
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    quick = readme.split("## Quick start", 1)[1]
+    command = re.search(r"```sh\n(.*?)\n```", quick, re.DOTALL)
+    assert command, "README.md's quick start has no command"
+    install, job = command.group(1).split(" && ")
+    assert install == "pip install -e ." and job == "autoparser corpus summary"
+    monkeypatch.delenv("AUTOPARSER_CORPUS", raising=False)
+    monkeypatch.chdir(tmp_path)
+    assert main([*job.split()[1:], "--limit", "3"]) == 0
+    out = capsys.readouterr().out
+    assert "3 templates analysed in " in out and "The C++ analysis record" in out
+
+
+def test_readme_installs_autoparser_only_from_where_it_is() -> None:
+    """autoparser is not published on PyPI: every `pip install` the README shows takes it from the clone (`-e .`,
+    `'.[test]'`) or from a git URL (`autoparser[test] @ git+URL`), never by its bare name."""
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    commands = [c.split("&&")[0] for c in re.findall(r"pip install [^`\n]*", readme)]
+    assert len(commands) >= 5
+    by_name = [c for c in commands for arg in shlex.split(c)[2:]
+               if re.match(r"autoparser(\[[a-z,]+\])?$", arg.split("@")[0].strip()) and "@ git+" not in arg]
+    assert by_name == []
+
+
+def test_ci_runs_the_readmes_test_command() -> None:
+    """.ci/run runs exactly the command README.md's "Run the tests" gives."""
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    section = readme.split("Run the tests", 1)[1]
+    command = re.search(r"```sh\n(.*?)\n```", section, re.DOTALL)
+    assert command, "README.md's Run the tests has no command"
+    script = (ROOT / ".ci" / "run").read_text(encoding="utf-8").splitlines()
+    assert [line for line in script if line and not line.startswith(("#", " "))][-1] == command.group(1)
+

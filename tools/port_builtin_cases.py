@@ -13,7 +13,7 @@ build/llama_cpp_python-0.3.36/vendor/llama.cpp, where the README's `pip download
   its list of built-in names, each name's prompt for a few probe conversations, and, for each test case and
   each corpus template, the built-in formats whose prompts equal the ones llama.cpp renders for that text
   (detection, seen through `llama_chat_apply_template`, the only door the C API opens on it) with a digest of
-  those prompts. Needs `pip install 'autoparser[oracle]'`; without it only the first file is written.
+  those prompts. Needs `pip install -e '.[oracle]'`; without it only the first file is written.
 
 The C++ is parsed, not evaluated: string literals (with their escapes, adjacent ones joined, `U8C(...)` and
 `u8` prefixes) and brace lists, in the positional order of `struct TestCase` (the `/* .field= */` comments
@@ -292,7 +292,7 @@ def main(argv: list[str]) -> int:
     try:
         ref = Reference()
     except ImportError:
-        print("llama_cpp is not installed: reference.json not written (pip install 'autoparser[oracle]')",
+        print("llama_cpp is not installed: reference.json not written (pip install -e '.[oracle]')",
               file=sys.stderr)
         return 1
     data = reference_data(ref, ported["cases"])

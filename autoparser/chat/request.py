@@ -3,7 +3,8 @@
 The request dict uses the field names of the `params` objects in llama.cpp's chat test data: messages and
 tools in OpenAI form, tool_choice (0 auto, 1 required, 2 none, or the names), reasoning_format, enable_thinking,
 parallel_tool_calls, add_generation_prompt, json_schema, continue_final_message (0 none, 1 auto, 2 reasoning,
-3 content), chat_template_kwargs, and `now` (the date or time the prompt is rendered at).
+3 content), chat_template_kwargs, grammar (the caller's own GBNF grammar), and `now` (the date or time the prompt
+is rendered at). Any other key is refused (UnknownKeyError, with the closest of these).
 """
 
 from __future__ import annotations
@@ -11,12 +12,12 @@ from __future__ import annotations
 import contextlib
 import json
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from datetime import date, datetime
 from enum import IntEnum
 from typing import Any
 
-from autoparser.errors import AutoparserError
+from autoparser.errors import AutoparserError, check_keys
 from autoparser.template.caps import join_content_parts
 
 
@@ -82,6 +83,8 @@ class ChatRequest:
             return d
         if not isinstance(d, Mapping):
             raise AutoparserError("request must be a dict")
+        # a misspelt key ("tool", "enable_thinkng") would otherwise leave its default in place without a word
+        check_keys(d, REQUEST_KEYS, caller="generate()", where="the request")
         rf = str(d.get("reasoning_format") or "none").lower()
         if rf not in REASONING_FORMATS:
             raise AutoparserError(f"unknown reasoning_format {rf!r}")
@@ -112,6 +115,10 @@ class ChatRequest:
             grammar=str(d.get("grammar") or ""),
             now=_parse_now(d.get("now")),
         )
+
+
+# The keys a request may hold: ChatRequest's fields, each read by `from_dict` under its own name.
+REQUEST_KEYS = tuple(f.name for f in fields(ChatRequest))
 
 
 def checked_tools(tools: Any) -> tuple[Mapping[str, Any], ...]:

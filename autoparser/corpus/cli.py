@@ -1,13 +1,18 @@
-"""`autoparser corpus refresh|nightly|report`: the command-line side of the corpus jobs."""
+"""`autoparser corpus refresh|nightly|report|summary`: the command-line side of the corpus jobs."""
 
 from __future__ import annotations
 
 import argparse
+import sys
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from autoparser.errors import CorpusError, cli_error
 
-__all__ = ["run_corpus", "run_nightly", "run_refresh", "run_report"]
+if TYPE_CHECKING:
+    from autoparser.corpus import Corpus, CorpusEntry
+
+__all__ = ["run_corpus", "run_nightly", "run_refresh", "run_report", "run_summary"]
 
 
 def run_refresh(args: argparse.Namespace) -> int:
@@ -60,50 +65,86 @@ def run_nightly(args: argparse.Namespace) -> int:
     return report.exit_code
 
 
+def _selection(args: argparse.Namespace) -> tuple[Corpus, tuple[CorpusEntry, ...]]:
+    """The corpus a reading job reads and the templates of it --only and --limit select; CorpusError (whose
+    message the job prints after its name) on bad input. `--jobs` is checked here too."""
+    from autoparser.corpus import Corpus
+    from autoparser.corpus.report import select_entries
+
+    if args.limit is not None and args.limit < 0:
+        raise CorpusError("--limit must be >= 0")
+    if args.jobs < 1:
+        raise CorpusError("--jobs must be >= 1")
+    if args.corpus is not None and not Path(args.corpus).is_dir():
+        raise CorpusError(f"no corpus directory {args.corpus}")
+    # without --corpus: the corpus Corpus.load() finds (./corpus, the checkout's, else the one installed with the
+    # package), so that the job runs from any directory
+    corpus = Corpus.load(args.corpus)
+    selected = select_entries(corpus, args.only, args.limit)
+    if args.only and not selected:
+        raise CorpusError(f"no template matches --only {' '.join(args.only)}")
+    return corpus, selected
+
+
+def _progress(total: int, job: str) -> Any:
+    """A progress bar on stderr, on a terminal only and once the job has taken a second (tqdm comes with
+    huggingface_hub): nothing in a pipe, a log or a short run. `bar.update(n)` per result."""
+    from tqdm import tqdm
+
+    return tqdm(total=total, unit="template", desc=job, disable=None, delay=1.0)
+
+
 def run_report(args: argparse.Namespace) -> int:
     """Write report.html + report.md for the corpus (or a --only/--limit subset); exit 0, 2 on bad input."""
     import time
 
-    from autoparser.corpus import Corpus
-    from autoparser.corpus.report import collect_rows, made_from, select_entries, summary_line, write_report
+    from autoparser.corpus.report import CppDivergences, collect_rows, made_from, summary_line, write_report
 
-    limit = getattr(args, "limit", None)
-    jobs = getattr(args, "jobs", None)
-    jobs = 1 if jobs is None else int(jobs)
-    if limit is not None and limit < 0:
-        return cli_error("corpus report: --limit must be >= 0")
-    if jobs < 1:
-        return cli_error("corpus report: --jobs must be >= 1")
-    corpus_dir = Path(args.corpus)
-    if not corpus_dir.is_dir():
-        return cli_error(f"corpus report: no corpus directory {corpus_dir}")
+    snapshots = Path(args.snapshots) if args.snapshots else None
     try:
-        corpus = Corpus.load(corpus_dir)
+        corpus, selected = _selection(args)
+        if snapshots is not None and snapshots.exists() and not snapshots.is_dir():
+            raise CorpusError(f"--snapshots {snapshots} is not a directory")
     except CorpusError as e:
         return cli_error(f"corpus report: {e}")
-    only = list(getattr(args, "only", None) or []) or None
-    snapshots = Path(args.snapshots) if getattr(args, "snapshots", None) else None
-    if snapshots is not None and snapshots.exists() and not snapshots.is_dir():
-        return cli_error(f"corpus report: --snapshots {snapshots} is not a directory")
     started = time.monotonic()
-    selected = select_entries(corpus, only, limit)
-    if only and not selected:
-        return cli_error(f"corpus report: no template matches --only {' '.join(only)}")
-    # a progress bar on a terminal (tqdm comes with huggingface_hub); none in a log
-    from tqdm import tqdm
-
-    with tqdm(total=len(selected), unit="template", desc="corpus report", disable=None) as bar:
-        rows = collect_rows(corpus, snapshots, names=only, limit=limit, jobs=jobs,
+    with _progress(len(selected), "corpus report") as bar:
+        rows = collect_rows(corpus, snapshots, names=args.only, limit=args.limit, jobs=args.jobs,
                             progress=lambda done, _total: bar.update(done - bar.n))
-    from autoparser.corpus.report import CppDivergences
-
-    divergences = CppDivergences.read(Path(args.cpp_divergences)) if getattr(args, "cpp_divergences", None) else None
+    divergences = CppDivergences.read(Path(args.cpp_divergences)) if args.cpp_divergences else None
     try:
-        html_path, md_path = write_report(rows, Path(args.out), stamp=made_from(corpus_dir), divergences=divergences)
+        html_path, md_path = write_report(rows, Path(args.out), stamp=made_from(corpus.root), divergences=divergences)
     except OSError as e:
         return cli_error(f"corpus report: cannot write to {args.out}: {e.strerror or e}")
     print(f"corpus report: wrote {html_path} and {md_path} in {time.monotonic() - started:.1f}s")
     print(f"corpus report: {summary_line(rows)}")
+    return 0
+
+
+def run_summary(args: argparse.Namespace) -> int:
+    """The main job: analyse the corpus (or a --only/--limit subset) and print, per template, the C++ record's
+    formats and what autoparser reads beyond them, then totals (corpus/summary.py); exit 0, 2 on bad input.
+    Templates that cannot be analysed are listed, not failures."""
+    import json
+    import time
+
+    from autoparser.corpus.summary import render_summary, summary_rows
+
+    try:
+        _corpus, selected = _selection(args)
+    except CorpusError as e:
+        return cli_error(f"corpus summary: {e}")
+    started = time.monotonic()
+    with _progress(len(selected), "corpus summary") as bar:
+        rows = summary_rows(selected, jobs=args.jobs, progress=lambda done, _total: bar.update(done - bar.n))
+    if args.json:
+        records = "".join(json.dumps({"name": r.name, **r.record}, ensure_ascii=False) + "\n" for r in rows
+                          if not r.error)
+        try:
+            Path(args.json).write_text(records, encoding="utf-8")
+        except OSError as e:
+            return cli_error(f"corpus summary: cannot write {args.json}: {e.strerror or e}")
+    sys.stdout.write(render_summary(rows, time.monotonic() - started))
     return 0
 
 
@@ -115,4 +156,6 @@ def run_corpus(args: argparse.Namespace) -> int:
         return run_nightly(args)
     if command == "report":
         return run_report(args)
+    if command == "summary":
+        return run_summary(args)
     return cli_error(f"unknown corpus command {command!r}")

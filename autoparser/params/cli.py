@@ -11,7 +11,7 @@ import json
 import sys
 
 from autoparser.chat.request import checked_tools
-from autoparser.errors import AutoparserError, ParseError, cli_error, read_text_input
+from autoparser.errors import AutoparserError, ParseError, cli_error, read_stdin, read_text_input
 
 
 def read_tools(path: str) -> list[object]:
@@ -49,9 +49,7 @@ def run_parse(args: argparse.Namespace, source: str, name: str) -> int:
     except AutoparserError as e:
         # (generate() compiles a source text, whose errors name it `<template>`: here it has a file name)
         return cli_error(str(e).splitlines()[0].replace("<template>", name), 2)
-    if sys.stdin.isatty():  # (a user who typed only the command would otherwise wait on a silent terminal)
-        print("autoparser: reading the model output from stdin; end it with Ctrl-D", file=sys.stderr)
-    output = sys.stdin.buffer.read().decode("utf-8", "surrogateescape")
+    output = read_stdin("model output").decode("utf-8", "surrogateescape")
     try:
         msg = params.parse(output, is_partial=args.partial, strict=args.strict)
     except ParseError as e:

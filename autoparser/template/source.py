@@ -1,8 +1,7 @@
 """A chat template as loaded from a file: a Jinja text file, or a GGUF model file's header.
 
-`load_template(path)` is the library's loader (`generate(load_template("model.gguf").source, request)`); the
-command line resolves its template argument through corpus/source.py, which adds hub repo ids and uses this
-for every local file.
+`load_template_file(path)` reads a local file; `autoparser.load_template` (corpus/source.py), the one resolver of
+the library and the command line, adds hub repos and corpus names and uses this for every local file.
 """
 
 from __future__ import annotations
@@ -13,7 +12,7 @@ from pathlib import Path
 from autoparser.errors import AutoparserError, TemplateError, read_text_input
 from autoparser.template.gguf import gguf_templates, looks_like_gguf, read_gguf_file
 
-__all__ = ["TemplateSource", "load_template"]
+__all__ = ["TemplateSource", "load_template_file"]
 
 
 @dataclass(frozen=True)
@@ -30,7 +29,7 @@ class TemplateSource:
     eos_token: str | None = None
 
 
-def load_template(path: str | Path, *, variant: str | None = None) -> TemplateSource:
+def load_template_file(path: str | Path, *, variant: str | None = None) -> TemplateSource:
     """The template in a local file: a GGUF (named `.gguf` or starting with its magic; only the header is
     read) gives the template llama.cpp would use, or the named `variant`; any other file is the template's text.
     TemplateError (GGUFError for a GGUF) with a one-line reason when it cannot be read."""

@@ -7,7 +7,8 @@ pinned exactly (0.3.36) and `available()` checks every symbol before use. Readin
 assumes the libstdc++/libc++ `std::vector` layout (begin, end, capacity), i.e. Linux or macOS.
 
 Feeding is per code point, like test-gbnf-validator: `accepts` = the whole text is a complete match,
-`viable_prefix` = the text can still be extended into one.
+`viable_prefix` = the text can still be extended into one, `stop` = where it stops following a text and what it
+takes there.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ import os
 import pathlib
 import tempfile
 import threading
+from collections.abc import Iterable
 from typing import Any
 
 from autoparser.errors import GrammarError
@@ -148,3 +150,34 @@ class LlamaGrammar:
     def viable_prefix(self, text: str) -> bool:
         """The text can still be extended into a match."""
         return self._run(text)[0]
+
+    def stop(self, text: str, candidates: Iterable[str]) -> tuple[int, list[str]]:
+        """Where the grammar stops following `text`: the index of the first code point it rejects (len(text) when
+        it takes them all), and which of the `candidates` (single characters) it would take there instead."""
+        fns = self._fns
+        g = fns["clone"](self._g)
+        try:
+            at = len(text)
+            for i, ch in enumerate(text):
+                fns["accept"](g, ord(ch))
+                if self._stack_info(g)[0] == 0:
+                    at = i
+                    break
+        finally:
+            fns["free"](g)
+        g = fns["clone"](self._g)
+        try:
+            for ch in text[:at]:
+                fns["accept"](g, ord(ch))
+            taken = []
+            for ch in candidates:
+                trial = fns["clone"](g)
+                try:
+                    fns["accept"](trial, ord(ch))
+                    if self._stack_info(trial)[0]:
+                        taken.append(ch)
+                finally:
+                    fns["free"](trial)
+            return at, taken
+        finally:
+            fns["free"](g)

@@ -19,9 +19,10 @@ A failure raises `PegTestFailure` whose message shows the fields that differ, on
 
 from __future__ import annotations
 
-import difflib
+import json
 import os
 import re
+import string
 import warnings
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
@@ -32,6 +33,7 @@ from typing import Any
 from autoparser.chat.compare import as_message, message_differences
 from autoparser.chat.spec import TriggerType
 from autoparser.chat.stream import apply_deltas, compute_deltas
+from autoparser.errors import ParseError, UnknownKeyError, check_keys
 from autoparser.params import ChatParams, generate
 from autoparser.testing.streaming import stream_mismatch
 from autoparser.types import ChatMessage
@@ -137,13 +139,13 @@ class PegTestCase:
     def reasoning_format(self, value: str) -> PegTestCase:
         return self._set("reasoning_format", value)
 
-    def enable_thinking(self, value: bool) -> PegTestCase:
+    def enable_thinking(self, value: bool = True) -> PegTestCase:
         return self._set("enable_thinking", value)
 
-    def parallel_tool_calls(self, value: bool) -> PegTestCase:
+    def parallel_tool_calls(self, value: bool = True) -> PegTestCase:
         return self._set("parallel_tool_calls", value)
 
-    def add_generation_prompt(self, value: bool) -> PegTestCase:
+    def add_generation_prompt(self, value: bool = True) -> PegTestCase:
         return self._set("add_generation_prompt", value)
 
     def continue_final_message(self, value: int | str) -> PegTestCase:
@@ -205,7 +207,7 @@ class PegTestCase:
 
     def expect(self, message: ChatMessage | Mapping[str, Any]) -> ChatMessage:
         """Run every check of the C++ harness against `message`; return the whole parse. A key `message` does
-        not know (a misspelt field can never fail) is refused with a ValueError."""
+        not know (a misspelt field can never fail) is refused with UnknownKeyError, a ValueError."""
         __tracebackhide__ = True  # pytest shows the test's line and the report, not this library's frames
         expected = as_message(_known_keys(message))
         options = self._options
@@ -217,12 +219,18 @@ class PegTestCase:
         stream_msg = self._check_stream(params, problems)
         whole = stream_msg
         if not options.is_partial:
-            whole = params.parse(self.input, is_partial=False, strict=options.strict)
-            problems += [f"whole parse: {d}" for d in message_differences(expected, whole)]
-            kinds = tuple(d.kind for d in whole.diagnostics)
-            if kinds != options.diagnostics:
-                got = "; ".join(d.message for d in whole.diagnostics) or "none"
-                problems.append(f"repairs: expected {list(options.diagnostics) or 'none'}, got {list(kinds)}: {got}")
+            try:
+                whole = params.parse(self.input, is_partial=False, strict=options.strict)
+            except ParseError as e:  # (strict: llama.cpp's rejection, where and what it expected, in the report)
+                whole = None
+                problems.append(f"whole parse (strict): {e}")
+            if whole is not None:
+                problems += [f"whole parse: {d}" for d in message_differences(expected, whole)]
+                kinds = tuple(d.kind for d in whole.diagnostics)
+                if kinds != options.diagnostics:
+                    got = "; ".join(d.message for d in whole.diagnostics) or "none"
+                    problems.append(f"repairs: expected {list(options.diagnostics) or 'none'}, got {list(kinds)}: "
+                                    f"{got}")
         if stream_msg is not None:
             problems += [f"streamed (deltas folded): {d}" for d in message_differences(expected, stream_msg)]
         if request.get("json_schema"):
@@ -292,8 +300,15 @@ class PegTestCase:
         if options.is_partial:
             return
         if not grammar.accepts(constrained):
-            how = "expects more input" if grammar.viable_prefix(constrained) else "rejects it"
-            problems.append(f"grammar: the constrained output {constrained!r} is not accepted ({how})")
+            # said as the command line says a parser's rejection (ParseError): where in the output, what would do
+            candidates = sorted(set(string.printable) | {c for c in params.grammar if c.isprintable()})
+            at, taken = grammar.stop(constrained, candidates)
+            how = "expects more input" if at == len(constrained) else "rejects it"
+            start = len(self.input) - len(constrained)
+            where = f" (the lazy grammar from {start} on)" if start else ""
+            rejection = ParseError(f"the constrained output{where} is not accepted ({how})", text=self.input,
+                                   position=start + at, expected=_characters(taken, candidates))
+            problems.append(f"grammar: {rejection}")
 
     def _check_reconstruction(self, params: ChatParams, expected: ChatMessage, parsed: ChatMessage,
                               request: dict[str, Any], problems: list[str]) -> None:
@@ -317,9 +332,28 @@ class PegTestCase:
 
     def _report(self, problems: list[str], params: ChatParams) -> str:
         lines = [f"peg_tester({self.tester.name}).test({self.input!r}) failed:"]
-        lines += [f"  - {p}" for p in problems]
+        lines += ["  - " + p.replace("\n", "\n    ") for p in problems]
         lines.append(f"  generation prompt: {params.generation_prompt!r}")
         return "\n".join(lines)
+
+
+def _characters(taken: Sequence[str], candidates: Sequence[str]) -> str:
+    """The characters a grammar takes, said briefly: `"-" or "0".."9"` (runs of three or more as ranges), or
+    `any character but "\"" or "\\"` where it takes most of the candidates (a string's body)."""
+    if len(taken) > len(candidates) // 2:
+        kept = set(taken)
+        refused = [c for c in candidates if c not in kept]
+        more = " or …" if len(refused) > 8 else ""
+        return "any character but " + " or ".join(json.dumps(c) for c in refused[:8]) + more
+    runs: list[list[str]] = []
+    for c in taken:
+        if runs and ord(c) == ord(runs[-1][-1]) + 1:
+            runs[-1].append(c)
+        else:
+            runs.append([c])
+    said = [f"{json.dumps(r[0])}..{json.dumps(r[-1])}" if len(r) >= 3 else " or ".join(json.dumps(c) for c in r)
+            for r in runs]
+    return " or ".join(said[:8]) + (" or …" if len(said) > 8 else "")
 
 
 _MESSAGE_KEYS = ("role", "content", "reasoning_content", "tool_calls")
@@ -327,25 +361,18 @@ _CALL_KEYS = ("name", "arguments", "id", "type", "function")
 
 
 def _known_keys(message: ChatMessage | Mapping[str, Any]) -> ChatMessage | Mapping[str, Any]:
-    """`message` when every key is one a message (or a call) has; else ValueError naming the key."""
+    """`message` when every key is one a message (or a call) has; else UnknownKeyError (a ValueError) naming the
+    key."""
     if isinstance(message, ChatMessage):
         return message
-
-    def check(keys: Any, allowed: tuple[str, ...], where: str) -> None:
-        for key in keys:
-            if key not in allowed:
-                close = difflib.get_close_matches(str(key), allowed, n=1)
-                hint = f" (did you mean {close[0]!r}?)" if close else ""
-                raise ValueError(f"expect(): unknown key {key!r} in {where}{hint}; it has {', '.join(allowed)}")
-
     if "diagnostics" in message:
-        raise ValueError("expect(): repairs are not part of the message: name their kinds with "
-                         ".expect_diagnostics([...])")
-    check(message, _MESSAGE_KEYS, "the message")
+        raise UnknownKeyError("expect(): repairs are not part of the message: name their kinds with "
+                              ".expect_diagnostics([...])")
+    check_keys(message, _MESSAGE_KEYS, caller="expect()", where="the message")
     for i, call in enumerate(message.get("tool_calls") or []):
-        check(call, _CALL_KEYS, f"tool_calls[{i}]")
+        check_keys(call, _CALL_KEYS, caller="expect()", where=f"tool_calls[{i}]")
         if isinstance(call.get("function"), Mapping):
-            check(call["function"], ("name", "arguments"), f"tool_calls[{i}].function")
+            check_keys(call["function"], ("name", "arguments"), caller="expect()", where=f"tool_calls[{i}].function")
     return message
 
 
@@ -364,8 +391,10 @@ def _oracle_or_skip(problems: list[str]) -> bool:
         problems.append(f"grammar: {unavailable_reason()} (AUTOPARSER_REQUIRE_ORACLE=1)")
     elif not _warned:
         _warned.append(True)
+        # (the pin of autoparser's `oracle` extra: that extra's own name is no install command for a package that
+        # is not published)
         warnings.warn(f"peg_tester: grammar check skipped: {unavailable_reason()}; install it with `pip install "
-                      "'autoparser[oracle]'` (README: Writing tests with peg_tester)", GrammarCheckSkipped,
+                      "llama-cpp-python==0.3.36` (README: Writing tests with peg_tester)", GrammarCheckSkipped,
                       stacklevel=3)
     return False
 

@@ -38,6 +38,17 @@ def test_a_corpus_name_is_a_template(tmp_path: Path, capsys: pytest.CaptureFixtu
     assert "no such file, nor a corpus template of that name" in capsys.readouterr().err
 
 
+def test_the_library_resolves_a_corpus_name_as_the_command_does(tmp_path: Path,
+                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    import autoparser
+
+    monkeypatch.chdir(tmp_path)
+    loaded = autoparser.load_template("Qwen__Qwen3-0.6B")
+    assert (loaded.name, loaded.source) == ("Qwen__Qwen3-0.6B", Corpus.load().by_name("Qwen__Qwen3-0.6B").read_text())
+    with pytest.raises(autoparser.TemplateError, match="no such file, nor a corpus template of that name"):
+        autoparser.load_template("Qwen__No-Such-Model")
+
+
 def test_table_output(capsys: pytest.CaptureFixture[str]) -> None:
     rec = json.loads((DATA / "analysis.jsonl").read_text(encoding="utf-8").splitlines()[0])
     assert main(["analyze", str(_seed(rec["template"]))]) == 0

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import itertools
+import re
 
 import pytest
 
@@ -154,6 +155,9 @@ def test_apply_deltas_keeps_name_and_id_when_delta_omits_them() -> None:
 
 
 def test_openai_chunks() -> None:
+    """As llama.cpp's server writes them (common_chat_msg_diff_to_json_oaicompat) and OpenAI's streaming chunks
+    have them: a call's first delta with id, type and name; the later ones index and arguments only (always an
+    `arguments`, "" where the delta adds none)."""
     assert MessageDelta(content_delta="Hi").to_openai() == {"content": "Hi"}
     assert MessageDelta(reasoning_content_delta="r").to_openai() == {"reasoning_content": "r"}
     assert MessageDelta(content_delta="").to_openai() == {}
@@ -163,7 +167,46 @@ def test_openai_chunks() -> None:
     more = MessageDelta(tool_call_index=0, tool_call_delta=ToolCall("", '": 1}', ""))
     assert more.to_openai() == {"tool_calls": [{"index": 0, "function": {"arguments": '": 1}'}}]}
     bare = MessageDelta(tool_call_index=2)
-    assert bare.to_openai() == {"tool_calls": [{"index": 2}]}
+    assert bare.to_openai() == {"tool_calls": [{"index": 2, "function": {"arguments": ""}}]}
+
+
+def test_a_calls_first_chunk_without_an_id_gets_one_as_the_server_makes_them() -> None:
+    first = MessageDelta(tool_call_index=1, tool_call_delta=ToolCall("get_weather", "", ""))
+    chunks = [first.to_openai()["tool_calls"][0] for _ in range(2)]
+    assert [{k: v for k, v in c.items() if k != "id"} for c in chunks] == [
+        {"index": 1, "type": "function", "function": {"name": "get_weather", "arguments": ""}}] * 2
+    assert all(re.fullmatch(r"[0-9A-Za-z]{32}", c["id"]) for c in chunks)  # (llama.cpp's gen_tool_call_id)
+    assert chunks[0]["id"] != chunks[1]["id"]
+
+
+def test_streamed_chunks_have_openais_shape() -> None:
+    """A real stream (llama.cpp's: arguments as they come), chunk by chunk: each call's first chunk names it
+    with its id, the others add arguments; with the server's ids the stream's message carries the same ids."""
+    from autoparser import generate, load_template
+    from autoparser.types import gen_tool_call_id
+
+    tools = [{"type": "function", "function": {"name": n, "parameters": {
+        "type": "object", "properties": {"city": {"type": "string"}}}}} for n in ("get_weather", "get_time")]
+    params = generate(load_template("Qwen__Qwen3-0.6B").source, {
+        "messages": [{"role": "user", "content": "Hi"}], "tools": tools, "parallel_tool_calls": True})
+    output = "".join(f'<tool_call>\n{{"name": "{n}", "arguments": {{"city": "Paris"}}}}\n</tool_call>\n'
+                     for n in ("get_weather", "get_time"))
+    for gen in (None, gen_tool_call_id):
+        stream = params.stream(strict=True, gen_tool_call_id=gen)
+        chunks = [d.to_openai() for i in range(0, len(output), 3) for d in stream.feed(output[i:i + 3])]
+        final = stream.finish()
+        chunks += [d.to_openai() for d in stream.last_deltas]
+        calls = [c for chunk in chunks for c in chunk.get("tool_calls", [])]
+        firsts = [c for c in calls if "id" in c]
+        assert [(c["index"], c["type"], c["function"]["name"]) for c in firsts] == \
+            [(0, "function", "get_weather"), (1, "function", "get_time")]
+        assert all(re.fullmatch(r"[0-9A-Za-z]{32}", c["id"]) for c in firsts)
+        assert all(set(c) == {"index", "function"} and set(c["function"]) == {"arguments"}
+                   for c in calls if "id" not in c)
+        assert len(calls) > len(firsts)  # (arguments streamed after the name)
+        for i, call in enumerate(final.tool_calls):
+            assert "".join(c["function"]["arguments"] for c in calls if c["index"] == i) == call.arguments
+        assert [c.id for c in final.tool_calls] == ([c["id"] for c in firsts] if gen else ["", ""])
 
 
 def test_message_dict_round_trip() -> None:

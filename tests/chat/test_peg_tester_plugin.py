@@ -37,12 +37,42 @@ def test_a_wrong_expectation_reports_the_fields_that_differ(qwen3: Any) -> None:
     assert "whole parse" in text and "streamed" in text
 
 
+QUOTED_X = '"x"'
+
+
 def test_grammar_is_checked_by_llama_cpp(qwen3: Any, gbnf_oracle: Any) -> None:
     # the argument violates the tool's schema (a string for an integer): the parser still maps it,
     # but llama.cpp's engine rejects the constrained part of the output
     out = '<tool_call>\n{"name": "special_function", "arguments": {"arg1": "x"}}\n</tool_call>'
-    with pytest.raises(PegTestFailure, match="grammar: the constrained output"):
+    with pytest.raises(PegTestFailure) as err:
         qwen3.test(out).tools(TOOLS).expect({"tool_calls": [{"name": "special_function", "arguments": '{"arg1": "x"}'}]})
+    # where, and what the grammar takes there, as the command line says a rejection (the caret under the quote)
+    lines = str(err.value).splitlines()
+    assert lines[1:3] == ["  - grammar: the constrained output is not accepted (rejects it)",
+                          f"    at position {out.index(QUOTED_X)}, expected " + '"-" or "0".."9"']
+    assert lines[4].index("^") == lines[3].index(QUOTED_X)  # (the excerpt of the output, the caret under it)
+
+
+def test_a_strict_rejection_is_the_testers_report_naming_the_template(qwen3: Any) -> None:
+    out = '<tool_call>\n{"name": "special_function", "arguments": {"arg1": 1, oops}}\n</tool_call>'
+    with pytest.raises(PegTestFailure) as err:
+        qwen3.test(out).tools(TOOLS).strict().grammar_check(False).expect(
+            {"tool_calls": [{"name": "special_function", "arguments": '{"arg1": 1}'}]})
+    text = str(err.value)
+    assert text.startswith(f"peg_tester(Qwen__Qwen3-0.6B.jinja).test({out!r}) failed:\n")
+    assert "  - whole parse (strict): the output does not match the format this template's model writes\n" \
+           f"    at position {out.index('oops')}, expected " + '"\\""\n' in text
+
+
+def test_boolean_setters_default_to_true(qwen3: Any) -> None:
+    calls = [{"name": "special_function", "arguments": '{"arg1": 1}'}, {"name": "special_function",
+                                                                       "arguments": '{"arg1": 2}'}]
+    # Qwen3's parallel calls: several in one <tool_call> block, which a request for one call reads as a repair
+    out = "<tool_call>\n" + ", ".join(f'{{"name": "special_function", "arguments": {c["arguments"]}}}'
+                                      for c in calls) + "\n</tool_call>"
+    qwen3.test(out).tools(TOOLS).parallel_tool_calls().expect({"tool_calls": calls})
+    with pytest.raises(PegTestFailure, match=r"repairs: expected none, got \['extra_call'\]"):
+        qwen3.test(out).tools(TOOLS).expect({"tool_calls": calls})
 
 
 def test_a_key_expect_does_not_know_is_refused(peg_tester: Callable[..., Any]) -> None:

@@ -56,16 +56,21 @@ def implied_tools(calls: list[dict[str, Any]]) -> list[dict[str, Any]]:
             for name, props in tools.items()]
 
 
+def peer_request(vector: dict[str, Any]) -> dict[str, Any]:
+    """The request `generate` gets for a vector. (The tool-parser tests give outputs without reasoning: a
+    template's thinking is off, unless the vector's `request` says otherwise, as the reasoning-parser tests do;
+    what the generation prompt opens and closes of it is reasoning, as the engines' reasoning parsers take it.)
+    The vector's `request` holds the template's switches (README there): `enable_thinking` is the request's own,
+    the others (`thinking`, `force_nonempty_content`) are template variables, chat_template_kwargs."""
+    kwargs = dict(vector.get("request", {}))
+    return {"messages": [{"role": "user", "content": "Hi"}], "parallel_tool_calls": True, "reasoning_format": "auto",
+            "enable_thinking": kwargs.pop("enable_thinking", False), "chat_template_kwargs": kwargs,
+            "tools": implied_tools(vector["asserts"].get("tool_calls") or vector["asserts"].get("implied_calls") or [])}
+
+
 def _parsed(vector: dict[str, Any]) -> ChatMessage:
     source = CORPUS.by_name(vector["template"]).read_text()
-    # (the tool-parser tests give outputs without reasoning: a template's thinking is off, unless the vector's
-    # `request` says otherwise, as the reasoning-parser tests do; what the generation prompt opens and closes
-    # of it is reasoning, as the engines' reasoning parsers take it)
-    params = generate(source, {"messages": [{"role": "user", "content": "Hi"}], "parallel_tool_calls": True,
-                               "enable_thinking": False, "reasoning_format": "auto",
-                               "tools": implied_tools(vector["asserts"].get("tool_calls") or
-                                                      vector["asserts"].get("implied_calls") or []),
-                               **vector.get("request", {})})
+    params = generate(source, peer_request(vector))
     output = vector["output"]
     if not vector["streaming"]:
         return params.parse(output)

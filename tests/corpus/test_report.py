@@ -298,6 +298,14 @@ def test_cli_end_to_end_on_real_templates(tmp_path: Path, capsys: pytest.Capture
     assert "<code>" + CORPUS.by_name(REAL[0]).origins[0] + "</code>" in (out / "report.html").read_text()
 
 
+def test_cli_without_corpus_reads_the_corpus_found_from_any_directory(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                                      capsys: pytest.CaptureFixture[str]) -> None:
+    monkeypatch.delenv("AUTOPARSER_CORPUS", raising=False)
+    monkeypatch.chdir(tmp_path)  # no ./corpus here: the checkout's (the installed one, outside a checkout)
+    assert main(["corpus", "report", "--only", "axolotl__chatml", "--out", "out"]) == 0, capsys.readouterr().err
+    assert "| axolotl__chatml |" in (tmp_path / "out" / "report.md").read_text(encoding="utf-8")
+
+
 def test_changes_since_the_snapshot(tmp_path: Path) -> None:
     from autoparser.corpus.artefacts import snapshot_key, template_artefacts
 

@@ -109,3 +109,5 @@ def test_cli_write_merges_into_a_tokenizer_config(tmp_path: Path, capsys: pytest
     assert merged["response_template"] == response_template(CORPUS.by_name("Qwen__Qwen3-0.6B").read_text())
     assert main(["export", "response-template", qwen3, "--write", str(tmp_path / "missing.json")]) == 2
     assert "cannot read tokenizer config" in capsys.readouterr().err
+    assert main(["export", "response-template", qwen3, "--write", "-"]) == 2  # (read, then written back)
+    assert capsys.readouterr().err == "autoparser: error: --write takes a tokenizer_config.json file, not stdin\n"

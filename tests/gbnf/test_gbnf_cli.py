@@ -10,8 +10,9 @@ from pathlib import Path
 from autoparser.gbnf.from_schema import json_schema_to_grammar
 
 
-def run(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "autoparser", *args], capture_output=True, text=True, timeout=60)
+def run(*args: str, stdin: str = "") -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "autoparser", *args], input=stdin, capture_output=True, text=True,
+                          timeout=60)
 
 
 def test_prints_the_grammar(tmp_path: Path) -> None:
@@ -21,6 +22,16 @@ def test_prints_the_grammar(tmp_path: Path) -> None:
     r = run("gbnf", str(f))
     assert r.returncode == 0, r.stderr
     assert r.stdout == json_schema_to_grammar(schema)
+
+
+def test_dash_reads_the_schema_from_stdin() -> None:
+    schema = {"type": "object", "properties": {"days": {"type": "integer"}}, "required": ["days"]}
+    r = run("gbnf", "-", stdin=json.dumps(schema))
+    assert (r.returncode, r.stderr) == (0, "")
+    assert r.stdout == json_schema_to_grammar(schema)
+    r = run("gbnf", "-", stdin='{"type": "str\x00ing"}')
+    assert r.returncode == 2 and r.stderr == "autoparser: error: stdin: not a schema file: byte 13 is NUL, which no text " \
+                                              "file holds\n"
 
 
 def test_invalid_json(tmp_path: Path) -> None:
