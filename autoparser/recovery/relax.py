@@ -29,6 +29,11 @@ __all__ = ["RelaxedBuilder"]
 class RelaxedBuilder(LooseCalls):
     """The builder of a format's relaxed parser: `ChatBuilder`'s hooks, reading more (see each hook there)."""
 
+    def end(self) -> P:
+        """The end of the output, whitespace before it allowed: a model may end its turn with a newline where the
+        template writes none, and whitespace at the end of an output is formatting, not a repair."""
+        return self.space() + super().end()
+
     def markup(self, texts: Sequence[str]) -> P:
         """A choice of `texts` that the relaxed parser reads as markup where llama.cpp's reads text (tagged, so
         that the recovery plan finds them: `RecoveryPlan.triggers`)."""

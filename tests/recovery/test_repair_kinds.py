@@ -350,3 +350,51 @@ def test_reasoning_the_template_never_shows() -> None:
     # Qwen2.5's template renders no reasoning in any variation; the model opens its answer with `<think>`
     check(case(QWEN25, "<think>\nThe user greets me.\n</think>\n\nHello!", reasoning_format="auto"),
           {"reasoning_content": "\nThe user greets me.\n", "content": "Hello!"}, ["undeclared_reasoning"])
+
+
+# --- the outputs that lost text silently (issue 34), each read with its repairs named ------------------------
+
+SEARCH_WEB = {"type": "function", "function": {"name": "search_web", "parameters": {
+    "type": "object", "properties": {"query": {"type": "string"}}, "required": ["query"]}}}
+SET_FLAG = {"type": "function", "function": {"name": "set_flag", "parameters": {
+    "type": "object", "properties": {"enabled": {"type": "boolean"}, "verbose": {"type": "boolean"}},
+    "required": ["enabled"]}}}
+
+
+@pytest.mark.parametrize("parallel", [True, False])
+def test_several_invokes_in_one_section_without_the_templates_newlines(parallel: bool) -> None:
+    """MiniMax-M2 renders `<minimax:tool_call>\\n<invoke name=...>...</invoke>\\n</minimax:tool_call>`, one call
+    per section; its generation prompt opens `<think>\\n` when thinking is on. A model writes two invokes in one
+    section on one line: both calls, the second one's repair named by whether the request allows several."""
+    out = ('<minimax:tool_call><invoke name="search_web"><parameter name="query">OpenAI</parameter></invoke><invoke '
+           'name="search_web"><parameter name="query">Gemini</parameter></invoke></minimax:tool_call>')
+    test = case("MiniMaxAI__MiniMax-M2", out, tools=[SEARCH_WEB], enable_thinking=True, parallel_tool_calls=parallel)
+    check(test, {"tool_calls": [call("search_web", '{"query":"OpenAI"}'), call("search_web", '{"query":"Gemini"}')]},
+          ["reasoning_ended_by_call", "call_opener_spelling", "call_separator" if parallel else "extra_call"])
+
+
+@pytest.mark.parametrize("template", ["mistralai__Ministral-3-8B-Instruct-2512",
+                                      "mistralai__Devstral-Small-2-24B-Instruct-2512"])
+def test_a_call_without_the_arguments_marker(template: str) -> None:
+    """Mistral's templates render `[TOOL_CALLS]NAME[ARGS]{...}`; models also write `[TOOL_CALLS]NAME{...}` (as
+    vLLM's Mistral tool-parser tests show): the name and the arguments, not the arguments as content."""
+    check(case(template, '[TOOL_CALLS]get_weather{"city": "Paris"}'), {"tool_calls": [PARIS]},
+          ["missing_arguments_marker"])
+
+
+def test_text_before_a_call_while_reasoning_is_open_is_reasoning() -> None:
+    """DeepSeek V3.1's generation prompt opens `<think>` when thinking is on; its calls begin
+    `<｜tool▁calls▁begin｜>`: the text before the calls is the reasoning the call ends."""
+    out = ('normal text<｜tool▁calls▁begin｜><｜tool▁call▁begin｜>get_weather<｜tool▁sep｜>{"city": "Paris"}'
+           '<｜tool▁call▁end｜><｜tool▁calls▁end｜>')
+    check(case("deepseek-ai__DeepSeek-V3.1", out, enable_thinking=True),
+          {"reasoning_content": "normal text", "tool_calls": [PARIS]}, ["reasoning_ended_by_call"])
+
+
+def test_typed_values_without_the_templates_string_delimiters() -> None:
+    """FunctionGemma renders `<start_function_call>call:NAME{k:<escape>v<escape>}<end_function_call>`, each
+    value between `<escape>`s; models write booleans and numbers bare (`enabled:true`): read by the tool's
+    schema."""
+    out = '<start_function_call>call:set_flag{enabled:true,verbose:false}<end_function_call>'
+    check(case("distil-labs__distil-home-assistant-functiongemma", out, tools=[SET_FLAG]),
+          {"tool_calls": [call("set_flag", '{"enabled":true,"verbose":false}')]}, ["unquoted_value", "unquoted_value"])
