@@ -1,4 +1,4 @@
-"""Shared set-up of the tests that talk to the fake hub (corpus_fakehub.FakeHub on 127.0.0.1)."""
+"""Shared set-up of the tests that talk to the fake hub (autoparser.corpus.fakehub.FakeHub on 127.0.0.1)."""
 
 from __future__ import annotations
 

@@ -24,12 +24,12 @@ from typing import Any
 
 import huggingface_hub.constants as hf_constants
 import pytest
-from corpus_fakehub import FakeHub, FakeRepo
 
 import autoparser.corpus.manifest as manifest_mod
 import autoparser.corpus.refresh as refresh_mod
 from autoparser.cli import main as cli_main
 from autoparser.corpus import Corpus
+from autoparser.corpus.fakehub import FakeHub, FakeRepo
 from autoparser.corpus.fetcher import HubFetcher, extract_templates
 from autoparser.corpus.manifest import Manifest, entry_name, safe_template_path, sanitize_component, sha256_hex
 from autoparser.corpus.refresh import JOURNAL_NAME, ChangeReport, refresh

@@ -15,12 +15,12 @@ from typing import Any
 
 import pytest
 import yaml
-from corpus_fakehub import FakeHub, FakeRepo
 
 import autoparser.corpus.nightly as nightly_mod
 from autoparser.cli import main as cli_main
 from autoparser.corpus import Corpus
 from autoparser.corpus.artefacts import snapshot_key, template_artefacts
+from autoparser.corpus.fakehub import FakeHub, FakeRepo
 from autoparser.corpus.fetcher import HubFetcher
 from autoparser.corpus.manifest import Manifest
 from autoparser.corpus.nightly import NIGHTLY_JSON, NIGHTLY_MD, ScenarioChange, compare_artefacts, nightly

@@ -1,9 +1,13 @@
-"""A small fake Hugging Face hub for the fetcher tests: a real HTTP/1.1 server on 127.0.0.1.
+"""A small fake Hugging Face hub: a real HTTP/1.1 server on 127.0.0.1, for running the corpus jobs without network.
 
-It implements what huggingface_hub 2.4 calls (TOOLING.md B.1): model listing, model info (with siblings and
-sizes), HEAD/GET resolve with X-Repo-Commit / ETag / Content-Length, X-Error-Code on errors, LFS-style
-302 redirects to a second listener acting as the CDN, and Range requests (206 + Content-Range, 416). Faults
-are injected per path pattern.
+It answers what huggingface_hub calls when the fetcher reads a repo: model listing, model info (with siblings
+and sizes), HEAD/GET resolve with X-Repo-Commit / ETag / Content-Length, X-Error-Code on errors (401/403 for a
+gated repo without a good token), LFS-style 302 redirects to a second listener acting as the CDN, and Range
+requests (206 + Content-Range, 416). The tests drive it in-process (repos as FakeRepo, faults injected per path
+pattern, every request logged); `autoparser corpus fake-hub DIR` serves a directory the same way.
+
+It lives in the package, not under tests/, so that the tests and the command are one implementation: what a
+contributor sees offline is what the tests check. Only the standard library is used.
 """
 
 from __future__ import annotations
