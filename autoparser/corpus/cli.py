@@ -26,6 +26,8 @@ def run_refresh(args: argparse.Namespace) -> int:
     print(f"corpus refresh: {len(report.added)} added, {len(report.changed)} changed, {len(report.removed)} removed,"
           f" {len(report.failed)} failed ({report.repos_checked} repos, {report.repos_unchanged} unchanged);"
           f" report in {args.report}/")
+    if report.nothing_fetched:
+        return cli_error(f"corpus refresh: {report.why_nothing_fetched()}", 1)
     return 0 if report.ok else 1
 
 
@@ -56,7 +58,7 @@ def run_nightly(args: argparse.Namespace) -> int:
     where = f"; report in {Path(args.report) / NIGHTLY_MD}" if report.worth_writing() else ""
     print(f"corpus nightly: {report.summary_line()}{where}")
     if report.nothing_fetched:
-        return cli_error("corpus nightly: no repo could be read (see the report's failures)", report.exit_code)
+        return cli_error(f"corpus nightly: {report.refresh.why_nothing_fetched()}", report.exit_code)
     return report.exit_code
 
 

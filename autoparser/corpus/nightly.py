@@ -271,11 +271,8 @@ class NightlyReport:
 
     @property
     def nothing_fetched(self) -> bool:
-        """The job itself failed: every repo it tried was unreadable (hub down, all gated), or none was tried
-        because discovery failed."""
-        r = self.refresh
-        return (r.repos_checked > 0 and r.repos_unreadable == r.repos_checked) or (r.repos_checked == 0
-                                                                                   and bool(r.failed))
+        """The job itself failed: no repo could be read (ChangeReport.nothing_fetched)."""
+        return self.refresh.nothing_fetched
 
     @property
     def changed(self) -> bool:

@@ -102,6 +102,20 @@ class ChangeReport:
     def ok(self) -> bool:
         return not self.failed
 
+    @property
+    def nothing_fetched(self) -> bool:
+        """The run itself failed: every repo it tried was unreadable (hub down, all gated), or none was tried
+        because discovery failed."""
+        return (self.repos_checked > 0 and self.repos_unreadable == self.repos_checked) or (
+            self.repos_checked == 0 and bool(self.failed))
+
+    def why_nothing_fetched(self) -> str:
+        """One line on why no repo could be read: the unreachable hub's own line when that is why."""
+        down = next((f for f in self.failed if f.get("kind") == "unreachable"), None)
+        if down is not None:
+            return str(down["message"])
+        return "no repo could be read (see the report's failures)"
+
     def to_json(self) -> dict[str, Any]:
         return {
             "generated_at": self.generated_at, "endpoint": self.endpoint, "offline": self.offline,

@@ -15,6 +15,7 @@ from typing import Any
 
 import pytest
 import yaml
+from deadhub import DeadHub
 
 import autoparser.corpus.nightly as nightly_mod
 from autoparser.cli import main as cli_main
@@ -166,6 +167,23 @@ def test_gated_and_failing_repos_are_reported_and_only_a_dead_hub_is_exit_2(
     assert (_tree(corpus / "templates"), Corpus.load(corpus).entries) == before
     assert {f.repo_id for f in Manifest.read(corpus).failures} == {"org/reasoner", "org/flaky", "org/gated"}
     assert json.loads((rep / NIGHTLY_JSON).read_text())["exit_code"] == 2
+
+
+def test_an_unreachable_hub_stops_the_job_at_the_first_connection(dead_hub: DeadHub, tmp_path: Path,
+                                                                   capsys: pytest.CaptureFixture[str]) -> None:
+    ids = [*IDS, "org/gated", "org/flaky"]
+    (tmp_path / "ids.txt").write_text("\n".join(ids) + "\n")
+    code = cli_main(["corpus", "nightly", "--corpus", str(tmp_path / "corpus"), "--snapshots",
+                     str(tmp_path / "snapshots"), "--ids", str(tmp_path / "ids.txt"), "--endpoint", dead_hub.url,
+                     "--report", str(tmp_path / "report")])
+    err = capsys.readouterr().err
+    assert code == 2 and len(dead_hub.attempts) == 1
+    # one line: what failed, where, and the variables that decide it (HF_ENDPOINT, HF_HUB_OFFLINE)
+    assert err.count("\n") == 1 and err.startswith("autoparser: error: corpus nightly: cannot reach the hub at "
+                                                   f"{dead_hub.url} (")
+    assert "HF_ENDPOINT" in err and "HF_HUB_OFFLINE" in err
+    failed = json.loads((tmp_path / "report" / NIGHTLY_JSON).read_text())["failed"]
+    assert [(f["repo_id"], f["kind"]) for f in failed] == [(r, "unreachable") for r in sorted(ids)]
 
 
 class Killed(BaseException):
