@@ -510,6 +510,12 @@ def nightly(corpus: Path, repo_ids: Sequence[str], fetcher: HubFetcher, *, snaps
     def then(report: ChangeReport, updater: CorpusUpdater) -> None:
         from tqdm import tqdm
 
+        if report.nothing_fetched:  # a failed run: the report only (a pending journal waits for a good run)
+            night = NightlyReport(report, ())
+            if report_dir is not None:
+                night.write(report_dir)
+            result.append(night)
+            return
         touched = len(report.added) + len(report.changed)
         with tqdm(total=touched, unit="template", desc="nightly artefacts",
                   disable=None if progress is None else not progress) as bar:

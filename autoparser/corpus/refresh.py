@@ -8,6 +8,12 @@ change is saved in `.refresh-journal.json`; the report is computed from that jou
 manifest, so a run killed half way and resumed still reports every change once. The journal goes away when
 the report is written. A run that changes nothing writes nothing under corpus/.
 
+A run that fails (no repo could be read: hub down or unreachable, offline with nothing cached, discovery
+failed) leaves corpus/ and snapshots/ byte for byte as they were: the corpus is only written by the commit of
+a repo that was read, the failures of unreadable repos wait in memory and are written with the manifest of a
+run that read something, and a pending journal (a run killed half way) is left for the next run that succeeds
+to finish. Only the report, outside the checkout's tracked files, says what failed.
+
 With a snapshots directory (the nightly job), the journal also keeps each changed template's snapshot files as
 they were before the run, so the behaviour diff of a resumed run compares with the same old side even when the
 first run had already rewritten some snapshots.
@@ -181,7 +187,7 @@ class CorpusUpdater:
     def __init__(self, root: Path, snapshots: Path | None = None) -> None:
         self.root = root
         self.snapshots = snapshots
-        (root / TEMPLATES_DIR).mkdir(parents=True, exist_ok=True)
+        # (no directory is made here: a run that reads no repo must leave the checkout as it found it)
         self.manifest = Manifest.read_or_empty(root)
         self.journal_path = root / JOURNAL_NAME
         self.journal: dict[str, dict[str, Any]] = self._read_journal()
@@ -189,6 +195,7 @@ class CorpusUpdater:
         self.checked = 0
         self.unchanged = 0
         self.unreadable = 0
+        self.failures_pending = False  # the manifest's failures changed and are not on disk yet
 
     def _read_journal(self) -> dict[str, dict[str, Any]]:
         try:
@@ -219,11 +226,11 @@ class CorpusUpdater:
         if fetch.unchanged:
             self.unchanged += 1
             return
-        if fetch.revision is None:  # the repo itself failed: keep what we had, record why
+        if fetch.revision is None:  # the repo itself failed: keep what we had, record why (written by flush)
             self.unreadable += 1
             if old_failures != fetch.failures:
                 m.failures = [f for f in m.failures if f.repo_id != repo] + list(fetch.failures)
-                m.write(self.root)
+                self.failures_pending = True
             return
         old_rec = m.repos.get(repo)
         old_t: dict[str, dict[str, Any]] = dict(old_rec.templates) if old_rec else {}
@@ -296,9 +303,16 @@ class CorpusUpdater:
                                    templates=new_t)
         m.failures = [f for f in m.failures if f.repo_id != repo] + list(fetch.failures)
         m.write(self.root)
+        self.failures_pending = False
         named = {self.root / e.file for e in m.templates}
         for path in dropped_paths - named:
             path.unlink(missing_ok=True)
+
+    def flush(self) -> None:
+        """Write the failures recorded since the manifest was last written (a run that read some repo)."""
+        if self.failures_pending:
+            self.manifest.write(self.root)
+            self.failures_pending = False
 
     def _new_entry(self, repo: str, tname: str, digest: str, size: int) -> ManifestEntry:
         name = self.manifest.unique_name(entry_name(repo, tname))
@@ -376,7 +390,8 @@ class CorpusUpdater:
         if not self.journal_path.exists():
             return
         named = {Path(e.file).name for e in self.manifest.templates}
-        for path in (self.root / TEMPLATES_DIR).iterdir():
+        templates = self.root / TEMPLATES_DIR
+        for path in templates.iterdir() if templates.is_dir() else ():
             stray = path.suffix == ".jinja" and path.name not in named
             leftover = path.name.startswith(".") and path.name.endswith(".tmp")
             if path.is_file() and (stray or leftover):
@@ -398,8 +413,10 @@ def refresh(
     """Refresh `corpus` from the hub for `repo_ids` (+ the `discover` most downloaded text-generation models).
 
     `then(report, updater)` runs once the corpus is updated and before the journal goes (the nightly job's
-    behaviour diff): if it is killed, the next run reports the same changes again. `snapshots` makes the
-    journal keep the old snapshot files of every changed template (see the module docstring)."""
+    behaviour diff): if it is killed, the next run reports the same changes again. When the run failed
+    (`report.nothing_fetched`) it runs too, and must write nothing but its report: the journal stays, corpus/ is
+    untouched (see the module docstring). `snapshots` makes the journal keep the old snapshot files of every
+    changed template."""
     updater = CorpusUpdater(corpus, snapshots)
     ids = list(dict.fromkeys(repo_ids))
     if discover > 0:
@@ -420,11 +437,15 @@ def refresh(
             updater.apply(fetcher.fetch_repo(repo_id, updater.manifest.repos.get(repo_id),
                                              skip_if_revision=updater.skip_revision(repo_id)))
         report = updater.report(fetcher.endpoint, fetcher.offline)
+        failed = report.nothing_fetched
+        if not failed:
+            updater.flush()
         if then is not None:
             then(report, updater)
         if report_dir is not None:
             report.write(report_dir)
-        updater.close_journal()
+        if not failed:
+            updater.close_journal()
     except OSError as e:
         # stop at once: the in-memory manifest may be ahead of the disk, and the disk is the consistent one
         raise CorpusError(f"cannot update {corpus}: {e.strerror or e}; re-run to resume") from e

@@ -318,6 +318,7 @@ def test_an_unreachable_hub_is_tried_once_and_named_in_one_line(dead_hub: DeadHu
     assert report.nothing_fetched and {f["message"] for f in report.failed} == {line}
     assert "\n" not in line and f"cannot reach the hub at {dead_hub.url}" in line and "Connection refused" in line
     assert "HF_ENDPOINT" in line and "HF_HUB_OFFLINE" in line
+    assert not (tmp_path / "corpus").exists()  # a failed run makes nothing, not even the directory
 
 
 def test_a_name_that_does_not_resolve_is_an_unreachable_hub(hf_isolated: Path, tmp_path: Path, sleeps: list[float],

@@ -8,6 +8,7 @@ with reasoning; the renamed copy renders `<reason>` instead).
 
 from __future__ import annotations
 
+import hashlib
 import json
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -61,6 +62,17 @@ def fetcher(hub: FakeHub, hf_isolated: Path) -> Callable[[], HubFetcher]:
 
 def _tree(root: Path) -> dict[str, tuple[int, int]]:
     return {str(p.relative_to(root)): (p.stat().st_mtime_ns, p.stat().st_size) for p in sorted(root.rglob("*"))}
+
+
+def _digest(*roots: Path) -> dict[str, str]:
+    """Every file and directory under the roots, files by the sha256 of their bytes (a root that does not exist
+    is recorded as such)."""
+    out: dict[str, str] = {}
+    for root in roots:
+        out[str(root)] = "dir" if root.is_dir() else "missing"
+        for p in sorted(root.rglob("*")):
+            out[str(p)] = "dir" if p.is_dir() else hashlib.sha256(p.read_bytes()).hexdigest()
+    return out
 
 
 def _cli(tmp: Path, hub: FakeHub, *extra: str, ids: list[str] = IDS) -> int:
@@ -155,18 +167,19 @@ def test_gated_and_failing_repos_are_reported_and_only_a_dead_hub_is_exit_2(
     md = (rep / NIGHTLY_MD).read_text()
     assert "## Failed" in md and "| org/gated |" in md and "| org/flaky |" in md
 
-    # the reasoner changes, but the hub is down for the whole run: exit 2, the templates untouched (the
-    # manifest only records the new failures)
+    # the reasoner changes, but the hub is down for the whole run: exit 2, and a failed run leaves the checkout
+    # byte for byte as it was (no new failures in the manifest either); only the report says what failed
     hub.repos["org/reasoner"].commit({"tokenizer_config.json": _config(RENAMED)})
     hub.faults.clear()
     hub.inject(r"^/", 500, times=1000)
-    before = _tree(corpus / "templates"), Corpus.load(corpus).entries
+    before = _digest(corpus, snaps)
     down = nightly(corpus, ["org/reasoner", "org/flaky"], fetcher(), snapshots=snaps, report_dir=rep,
-                   progress=False)
+                   progress=False, update=True)
     assert down.exit_code == 2 and down.nothing_fetched and not down.templates
-    assert (_tree(corpus / "templates"), Corpus.load(corpus).entries) == before
-    assert {f.repo_id for f in Manifest.read(corpus).failures} == {"org/reasoner", "org/flaky", "org/gated"}
-    assert json.loads((rep / NIGHTLY_JSON).read_text())["exit_code"] == 2
+    assert _digest(corpus, snaps) == before
+    assert {f.repo_id for f in Manifest.read(corpus).failures} == {"org/flaky", "org/gated"}
+    written = json.loads((rep / NIGHTLY_JSON).read_text())
+    assert written["exit_code"] == 2 and {f["repo_id"] for f in written["failed"]} == {"org/reasoner", "org/flaky"}
 
 
 def test_an_unreachable_hub_stops_the_job_at_the_first_connection(dead_hub: DeadHub, tmp_path: Path,
@@ -178,6 +191,7 @@ def test_an_unreachable_hub_stops_the_job_at_the_first_connection(dead_hub: Dead
                      "--report", str(tmp_path / "report")])
     err = capsys.readouterr().err
     assert code == 2 and len(dead_hub.attempts) == 1
+    assert not (tmp_path / "corpus").exists() and not (tmp_path / "snapshots").exists()
     # one line: what failed, where, and the variables that decide it (HF_ENDPOINT, HF_HUB_OFFLINE)
     assert err.count("\n") == 1 and err.startswith("autoparser: error: corpus nightly: cannot reach the hub at "
                                                    f"{dead_hub.url} (")
@@ -213,6 +227,13 @@ def test_killed_while_writing_snapshots_then_resumed(hub: FakeHub, tmp_path: Pat
     assert calls == ["org__chat"] and (corpus / JOURNAL_NAME).exists()
     assert not rep.exists()
     monkeypatch.setattr(nightly_mod, "_write_snapshot", real)
+
+    # the next night the hub is down: a failed run does not finish the killed one, it touches nothing
+    hub.inject(r"^/", 503, times=1000)
+    before = _digest(corpus, snaps)
+    assert nightly(corpus, IDS, fetcher(), snapshots=snaps, update=True, progress=False).exit_code == 2
+    assert _digest(corpus, snaps) == before
+    hub.faults.clear()
 
     report = nightly(corpus, IDS, fetcher(), snapshots=snaps, report_dir=rep, update=True, progress=False)
     assert report.refresh.repos_unchanged == 2  # the corpus was already up to date: the journal told the story
