@@ -236,6 +236,13 @@ class HubFetcher:
         # set by the first failed connection; every later call fails with it at once, without a request
         self.unreachable: HubError | None = None
 
+    @property
+    def cache_path(self) -> str:
+        """The hub cache this fetcher reads and fills (HF_HUB_CACHE, or HF_HOME/hub, unless given)."""
+        from huggingface_hub import constants
+
+        return self.cache_dir or constants.HF_HUB_CACHE
+
     # -- retry ----------------------------------------------------------------------------------------------
 
     def _classify(self, exc: BaseException) -> tuple[str, bool]:
@@ -339,10 +346,9 @@ class HubFetcher:
         """What the hub cache holds of a repo no manifest recorded (the command line reading `org/name` under
         HF_HUB_OFFLINE): the commit `main` pointed at when the user's tools downloaded it (refs/main), else the
         snapshot written last (this fetcher downloads at a commit sha, which records no ref), and its files."""
-        from huggingface_hub import constants
         from huggingface_hub.file_download import repo_folder_name
 
-        root = Path(self.cache_dir or constants.HF_HUB_CACHE) / repo_folder_name(repo_id=repo_id, repo_type="model")
+        root = Path(self.cache_path) / repo_folder_name(repo_id=repo_id, repo_type="model")
         try:
             revision = (root / "refs" / "main").read_text(encoding="utf-8").strip()
         except OSError:
@@ -364,9 +370,10 @@ class HubFetcher:
         sizes: dict[str, int | None] = {}
         if self.offline:
             known = known or self._cached_record(repo_id)
-            if known is None:
+            if known is None:  # what huggingface_hub answers too: offline, only the cache is read
                 return RepoFetch(repo_id, None, failures=[Failure(
-                    repo_id, "offline", "offline mode and no earlier fetch recorded: revision unknown")])
+                    repo_id, "offline", f"offline mode (HF_HUB_OFFLINE=1) and the repo is not in the hub cache "
+                                        f"({self.cache_path}): nothing to read it from")])
             revision = known.revision
             sizes = {f: None for f in known.files}
         else:

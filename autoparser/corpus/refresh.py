@@ -103,6 +103,7 @@ class ChangeReport:
     generated_at: str = ""
     endpoint: str = ""
     offline: bool = False
+    cache: str = ""  # the hub cache an offline run reads
 
     @property
     def ok(self) -> bool:
@@ -116,10 +117,16 @@ class ChangeReport:
             self.repos_checked == 0 and bool(self.failed))
 
     def why_nothing_fetched(self) -> str:
-        """One line on why no repo could be read: the unreachable hub's own line when that is why."""
+        """One line on why no repo could be read: the unreachable hub's own line when that is why; offline, that
+        nothing was in the hub cache (huggingface_hub's HF_HUB_OFFLINE reads the cache and nothing else: a fresh
+        clone's manifest records no hub state to stand in for it)."""
         down = next((f for f in self.failed if f.get("kind") == "unreachable"), None)
         if down is not None:
             return str(down["message"])
+        if self.offline and self.failed and all(f.get("kind") == "offline" for f in self.failed):
+            return (f"offline mode (HF_HUB_OFFLINE=1) and none of the {self.repos_checked} repos is in the hub cache "
+                    f"({self.cache or 'HF_HUB_CACHE'}): nothing fetched, the corpus unchanged; run once without "
+                    "HF_HUB_OFFLINE (or against a local hub, HF_ENDPOINT) to fill the cache")
         return "no repo could be read (see the report's failures)"
 
     def to_json(self) -> dict[str, Any]:
@@ -355,8 +362,9 @@ class CorpusUpdater:
 
     # -- report ---------------------------------------------------------------------------------------------
 
-    def report(self, endpoint: str, offline: bool) -> ChangeReport:
-        r = ChangeReport(generated_at=_now(), endpoint=endpoint, offline=offline, repos_checked=self.checked,
+    def report(self, endpoint: str, offline: bool, cache: str = "") -> ChangeReport:
+        r = ChangeReport(generated_at=_now(), endpoint=endpoint, offline=offline, cache=cache,
+                         repos_checked=self.checked,
                          repos_unchanged=self.unchanged, repos_unreadable=self.unreadable,
                          failed=[f.to_json() for f in sorted(self.failures, key=lambda f: (f.repo_id, f.file or ""))])
         by_origin = {o: e for e in self.manifest.templates for o in e.origins}
@@ -436,7 +444,7 @@ def refresh(
         for repo_id in iterable:
             updater.apply(fetcher.fetch_repo(repo_id, updater.manifest.repos.get(repo_id),
                                              skip_if_revision=updater.skip_revision(repo_id)))
-        report = updater.report(fetcher.endpoint, fetcher.offline)
+        report = updater.report(fetcher.endpoint, fetcher.offline, fetcher.cache_path)
         failed = report.nothing_fetched
         if not failed:
             updater.flush()

@@ -740,7 +740,7 @@ def test_hub_template_honours_token_and_offline(hub_env: FakeHub, tmp_path: Path
     r = _cli(capsys, "analyze", "--json", "hf://org/gated")
     assert r[:2] == (0, gated), r[2]
     code, _, err = _cli(capsys, "analyze", "hf://org/alpha")
-    assert code == 2 and "org/alpha: offline mode and no earlier fetch recorded" in err
+    assert code == 2 and "org/alpha: offline mode (HF_HUB_OFFLINE=1) and the repo is not in the hub cache (" in err
     assert hub_env.requests == []
 
 

@@ -10,10 +10,12 @@ from __future__ import annotations
 
 import hashlib
 import json
+import shutil
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
+import huggingface_hub.constants as hf_constants
 import pytest
 import yaml
 from deadhub import DeadHub
@@ -26,7 +28,7 @@ from autoparser.corpus.fakehub import FakeHub, FakeRepo
 from autoparser.corpus.fetcher import HubFetcher
 from autoparser.corpus.manifest import Manifest
 from autoparser.corpus.nightly import NIGHTLY_JSON, NIGHTLY_MD, ScenarioChange, compare_artefacts, nightly
-from autoparser.corpus.refresh import JOURNAL_NAME
+from autoparser.corpus.refresh import JOURNAL_NAME, read_repo_ids
 
 ROOT = Path(__file__).resolve().parents[2]
 QWEN3 = (ROOT / "corpus" / "templates" / "Qwen__Qwen3-0.6B.jinja").read_text(encoding="utf-8")
@@ -198,6 +200,27 @@ def test_an_unreachable_hub_stops_the_job_at_the_first_connection(dead_hub: Dead
     assert "HF_ENDPOINT" in err and "HF_HUB_OFFLINE" in err
     failed = json.loads((tmp_path / "report" / NIGHTLY_JSON).read_text())["failed"]
     assert [(f["repo_id"], f["kind"]) for f in failed] == [(r, "unreachable") for r in sorted(ids)]
+
+
+def test_offline_on_a_fresh_clone_is_one_line_and_writes_nothing(hub: FakeHub, hf_isolated: Path, tmp_path: Path,
+                                                                  monkeypatch: pytest.MonkeyPatch,
+                                                                  capsys: pytest.CaptureFixture[str]) -> None:
+    # a fresh clone: the committed corpus, whose manifest records no hub state (its templates were seeded), and
+    # an empty hub cache. HF_HUB_OFFLINE means "read the hub cache only", as huggingface_hub reads it: nothing
+    # is there, so the job says so once and fails, rather than failing every repo with "no earlier fetch"
+    corpus = tmp_path / "corpus"
+    shutil.copytree(ROOT / "corpus", corpus, ignore=shutil.ignore_patterns(".*"))
+    assert Manifest.read(corpus).repos == {}
+    monkeypatch.setattr(hf_constants, "HF_HUB_OFFLINE", True)
+    before = _digest(corpus)
+    code = cli_main(["corpus", "nightly", "--corpus", str(corpus), "--snapshots", str(tmp_path / "snapshots"),
+                     "--endpoint", hub.url, "--report", str(tmp_path / "report")])
+    err = capsys.readouterr().err
+    n = len(read_repo_ids(corpus / "model-ids.txt"))
+    assert code == 2 and hub.requests == [] and err.count("\n") == 1
+    assert f"offline mode (HF_HUB_OFFLINE=1) and none of the {n} repos is in the hub cache ({hf_isolated})" in err
+    assert "nothing fetched, the corpus unchanged" in err and "HF_ENDPOINT" in err
+    assert _digest(corpus) == before and not (tmp_path / "snapshots").exists()
 
 
 class Killed(BaseException):
