@@ -213,6 +213,8 @@ def _refresh_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--discover", type=int, default=0, metavar="N",
                    help="also track the N most downloaded text-generation models")
     p.add_argument("--endpoint", help="hub endpoint (default: HF_ENDPOINT or huggingface.co)")
+    p.add_argument("--jobs", "-j", type=int, default=1, metavar="N",
+                   help="repos fetched at once, and (nightly) worker processes computing artefacts (default: 1)")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -297,7 +299,6 @@ def build_parser() -> argparse.ArgumentParser:
     cn.add_argument("--report", default="reports/nightly", help="where the report goes (default: reports/nightly)")
     cn.add_argument("--update", action="store_true",
                     help="write the new snapshots of the added and changed templates (and drop removed ones)")
-    cn.add_argument("--jobs", "-j", type=int, default=1, metavar="N", help="worker processes (default: 1)")
     cp = csub.add_parser("report", help="write the corpus report (HTML + Markdown)")
     cp.add_argument("--corpus", default="corpus", help="corpus directory (default: ./corpus)")
     cp.add_argument("--snapshots", default="snapshots",

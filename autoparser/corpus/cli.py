@@ -17,12 +17,16 @@ def run_refresh(args: argparse.Namespace) -> int:
 
     corpus = Path(args.corpus)
     ids_path = Path(args.ids) if getattr(args, "ids", None) else corpus / "model-ids.txt"
+    jobs = int(getattr(args, "jobs", 1))
+    if jobs < 1:
+        return cli_error("corpus refresh: --jobs must be >= 1")
     try:
         ids = read_repo_ids(ids_path)
     except CorpusError as e:
         return cli_error(str(e))
     fetcher = HubFetcher(endpoint=getattr(args, "endpoint", None))
-    report = refresh(corpus, ids, fetcher, Path(args.report), discover=int(getattr(args, "discover", 0) or 0))
+    report = refresh(corpus, ids, fetcher, Path(args.report), discover=int(getattr(args, "discover", 0) or 0),
+                     jobs=jobs)
     print(f"corpus refresh: {len(report.added)} added, {len(report.changed)} changed, {len(report.removed)} removed,"
           f" {len(report.failed)} failed ({report.repos_checked} repos, {report.repos_unchanged} unchanged);"
           f" report in {args.report}/")

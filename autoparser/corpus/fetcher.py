@@ -16,11 +16,12 @@ repo with the back-off) and bury the one useful line, which names the endpoint a
 
 from __future__ import annotations
 
+import concurrent.futures
 import json
 import os
 import re
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
@@ -415,6 +416,48 @@ class HubFetcher:
         if gguf:
             self._add_gguf_templates(result, gguf)
         return result
+
+    def fetch_many(self, wanted: Sequence[tuple[str, RepoRecord | None, str | None]], *, jobs: int = 1,
+                   progress: Callable[[int, int], None] | None = None) -> Iterator[RepoFetch]:
+        """fetch_repo(repo_id, known, skip_if_revision=skip) for each of `wanted`, yielded in that order (so what
+        is made of them does not depend on which answer came first), with up to `jobs` repos fetched at once
+        by threads: the work is waiting on the hub, and huggingface_hub's client is shared between threads.
+        `progress(done, total)` is called as fetches finish, in whatever order they finish. A repo not yet
+        started when the caller stops iterating is never fetched."""
+        total = len(wanted)
+        if jobs <= 1 or total <= 1:
+            for i, (repo_id, known, skip) in enumerate(wanted, 1):
+                result = self.fetch_repo(repo_id, known, skip_if_revision=skip)
+                if progress:
+                    progress(i, total)
+                yield result
+            return
+        pool = concurrent.futures.ThreadPoolExecutor(max_workers=jobs, thread_name_prefix="hub-fetch")
+        try:
+            futures = [pool.submit(self.fetch_repo, repo_id, known, skip_if_revision=skip)
+                       for repo_id, known, skip in wanted]
+            shown = 0
+
+            def show() -> None:
+                nonlocal shown
+                done = sum(f.done() for f in futures)
+                if progress and done != shown:
+                    shown = done
+                    progress(done, total)
+
+            nxt = 0
+            while nxt < total:
+                if not futures[nxt].done():
+                    concurrent.futures.wait([f for f in futures[nxt:] if not f.done()],
+                                            return_when=concurrent.futures.FIRST_COMPLETED)
+                show()
+                while nxt < total and futures[nxt].done():
+                    yield futures[nxt].result()
+                    nxt += 1
+            show()
+        finally:
+            # (the caller stopped early, or failed: queued fetches are dropped, running ones end on their own)
+            pool.shutdown(wait=True, cancel_futures=True)
 
     def _add_gguf_templates(self, result: RepoFetch, filename: str) -> None:
         """The templates in a GGUF's header that the repo's template files do not already hold (a GGUF-only

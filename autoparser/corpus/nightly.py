@@ -504,7 +504,8 @@ def _update_snapshots(changes: list[TemplateChange], computed: Mapping[str, _Com
 def nightly(corpus: Path, repo_ids: Sequence[str], fetcher: HubFetcher, *, snapshots: Path | None,
             report_dir: Path | None = None, update: bool = False, discover: int = 0, jobs: int = 1,
             progress: bool | None = None) -> NightlyReport:
-    """Refresh `corpus`, then compare the behaviour of every added or changed template with `snapshots`."""
+    """Refresh `corpus`, then compare the behaviour of every added or changed template with `snapshots`. `jobs`
+    is both the number of repos fetched at once (threads) and of worker processes computing artefacts."""
     result: list[NightlyReport] = []
 
     def then(report: ChangeReport, updater: CorpusUpdater) -> None:
@@ -526,6 +527,7 @@ def nightly(corpus: Path, repo_ids: Sequence[str], fetcher: HubFetcher, *, snaps
             night.write(report_dir)
         result.append(night)
 
-    refresh(corpus, repo_ids, fetcher, None, discover=discover, progress=progress, snapshots=snapshots, then=then)
+    refresh(corpus, repo_ids, fetcher, None, discover=discover, progress=progress, snapshots=snapshots, then=then,
+            jobs=jobs)
     return result[0]
 

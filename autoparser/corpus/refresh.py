@@ -417,8 +417,11 @@ def refresh(
     progress: bool | None = None,
     snapshots: Path | None = None,
     then: Callable[[ChangeReport, CorpusUpdater], None] | None = None,
+    jobs: int = 1,
 ) -> ChangeReport:
-    """Refresh `corpus` from the hub for `repo_ids` (+ the `discover` most downloaded text-generation models).
+    """Refresh `corpus` from the hub for `repo_ids` (+ the `discover` most downloaded text-generation models),
+    fetching up to `jobs` repos at once and applying them in the order of `repo_ids` (HubFetcher.fetch_many);
+    `progress` (default: when stderr is a terminal) shows a bar on stderr.
 
     `then(report, updater)` runs once the corpus is updated and before the journal goes (the nightly job's
     behaviour diff): if it is killed, the next run reports the same changes again. When the run failed
@@ -433,17 +436,23 @@ def refresh(
         except CorpusError as e:
             updater.failures.append(Failure("<discovery>", getattr(e, "kind", "error"), str(e)))
     show = sys.stderr.isatty() if progress is None else progress
-    iterable: Iterable[str] = ids
+    bar: Any = None
     if show:
         import importlib
 
-        # tqdm ships no type information; it is only a progress display
-        tqdm: Any = importlib.import_module("tqdm").tqdm
-        iterable = tqdm(ids, desc="corpus refresh", unit="repo")
+        # tqdm ships no type information; it is only a progress display, on stderr (stdout is the summary)
+        bar = importlib.import_module("tqdm").tqdm(total=len(ids), desc="corpus refresh", unit="repo",
+                                                   file=sys.stderr)
+    # each repo's record is read before any is applied: applying a repo changes only its own record
+    wanted = [(i, updater.manifest.repos.get(i), updater.skip_revision(i)) for i in ids]
     try:
-        for repo_id in iterable:
-            updater.apply(fetcher.fetch_repo(repo_id, updater.manifest.repos.get(repo_id),
-                                             skip_if_revision=updater.skip_revision(repo_id)))
+        try:
+            for fetched in fetcher.fetch_many(wanted, jobs=jobs,
+                                              progress=(lambda done, _n: bar.update(done - bar.n)) if bar else None):
+                updater.apply(fetched)
+        finally:
+            if bar is not None:
+                bar.close()
         report = updater.report(fetcher.endpoint, fetcher.offline, fetcher.cache_path)
         failed = report.nothing_fetched
         if not failed:

@@ -19,6 +19,7 @@ import socket
 import subprocess
 import sys
 import threading
+import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -485,6 +486,40 @@ def test_offline_from_cache(hub: FakeHub, make_fetcher: Callable[..., HubFetcher
     assert [a["name"] for a in report.added] == ["org__gamma__rag"] and report.ok
     assert Corpus.load(corpus).by_name("org__gamma__rag").read_text() == GAMMA_RAG
     assert hub.requests == []
+
+
+def test_jobs_fetch_repos_at_once_bounded_and_applied_in_order(hub: FakeHub, make_fetcher: Callable[..., HubFetcher],
+                                                               tmp_path: Path,
+                                                               capsys: pytest.CaptureFixture[str]) -> None:
+    ids = [*GOOD, "org/gated", "org/ghost", "org/malformed", "org/base"]
+    one_at_a_time = run(tmp_path / "one", ids, make_fetcher())
+
+    # each model info waits (up to 5 s) until three are in flight: one worker at a time would never get there
+    lock, three_in = threading.Lock(), threading.Event()
+    active, peak = [0], [0]
+
+    def on_request(method: str, raw: str) -> None:
+        if not raw.startswith("/api/models/"):
+            return
+        with lock:
+            active[0] += 1
+            peak[0] = max(peak[0], active[0])
+            if active[0] == 3:
+                three_in.set()
+        three_in.wait(5)
+        if raw.startswith("/api/models/org/alpha"):  # the first repo answers after the others
+            time.sleep(0.2)
+        with lock:
+            active[0] -= 1
+
+    hub.on_request = on_request
+    parallel = refresh(tmp_path / "three", ids, make_fetcher(), None, progress=True, jobs=3)
+    assert three_in.is_set() and peak[0] == 3  # in parallel, and never more than --jobs at once
+    # the same corpus and report as one at a time: results are applied in the order of the ids
+    assert _strip_times(Manifest.read(tmp_path / "three")) == _strip_times(Manifest.read(tmp_path / "one"))
+    assert _report_key(parallel) == _report_key(one_at_a_time)
+    err = capsys.readouterr().err  # the progress bar is on stderr, and reaches the end
+    assert "corpus refresh" in err and f"{len(ids)}/{len(ids)}" in err
 
 
 def test_discovery_adds_most_downloaded(hub: FakeHub, make_fetcher: Callable[..., HubFetcher],

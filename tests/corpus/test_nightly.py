@@ -184,15 +184,17 @@ def test_gated_and_failing_repos_are_reported_and_only_a_dead_hub_is_exit_2(
     assert written["exit_code"] == 2 and {f["repo_id"] for f in written["failed"]} == {"org/reasoner", "org/flaky"}
 
 
-def test_an_unreachable_hub_stops_the_job_at_the_first_connection(dead_hub: DeadHub, tmp_path: Path,
+@pytest.mark.parametrize("jobs", [1, 3])
+def test_an_unreachable_hub_stops_the_job_at_the_first_connection(dead_hub: DeadHub, tmp_path: Path, jobs: int,
                                                                    capsys: pytest.CaptureFixture[str]) -> None:
-    ids = [*IDS, "org/gated", "org/flaky"]
+    ids = [*IDS, "org/gated", "org/flaky", "org/a", "org/b", "org/c", "org/d"]
     (tmp_path / "ids.txt").write_text("\n".join(ids) + "\n")
     code = cli_main(["corpus", "nightly", "--corpus", str(tmp_path / "corpus"), "--snapshots",
                      str(tmp_path / "snapshots"), "--ids", str(tmp_path / "ids.txt"), "--endpoint", dead_hub.url,
-                     "--report", str(tmp_path / "report")])
+                     "--report", str(tmp_path / "report"), "--jobs", str(jobs)])
     err = capsys.readouterr().err
-    assert code == 2 and len(dead_hub.attempts) == 1
+    # one attempt; with --jobs N at most the N already under way when the first one failed
+    assert code == 2 and 1 <= len(dead_hub.attempts) <= jobs
     assert not (tmp_path / "corpus").exists() and not (tmp_path / "snapshots").exists()
     # one line: what failed, where, and the variables that decide it (HF_ENDPOINT, HF_HUB_OFFLINE)
     assert err.count("\n") == 1 and err.startswith("autoparser: error: corpus nightly: cannot reach the hub at "
