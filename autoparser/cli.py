@@ -192,7 +192,7 @@ def cmd_conformance(args: argparse.Namespace) -> int:
 
 
 def cmd_corpus(args: argparse.Namespace) -> int:
-    """Corpus jobs: refresh from the hub, report."""
+    """Corpus jobs: refresh from the hub, the nightly job, report, a local fake hub."""
     from autoparser.corpus.cli import run_corpus
 
     return run_corpus(args)
@@ -310,6 +310,14 @@ def build_parser() -> argparse.ArgumentParser:
     cp.add_argument("--jobs", "-j", type=int, default=1, metavar="N", help="worker processes (default: 1)")
     cp.add_argument("--cpp-divergences", default="reports/conformance/cpp-divergences.json", metavar="FILE",
                     help="the last `autoparser conformance` run, shown as a section when the file exists")
+    cf = csub.add_parser("fake-hub", help="serve a directory of repos as the Hugging Face hub, on 127.0.0.1",
+                         description="Serve DIR/<org>/<name>/<files> as the hub's HTTP API (model info, listing, "
+                                     "downloads, ranged reads) on 127.0.0.1, so that `corpus refresh` and `corpus "
+                                     "nightly` run without network: HF_ENDPOINT=URL (printed on the first line). "
+                                     "Files are read again on every request: an edit is a new commit. A repo "
+                                     "folder holding a .gated file is gated. Ctrl-C stops it.")
+    cf.add_argument("dir", metavar="DIR", help="one folder per repo: DIR/<org>/<name>/chat_template.jinja, ...")
+    cf.add_argument("--port", type=int, default=0, help="the port (default: a free one)")
     c.set_defaults(func=cmd_corpus)
     return p
 

@@ -1,4 +1,4 @@
-"""`autoparser corpus refresh|nightly|report`: the command-line side of the corpus jobs."""
+"""`autoparser corpus refresh|nightly|report|fake-hub`: the command-line side of the corpus jobs."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from pathlib import Path
 
 from autoparser.errors import CorpusError, cli_error
 
-__all__ = ["run_corpus", "run_nightly", "run_refresh", "run_report"]
+__all__ = ["run_corpus", "run_fake_hub", "run_nightly", "run_refresh", "run_report"]
 
 
 def run_refresh(args: argparse.Namespace) -> int:
@@ -113,6 +113,31 @@ def run_report(args: argparse.Namespace) -> int:
     return 0
 
 
+def run_fake_hub(args: argparse.Namespace) -> int:
+    """Serve a directory as the hub on 127.0.0.1 until interrupted; exit 0 then, 2 on a bad directory or port."""
+    import threading
+
+    from autoparser.corpus.fakehub import DirectoryHub
+
+    root = Path(args.dir)
+    if not root.is_dir():
+        return cli_error(f"corpus fake-hub: no directory {root}")
+    try:
+        hub = DirectoryHub(root, port=int(args.port))
+    except OSError as e:
+        return cli_error(f"corpus fake-hub: cannot listen on 127.0.0.1:{args.port}: {e.strerror or e}")
+    n = len(hub.repos)
+    # the first line is the whole interface: a script (or a test) reads the URL from it
+    print(f"corpus fake-hub: {n} repo{'' if n == 1 else 's'} from {root} at {hub.url} "
+          f"(HF_ENDPOINT={hub.url}); Ctrl-C stops it", flush=True)
+    try:
+        with hub:
+            threading.Event().wait()
+    except KeyboardInterrupt:
+        pass
+    return 0
+
+
 def run_corpus(args: argparse.Namespace) -> int:
     command = getattr(args, "corpus_command", None)
     if command == "refresh":
@@ -121,4 +146,6 @@ def run_corpus(args: argparse.Namespace) -> int:
         return run_nightly(args)
     if command == "report":
         return run_report(args)
+    if command == "fake-hub":
+        return run_fake_hub(args)
     return cli_error(f"unknown corpus command {command!r}")
