@@ -196,7 +196,7 @@ def cmd_conformance(args: argparse.Namespace) -> int:
 
 
 def cmd_corpus(args: argparse.Namespace) -> int:
-    """Corpus jobs: refresh from the hub, nightly, report, summary."""
+    """Corpus jobs: refresh from the hub, the nightly job, report, summary, a local fake hub."""
     from autoparser.corpus.cli import run_corpus
 
     return run_corpus(args)
@@ -231,6 +231,8 @@ def _refresh_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--discover", type=int, default=0, metavar="N",
                    help="also track the N most downloaded text-generation models")
     p.add_argument("--endpoint", help="hub endpoint (default: HF_ENDPOINT or huggingface.co)")
+    p.add_argument("--jobs", "-j", type=int, default=1, metavar="N",
+                   help="repos fetched at once, and (nightly) worker processes computing artefacts (default: 1)")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -315,7 +317,6 @@ def build_parser() -> argparse.ArgumentParser:
     cn.add_argument("--report", default="reports/nightly", help="where the report goes (default: reports/nightly)")
     cn.add_argument("--update", action="store_true",
                     help="write the new snapshots of the added and changed templates (and drop removed ones)")
-    cn.add_argument("--jobs", "-j", type=int, default=1, metavar="N", help="worker processes (default: 1)")
     cp = csub.add_parser("report", help="write the corpus report (HTML + Markdown)")
     _selection_arguments(cp)
     cp.add_argument("--snapshots", default="snapshots",
@@ -334,6 +335,14 @@ def build_parser() -> argparse.ArgumentParser:
     _selection_arguments(cs)
     cs.add_argument("--json", metavar="FILE", help="also write every analysis record as JSON lines (as `analyze "
                                                    "--json` prints it, with the handler) to FILE")
+    cf = csub.add_parser("fake-hub", help="serve a directory of repos as the Hugging Face hub, on 127.0.0.1",
+                         description="Serve DIR/<org>/<name>/<files> as the hub's HTTP API (model info, listing, "
+                                     "downloads, ranged reads) on 127.0.0.1, so that `corpus refresh` and `corpus "
+                                     "nightly` run without network: HF_ENDPOINT=URL (printed on the first line). "
+                                     "Files are read again on every request: an edit is a new commit. A repo "
+                                     "folder holding a .gated file is gated. Ctrl-C stops it.")
+    cf.add_argument("dir", metavar="DIR", help="one folder per repo: DIR/<org>/<name>/chat_template.jinja, ...")
+    cf.add_argument("--port", type=int, default=0, help="the port (default: a free one)")
     c.set_defaults(func=cmd_corpus)
     return p
 

@@ -1,4 +1,4 @@
-"""`autoparser corpus refresh|nightly|report|summary`: the command-line side of the corpus jobs."""
+"""`autoparser corpus refresh|nightly|report|summary|fake-hub`: the command-line side of the corpus jobs."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from autoparser.errors import CorpusError, cli_error
 if TYPE_CHECKING:
     from autoparser.corpus import Corpus, CorpusEntry
 
-__all__ = ["run_corpus", "run_nightly", "run_refresh", "run_report", "run_summary"]
+__all__ = ["run_corpus", "run_fake_hub", "run_nightly", "run_refresh", "run_report", "run_summary"]
 
 
 def run_refresh(args: argparse.Namespace) -> int:
@@ -22,15 +22,21 @@ def run_refresh(args: argparse.Namespace) -> int:
 
     corpus = Path(args.corpus)
     ids_path = Path(args.ids) if getattr(args, "ids", None) else corpus / "model-ids.txt"
+    jobs = int(getattr(args, "jobs", 1))
+    if jobs < 1:
+        return cli_error("corpus refresh: --jobs must be >= 1")
     try:
         ids = read_repo_ids(ids_path)
     except CorpusError as e:
         return cli_error(str(e))
     fetcher = HubFetcher(endpoint=getattr(args, "endpoint", None))
-    report = refresh(corpus, ids, fetcher, Path(args.report), discover=int(getattr(args, "discover", 0) or 0))
+    report = refresh(corpus, ids, fetcher, Path(args.report), discover=int(getattr(args, "discover", 0) or 0),
+                     jobs=jobs)
     print(f"corpus refresh: {len(report.added)} added, {len(report.changed)} changed, {len(report.removed)} removed,"
           f" {len(report.failed)} failed ({report.repos_checked} repos, {report.repos_unchanged} unchanged);"
           f" report in {args.report}/")
+    if report.nothing_fetched:
+        return cli_error(f"corpus refresh: {report.why_nothing_fetched()}", 1)
     return 0 if report.ok else 1
 
 
@@ -61,7 +67,7 @@ def run_nightly(args: argparse.Namespace) -> int:
     where = f"; report in {Path(args.report) / NIGHTLY_MD}" if report.worth_writing() else ""
     print(f"corpus nightly: {report.summary_line()}{where}")
     if report.nothing_fetched:
-        return cli_error("corpus nightly: no repo could be read (see the report's failures)", report.exit_code)
+        return cli_error(f"corpus nightly: {report.refresh.why_nothing_fetched()}", report.exit_code)
     return report.exit_code
 
 
@@ -148,6 +154,31 @@ def run_summary(args: argparse.Namespace) -> int:
     return 0
 
 
+def run_fake_hub(args: argparse.Namespace) -> int:
+    """Serve a directory as the hub on 127.0.0.1 until interrupted; exit 0 then, 2 on a bad directory or port."""
+    import threading
+
+    from autoparser.corpus.fakehub import DirectoryHub
+
+    root = Path(args.dir)
+    if not root.is_dir():
+        return cli_error(f"corpus fake-hub: no directory {root}")
+    try:
+        hub = DirectoryHub(root, port=int(args.port))
+    except OSError as e:
+        return cli_error(f"corpus fake-hub: cannot listen on 127.0.0.1:{args.port}: {e.strerror or e}")
+    n = len(hub.repos)
+    # the first line is the whole interface: a script (or a test) reads the URL from it
+    print(f"corpus fake-hub: {n} repo{'' if n == 1 else 's'} from {root} at {hub.url} "
+          f"(HF_ENDPOINT={hub.url}); Ctrl-C stops it", flush=True)
+    try:
+        with hub:
+            threading.Event().wait()
+    except KeyboardInterrupt:
+        pass
+    return 0
+
+
 def run_corpus(args: argparse.Namespace) -> int:
     command = getattr(args, "corpus_command", None)
     if command == "refresh":
@@ -158,4 +189,6 @@ def run_corpus(args: argparse.Namespace) -> int:
         return run_report(args)
     if command == "summary":
         return run_summary(args)
+    if command == "fake-hub":
+        return run_fake_hub(args)
     return cli_error(f"unknown corpus command {command!r}")

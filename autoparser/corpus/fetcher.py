@@ -8,15 +8,20 @@ session and auth headers (template/gguf.py parses it), never the multi-GB file. 
 untrusted: sizes are capped, JSON is validated, and the text is returned as bytes to be stored, never rendered.
 
 huggingface_hub reads HF_* variables at import time, so the endpoint is passed explicitly on every call.
+
+A hub that cannot be connected to (no network, a wrong HF_ENDPOINT, a DNS failure) is unreachable for the rest
+of the run after the first failed connection: retrying every repo would only multiply the wait (about 15 s a
+repo with the back-off) and bury the one useful line, which names the endpoint and the variables that decide it.
 """
 
 from __future__ import annotations
 
+import concurrent.futures
 import json
 import os
 import re
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
@@ -158,6 +163,41 @@ def _one_line(exc: BaseException) -> str:
     return _REQUEST_ID.sub("", line)
 
 
+def unreachable_message(endpoint: str, reason: str) -> str:
+    """The one line that says the hub cannot be reached, and which variables decide where it is looked for."""
+    return (f"cannot reach the hub at {endpoint} ({reason}): check the network or HF_ENDPOINT, or set "
+            "HF_HUB_OFFLINE=1 to use only the local hub cache")
+
+
+def _connect_failure(exc: BaseException) -> str | None:
+    """The reason (`[Errno -2] Name or service not known`) when `exc` is, or was caused by, a failure to open a
+    connection to the hub, else None. A connection that opened and then broke is not one: it is retried.
+    huggingface_hub wraps the transport's ConnectError (in LocalEntryNotFoundError for a download), so the whole
+    chain is read; classes are matched by name because the transport (httpx, httpx2) varies across versions."""
+    seen: set[int] = set()
+    current: BaseException | None = exc
+    while current is not None and id(current) not in seen:
+        seen.add(id(current))
+        names = {c.__name__ for c in type(current).__mro__ if c.__module__.startswith(("httpx", "httpcore"))}
+        if names & {"ConnectError", "ConnectTimeout"} or isinstance(current, ConnectionRefusedError):
+            return _one_line(current)
+        current = current.__cause__ or current.__context__
+    return None
+
+
+def _explain(kind: str, message: str, exc: BaseException) -> str:
+    """What the hub's bare `401 Client Error.` means for this repo, and the variable that changes it."""
+    status = _status(exc) or _status(exc.__cause__ or exc)
+    if kind == "gated" and status == 403:
+        return (f"gated repo: the token has no access to it; ask for access on the repo's page, or set HF_TOKEN "
+                f"to a token that has it ({message})")
+    if kind == "gated":
+        return f"gated repo: it needs authentication; set HF_TOKEN to a token with access to it ({message})"
+    if kind == "missing_repo" and status == 401:
+        return f"repo not found, or private or gated: if you have access, set HF_TOKEN ({message})"
+    return message
+
+
 def _status(exc: BaseException) -> int | None:
     response = getattr(exc, "response", None)
     status = getattr(response, "status_code", None)
@@ -194,6 +234,15 @@ class HubFetcher:
         self.max_config_bytes = max_config_bytes
         self.gguf_first_chunk = gguf_first_chunk
         self.api = HfApi(endpoint=self.endpoint, token=self.token)
+        # set by the first failed connection; every later call fails with it at once, without a request
+        self.unreachable: HubError | None = None
+
+    @property
+    def cache_path(self) -> str:
+        """The hub cache this fetcher reads and fills (HF_HUB_CACHE, or HF_HOME/hub, unless given)."""
+        from huggingface_hub import constants
+
+        return self.cache_dir or constants.HF_HUB_CACHE
 
     # -- retry ----------------------------------------------------------------------------------------------
 
@@ -236,17 +285,25 @@ class HubFetcher:
         return "error", False
 
     def _call(self, fn: Callable[[], T], repo_id: str, file: str | None) -> T:
-        """Run fn with a bounded exponential backoff on 429 / 5xx / broken transfers; other errors raise now."""
+        """Run fn with a bounded exponential backoff on 429 / 5xx / broken transfers; other errors raise now.
+        A failed connection makes the hub unreachable for the rest of the run (the module docstring says why)."""
         for attempt in range(self.max_attempts):
+            down = self.unreachable
+            if down is not None:
+                raise HubError(str(down), repo_id=repo_id, kind="unreachable")
             try:
                 return fn()
             except HubError:
                 raise
             except Exception as exc:
+                reason = _connect_failure(exc)
+                if reason is not None:
+                    self.unreachable = HubError(unreachable_message(self.endpoint, reason), kind="unreachable")
+                    raise HubError(str(self.unreachable), repo_id=repo_id, kind="unreachable") from exc
                 kind, retryable = self._classify(exc)
                 message = _one_line(exc)
                 if not retryable or attempt == self.max_attempts - 1:
-                    raise HubError(message, repo_id=repo_id, kind=kind) from exc
+                    raise HubError(_explain(kind, message, exc), repo_id=repo_id, kind=kind) from exc
                 self.sleep(self.backoff * (2 ** attempt))
         raise AssertionError("unreachable")  # pragma: no cover
 
@@ -256,12 +313,22 @@ class HubFetcher:
         """Ids of the `limit` most downloaded text-generation models."""
         if limit <= 0 or self.offline:
             return []
+        self._call(self._reach, "", None)
 
         def run() -> list[str]:
             models = self.api.list_models(filter="text-generation", sort="downloads", limit=limit)
             return [m.id for m in models if isinstance(m.id, str)]
 
         return self._call(run, "", None)
+
+    def _reach(self) -> None:
+        """One request that opens a connection to the hub, whatever it answers. huggingface_hub's listing retries
+        a refused connection five times over 23 s on its own; the model info read first for a repo does not, so
+        only discovery needs this (and each run discovers once)."""
+        from huggingface_hub import constants, get_session
+
+        get_session().head(f"{self.endpoint}/api/models", params={"limit": "1"},
+                           timeout=constants.HF_HUB_ETAG_TIMEOUT).close()
 
     # -- one repo -------------------------------------------------------------------------------------------
 
@@ -280,10 +347,9 @@ class HubFetcher:
         """What the hub cache holds of a repo no manifest recorded (the command line reading `org/name` under
         HF_HUB_OFFLINE): the commit `main` pointed at when the user's tools downloaded it (refs/main), else the
         snapshot written last (this fetcher downloads at a commit sha, which records no ref), and its files."""
-        from huggingface_hub import constants
         from huggingface_hub.file_download import repo_folder_name
 
-        root = Path(self.cache_dir or constants.HF_HUB_CACHE) / repo_folder_name(repo_id=repo_id, repo_type="model")
+        root = Path(self.cache_path) / repo_folder_name(repo_id=repo_id, repo_type="model")
         try:
             revision = (root / "refs" / "main").read_text(encoding="utf-8").strip()
         except OSError:
@@ -305,9 +371,10 @@ class HubFetcher:
         sizes: dict[str, int | None] = {}
         if self.offline:
             known = known or self._cached_record(repo_id)
-            if known is None:
+            if known is None:  # what huggingface_hub answers too: offline, only the cache is read
                 return RepoFetch(repo_id, None, failures=[Failure(
-                    repo_id, "offline", "offline mode and no earlier fetch recorded: revision unknown")])
+                    repo_id, "offline", f"offline mode (HF_HUB_OFFLINE=1) and the repo is not in the hub cache "
+                                        f"({self.cache_path}): nothing to read it from")])
             revision = known.revision
             sizes = {f: None for f in known.files}
         else:
@@ -349,6 +416,48 @@ class HubFetcher:
         if gguf:
             self._add_gguf_templates(result, gguf)
         return result
+
+    def fetch_many(self, wanted: Sequence[tuple[str, RepoRecord | None, str | None]], *, jobs: int = 1,
+                   progress: Callable[[int, int], None] | None = None) -> Iterator[RepoFetch]:
+        """fetch_repo(repo_id, known, skip_if_revision=skip) for each of `wanted`, yielded in that order (so what
+        is made of them does not depend on which answer came first), with up to `jobs` repos fetched at once
+        by threads: the work is waiting on the hub, and huggingface_hub's client is shared between threads.
+        `progress(done, total)` is called as fetches finish, in whatever order they finish. A repo not yet
+        started when the caller stops iterating is never fetched."""
+        total = len(wanted)
+        if jobs <= 1 or total <= 1:
+            for i, (repo_id, known, skip) in enumerate(wanted, 1):
+                result = self.fetch_repo(repo_id, known, skip_if_revision=skip)
+                if progress:
+                    progress(i, total)
+                yield result
+            return
+        pool = concurrent.futures.ThreadPoolExecutor(max_workers=jobs, thread_name_prefix="hub-fetch")
+        try:
+            futures = [pool.submit(self.fetch_repo, repo_id, known, skip_if_revision=skip)
+                       for repo_id, known, skip in wanted]
+            shown = 0
+
+            def show() -> None:
+                nonlocal shown
+                done = sum(f.done() for f in futures)
+                if progress and done != shown:
+                    shown = done
+                    progress(done, total)
+
+            nxt = 0
+            while nxt < total:
+                if not futures[nxt].done():
+                    concurrent.futures.wait([f for f in futures[nxt:] if not f.done()],
+                                            return_when=concurrent.futures.FIRST_COMPLETED)
+                show()
+                while nxt < total and futures[nxt].done():
+                    yield futures[nxt].result()
+                    nxt += 1
+            show()
+        finally:
+            # (the caller stopped early, or failed: queued fetches are dropped, running ones end on their own)
+            pool.shutdown(wait=True, cancel_futures=True)
 
     def _add_gguf_templates(self, result: RepoFetch, filename: str) -> None:
         """The templates in a GGUF's header that the repo's template files do not already hold (a GGUF-only

@@ -153,7 +153,8 @@ class ManifestEntry:
 @dataclass(frozen=True)
 class Failure:
     """Something the fetcher could not get: kind is gated | missing_repo | missing_file | no_template |
-    rate_limited | server_error | truncated | malformed | oversize | offline | error."""
+    rate_limited | server_error | truncated | malformed | oversize | offline | network | unreachable (no
+    connection to the hub could be opened: the run stopped asking) | error."""
 
     repo_id: str
     kind: str

@@ -271,11 +271,8 @@ class NightlyReport:
 
     @property
     def nothing_fetched(self) -> bool:
-        """The job itself failed: every repo it tried was unreadable (hub down, all gated), or none was tried
-        because discovery failed."""
-        r = self.refresh
-        return (r.repos_checked > 0 and r.repos_unreadable == r.repos_checked) or (r.repos_checked == 0
-                                                                                   and bool(r.failed))
+        """The job itself failed: no repo could be read (ChangeReport.nothing_fetched)."""
+        return self.refresh.nothing_fetched
 
     @property
     def changed(self) -> bool:
@@ -507,12 +504,19 @@ def _update_snapshots(changes: list[TemplateChange], computed: Mapping[str, _Com
 def nightly(corpus: Path, repo_ids: Sequence[str], fetcher: HubFetcher, *, snapshots: Path | None,
             report_dir: Path | None = None, update: bool = False, discover: int = 0, jobs: int = 1,
             progress: bool | None = None) -> NightlyReport:
-    """Refresh `corpus`, then compare the behaviour of every added or changed template with `snapshots`."""
+    """Refresh `corpus`, then compare the behaviour of every added or changed template with `snapshots`. `jobs`
+    is both the number of repos fetched at once (threads) and of worker processes computing artefacts."""
     result: list[NightlyReport] = []
 
     def then(report: ChangeReport, updater: CorpusUpdater) -> None:
         from tqdm import tqdm
 
+        if report.nothing_fetched:  # a failed run: the report only (a pending journal waits for a good run)
+            night = NightlyReport(report, ())
+            if report_dir is not None:
+                night.write(report_dir)
+            result.append(night)
+            return
         touched = len(report.added) + len(report.changed)
         with tqdm(total=touched, unit="template", desc="nightly artefacts",
                   disable=None if progress is None else not progress) as bar:
@@ -523,6 +527,7 @@ def nightly(corpus: Path, repo_ids: Sequence[str], fetcher: HubFetcher, *, snaps
             night.write(report_dir)
         result.append(night)
 
-    refresh(corpus, repo_ids, fetcher, None, discover=discover, progress=progress, snapshots=snapshots, then=then)
+    refresh(corpus, repo_ids, fetcher, None, discover=discover, progress=progress, snapshots=snapshots, then=then,
+            jobs=jobs)
     return result[0]
 

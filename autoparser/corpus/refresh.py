@@ -8,6 +8,12 @@ change is saved in `.refresh-journal.json`; the report is computed from that jou
 manifest, so a run killed half way and resumed still reports every change once. The journal goes away when
 the report is written. A run that changes nothing writes nothing under corpus/.
 
+A run that fails (no repo could be read: hub down or unreachable, offline with nothing cached, discovery
+failed) leaves corpus/ and snapshots/ byte for byte as they were: the corpus is only written by the commit of
+a repo that was read, the failures of unreadable repos wait in memory and are written with the manifest of a
+run that read something, and a pending journal (a run killed half way) is left for the next run that succeeds
+to finish. Only the report, outside the checkout's tracked files, says what failed.
+
 With a snapshots directory (the nightly job), the journal also keeps each changed template's snapshot files as
 they were before the run, so the behaviour diff of a resumed run compares with the same old side even when the
 first run had already rewritten some snapshots.
@@ -97,10 +103,31 @@ class ChangeReport:
     generated_at: str = ""
     endpoint: str = ""
     offline: bool = False
+    cache: str = ""  # the hub cache an offline run reads
 
     @property
     def ok(self) -> bool:
         return not self.failed
+
+    @property
+    def nothing_fetched(self) -> bool:
+        """The run itself failed: every repo it tried was unreadable (hub down, all gated), or none was tried
+        because discovery failed."""
+        return (self.repos_checked > 0 and self.repos_unreadable == self.repos_checked) or (
+            self.repos_checked == 0 and bool(self.failed))
+
+    def why_nothing_fetched(self) -> str:
+        """One line on why no repo could be read: the unreachable hub's own line when that is why; offline, that
+        nothing was in the hub cache (huggingface_hub's HF_HUB_OFFLINE reads the cache and nothing else: a fresh
+        clone's manifest records no hub state to stand in for it)."""
+        down = next((f for f in self.failed if f.get("kind") == "unreachable"), None)
+        if down is not None:
+            return str(down["message"])
+        if self.offline and self.failed and all(f.get("kind") == "offline" for f in self.failed):
+            return (f"offline mode (HF_HUB_OFFLINE=1) and none of the {self.repos_checked} repos is in the hub cache "
+                    f"({self.cache or 'HF_HUB_CACHE'}): nothing fetched, the corpus unchanged; run once without "
+                    "HF_HUB_OFFLINE (or against a local hub, HF_ENDPOINT) to fill the cache")
+        return "no repo could be read (see the report's failures)"
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -167,7 +194,7 @@ class CorpusUpdater:
     def __init__(self, root: Path, snapshots: Path | None = None) -> None:
         self.root = root
         self.snapshots = snapshots
-        (root / TEMPLATES_DIR).mkdir(parents=True, exist_ok=True)
+        # (no directory is made here: a run that reads no repo must leave the checkout as it found it)
         self.manifest = Manifest.read_or_empty(root)
         self.journal_path = root / JOURNAL_NAME
         self.journal: dict[str, dict[str, Any]] = self._read_journal()
@@ -175,6 +202,7 @@ class CorpusUpdater:
         self.checked = 0
         self.unchanged = 0
         self.unreadable = 0
+        self.failures_pending = False  # the manifest's failures changed and are not on disk yet
 
     def _read_journal(self) -> dict[str, dict[str, Any]]:
         try:
@@ -205,11 +233,11 @@ class CorpusUpdater:
         if fetch.unchanged:
             self.unchanged += 1
             return
-        if fetch.revision is None:  # the repo itself failed: keep what we had, record why
+        if fetch.revision is None:  # the repo itself failed: keep what we had, record why (written by flush)
             self.unreadable += 1
             if old_failures != fetch.failures:
                 m.failures = [f for f in m.failures if f.repo_id != repo] + list(fetch.failures)
-                m.write(self.root)
+                self.failures_pending = True
             return
         old_rec = m.repos.get(repo)
         old_t: dict[str, dict[str, Any]] = dict(old_rec.templates) if old_rec else {}
@@ -282,9 +310,16 @@ class CorpusUpdater:
                                    templates=new_t)
         m.failures = [f for f in m.failures if f.repo_id != repo] + list(fetch.failures)
         m.write(self.root)
+        self.failures_pending = False
         named = {self.root / e.file for e in m.templates}
         for path in dropped_paths - named:
             path.unlink(missing_ok=True)
+
+    def flush(self) -> None:
+        """Write the failures recorded since the manifest was last written (a run that read some repo)."""
+        if self.failures_pending:
+            self.manifest.write(self.root)
+            self.failures_pending = False
 
     def _new_entry(self, repo: str, tname: str, digest: str, size: int) -> ManifestEntry:
         name = self.manifest.unique_name(entry_name(repo, tname))
@@ -327,8 +362,9 @@ class CorpusUpdater:
 
     # -- report ---------------------------------------------------------------------------------------------
 
-    def report(self, endpoint: str, offline: bool) -> ChangeReport:
-        r = ChangeReport(generated_at=_now(), endpoint=endpoint, offline=offline, repos_checked=self.checked,
+    def report(self, endpoint: str, offline: bool, cache: str = "") -> ChangeReport:
+        r = ChangeReport(generated_at=_now(), endpoint=endpoint, offline=offline, cache=cache,
+                         repos_checked=self.checked,
                          repos_unchanged=self.unchanged, repos_unreadable=self.unreadable,
                          failed=[f.to_json() for f in sorted(self.failures, key=lambda f: (f.repo_id, f.file or ""))])
         by_origin = {o: e for e in self.manifest.templates for o in e.origins}
@@ -362,7 +398,8 @@ class CorpusUpdater:
         if not self.journal_path.exists():
             return
         named = {Path(e.file).name for e in self.manifest.templates}
-        for path in (self.root / TEMPLATES_DIR).iterdir():
+        templates = self.root / TEMPLATES_DIR
+        for path in templates.iterdir() if templates.is_dir() else ():
             stray = path.suffix == ".jinja" and path.name not in named
             leftover = path.name.startswith(".") and path.name.endswith(".tmp")
             if path.is_file() and (stray or leftover):
@@ -380,12 +417,17 @@ def refresh(
     progress: bool | None = None,
     snapshots: Path | None = None,
     then: Callable[[ChangeReport, CorpusUpdater], None] | None = None,
+    jobs: int = 1,
 ) -> ChangeReport:
-    """Refresh `corpus` from the hub for `repo_ids` (+ the `discover` most downloaded text-generation models).
+    """Refresh `corpus` from the hub for `repo_ids` (+ the `discover` most downloaded text-generation models),
+    fetching up to `jobs` repos at once and applying them in the order of `repo_ids` (HubFetcher.fetch_many);
+    `progress` (default: when stderr is a terminal) shows a bar on stderr.
 
     `then(report, updater)` runs once the corpus is updated and before the journal goes (the nightly job's
-    behaviour diff): if it is killed, the next run reports the same changes again. `snapshots` makes the
-    journal keep the old snapshot files of every changed template (see the module docstring)."""
+    behaviour diff): if it is killed, the next run reports the same changes again. When the run failed
+    (`report.nothing_fetched`) it runs too, and must write nothing but its report: the journal stays, corpus/ is
+    untouched (see the module docstring). `snapshots` makes the journal keep the old snapshot files of every
+    changed template."""
     updater = CorpusUpdater(corpus, snapshots)
     ids = list(dict.fromkeys(repo_ids))
     if discover > 0:
@@ -394,23 +436,33 @@ def refresh(
         except CorpusError as e:
             updater.failures.append(Failure("<discovery>", getattr(e, "kind", "error"), str(e)))
     show = sys.stderr.isatty() if progress is None else progress
-    iterable: Iterable[str] = ids
+    bar: Any = None
     if show:
         import importlib
 
-        # tqdm ships no type information; it is only a progress display
-        tqdm: Any = importlib.import_module("tqdm").tqdm
-        iterable = tqdm(ids, desc="corpus refresh", unit="repo")
+        # tqdm ships no type information; it is only a progress display, on stderr (stdout is the summary)
+        bar = importlib.import_module("tqdm").tqdm(total=len(ids), desc="corpus refresh", unit="repo",
+                                                   file=sys.stderr)
+    # each repo's record is read before any is applied: applying a repo changes only its own record
+    wanted = [(i, updater.manifest.repos.get(i), updater.skip_revision(i)) for i in ids]
     try:
-        for repo_id in iterable:
-            updater.apply(fetcher.fetch_repo(repo_id, updater.manifest.repos.get(repo_id),
-                                             skip_if_revision=updater.skip_revision(repo_id)))
-        report = updater.report(fetcher.endpoint, fetcher.offline)
+        try:
+            for fetched in fetcher.fetch_many(wanted, jobs=jobs,
+                                              progress=(lambda done, _n: bar.update(done - bar.n)) if bar else None):
+                updater.apply(fetched)
+        finally:
+            if bar is not None:
+                bar.close()
+        report = updater.report(fetcher.endpoint, fetcher.offline, fetcher.cache_path)
+        failed = report.nothing_fetched
+        if not failed:
+            updater.flush()
         if then is not None:
             then(report, updater)
         if report_dir is not None:
             report.write(report_dir)
-        updater.close_journal()
+        if not failed:
+            updater.close_journal()
     except OSError as e:
         # stop at once: the in-memory manifest may be ahead of the disk, and the disk is the consistent one
         raise CorpusError(f"cannot update {corpus}: {e.strerror or e}; re-run to resume") from e

@@ -1,4 +1,4 @@
-"""Shared set-up of the tests that talk to the fake hub (corpus_fakehub.FakeHub on 127.0.0.1)."""
+"""Shared set-up of the tests that talk to the fake hub (autoparser.corpus.fakehub.FakeHub on 127.0.0.1)."""
 
 from __future__ import annotations
 
@@ -7,6 +7,7 @@ from pathlib import Path
 import huggingface_hub.constants as hf_constants
 import huggingface_hub.utils._http as hf_http
 import pytest
+from deadhub import DeadHub
 
 
 @pytest.fixture
@@ -24,3 +25,11 @@ def hf_isolated(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     monkeypatch.delenv("HF_ENDPOINT", raising=False)
     monkeypatch.setattr(hf_http.time, "sleep", lambda s: None)  # type: ignore[attr-defined]
     return cache
+
+
+
+@pytest.fixture
+def dead_hub(monkeypatch: pytest.MonkeyPatch) -> DeadHub:
+    """A 127.0.0.1 port with nothing listening (connection refused at once, no network needed), and every
+    connection attempt made to it (deadhub.py)."""
+    return DeadHub.open(monkeypatch)

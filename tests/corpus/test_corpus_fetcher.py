@@ -15,21 +15,24 @@ import json
 import re
 import shutil
 import signal
+import socket
 import subprocess
 import sys
 import threading
+import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 import huggingface_hub.constants as hf_constants
 import pytest
-from corpus_fakehub import FakeHub, FakeRepo
+from deadhub import DeadHub
 
 import autoparser.corpus.manifest as manifest_mod
 import autoparser.corpus.refresh as refresh_mod
 from autoparser.cli import main as cli_main
 from autoparser.corpus import Corpus
+from autoparser.corpus.fakehub import FakeHub, FakeRepo
 from autoparser.corpus.fetcher import HubFetcher, extract_templates
 from autoparser.corpus.manifest import Manifest, entry_name, safe_template_path, sanitize_component, sha256_hex
 from autoparser.corpus.refresh import JOURNAL_NAME, ChangeReport, refresh
@@ -275,9 +278,13 @@ def test_gated_401_403_then_token(hub: FakeHub, make_fetcher: Callable[..., HubF
     corpus = tmp_path / "corpus"
     report = run(corpus, ["org/gated"], make_fetcher())
     assert [(f["kind"], f["file"]) for f in report.failed] == [("gated", "tokenizer_config.json")]
-    assert "401" in report.failed[0]["message"]
+    # the hub's bare "401 Client Error." says what it means and which variable changes it
+    message = report.failed[0]["message"]
+    assert "401" in message and "gated repo" in message and "needs authentication" in message
+    assert "HF_TOKEN" in message and "\n" not in message
     report = run(corpus, ["org/gated"], make_fetcher(token="hf_wrong"))
     assert [f["kind"] for f in report.failed] == ["gated"] and "403" in report.failed[0]["message"]
+    assert "has no access" in report.failed[0]["message"] and "HF_TOKEN" in report.failed[0]["message"]
     assert [f.kind for f in Manifest.read(corpus).failures] == ["gated"]
     report = run(corpus, ["org/gated"], make_fetcher(token="hf_good"))
     assert report.ok and [a["name"] for a in report.added] == ["org__gated"]
@@ -298,6 +305,39 @@ def test_hf_endpoint_from_environment(hub: FakeHub, tmp_path: Path, monkeypatch:
     assert fetcher.endpoint == hub.url
     assert run(tmp_path / "corpus", ["org/beta"], fetcher).ok
     assert hub.paths()
+
+
+def test_an_unreachable_hub_is_tried_once_and_named_in_one_line(dead_hub: DeadHub, hf_isolated: Path,
+                                                                 tmp_path: Path, sleeps: list[float]) -> None:
+    # nothing listens at the endpoint: the first connection fails, and the run asks nothing more of that hub
+    fetcher = HubFetcher(endpoint=dead_hub.url, cache_dir=hf_isolated, offline=False, sleep=sleeps.append)
+    report = run(tmp_path / "corpus", [*GOOD, "org/gated"], fetcher, discover=3)
+    assert len(dead_hub.attempts) == 1 and sleeps == []
+    assert {f["kind"] for f in report.failed} == {"unreachable"}
+    assert [f["repo_id"] for f in report.failed] == ["<discovery>", "org/alpha", "org/beta", "org/gamma", "org/gated"]
+    line = report.why_nothing_fetched()
+    assert report.nothing_fetched and {f["message"] for f in report.failed} == {line}
+    assert "\n" not in line and f"cannot reach the hub at {dead_hub.url}" in line and "Connection refused" in line
+    assert "HF_ENDPOINT" in line and "HF_HUB_OFFLINE" in line
+    assert not (tmp_path / "corpus").exists()  # a failed run makes nothing, not even the directory
+
+
+def test_a_name_that_does_not_resolve_is_an_unreachable_hub(hf_isolated: Path, tmp_path: Path, sleeps: list[float],
+                                                            monkeypatch: pytest.MonkeyPatch) -> None:
+    # what a machine without network answers (no DNS query leaves this test: the resolver is the fake)
+    lookups: list[str] = []
+
+    def no_dns(host: str, *args: Any, **kwargs: Any) -> Any:
+        lookups.append(host)
+        raise socket.gaierror(socket.EAI_NONAME, "Name or service not known")
+
+    monkeypatch.setattr(socket, "getaddrinfo", no_dns)
+    fetcher = HubFetcher(endpoint="https://hub.invalid", cache_dir=hf_isolated, offline=False, sleep=sleeps.append)
+    report = run(tmp_path / "corpus", GOOD, fetcher)
+    assert lookups == ["hub.invalid"] and sleeps == []
+    line = report.why_nothing_fetched()
+    assert "cannot reach the hub at https://hub.invalid (" in line and "Name or service not known" in line
+    assert "HF_ENDPOINT" in line and "HF_HUB_OFFLINE" in line
 
 
 def test_persistent_failures_do_not_rewrite_the_manifest(hub: FakeHub, make_fetcher: Callable[..., HubFetcher],
@@ -446,6 +486,40 @@ def test_offline_from_cache(hub: FakeHub, make_fetcher: Callable[..., HubFetcher
     assert [a["name"] for a in report.added] == ["org__gamma__rag"] and report.ok
     assert Corpus.load(corpus).by_name("org__gamma__rag").read_text() == GAMMA_RAG
     assert hub.requests == []
+
+
+def test_jobs_fetch_repos_at_once_bounded_and_applied_in_order(hub: FakeHub, make_fetcher: Callable[..., HubFetcher],
+                                                               tmp_path: Path,
+                                                               capsys: pytest.CaptureFixture[str]) -> None:
+    ids = [*GOOD, "org/gated", "org/ghost", "org/malformed", "org/base"]
+    one_at_a_time = run(tmp_path / "one", ids, make_fetcher())
+
+    # each model info waits (up to 5 s) until three are in flight: one worker at a time would never get there
+    lock, three_in = threading.Lock(), threading.Event()
+    active, peak = [0], [0]
+
+    def on_request(method: str, raw: str) -> None:
+        if not raw.startswith("/api/models/"):
+            return
+        with lock:
+            active[0] += 1
+            peak[0] = max(peak[0], active[0])
+            if active[0] == 3:
+                three_in.set()
+        three_in.wait(5)
+        if raw.startswith("/api/models/org/alpha"):  # the first repo answers after the others
+            time.sleep(0.2)
+        with lock:
+            active[0] -= 1
+
+    hub.on_request = on_request
+    parallel = refresh(tmp_path / "three", ids, make_fetcher(), None, progress=True, jobs=3)
+    assert three_in.is_set() and peak[0] == 3  # in parallel, and never more than --jobs at once
+    # the same corpus and report as one at a time: results are applied in the order of the ids
+    assert _strip_times(Manifest.read(tmp_path / "three")) == _strip_times(Manifest.read(tmp_path / "one"))
+    assert _report_key(parallel) == _report_key(one_at_a_time)
+    err = capsys.readouterr().err  # the progress bar is on stderr, and reaches the end
+    assert "corpus refresh" in err and f"{len(ids)}/{len(ids)}" in err
 
 
 def test_discovery_adds_most_downloaded(hub: FakeHub, make_fetcher: Callable[..., HubFetcher],
@@ -678,7 +752,7 @@ def test_a_file_comes_before_a_repo_of_the_same_name(hub_env: FakeHub, tmp_path:
 
 
 def test_hub_template_errors_are_one_line(hub_env: FakeHub, capsys: pytest.CaptureFixture[str]) -> None:
-    for argv, needle in ((["hf://org/nope"], "org/nope: "), (["hf://org/gated"], "org/gated: "),
+    for argv, needle in ((["hf://org/nope"], "org/nope: "), (["hf://org/gated"], "org/gated: gated repo: it needs authentication; set HF_TOKEN"),
                          (["hf://org/base"], "org/base: no chat template file in the repo"),
                          (["hf://org/alpha#rag"], "org/alpha: no chat template 'rag' in the repo; it has default, "
                                                   "tokenizer_config, tool_use"),
@@ -701,7 +775,7 @@ def test_hub_template_honours_token_and_offline(hub_env: FakeHub, tmp_path: Path
     r = _cli(capsys, "analyze", "--json", "hf://org/gated")
     assert r[:2] == (0, gated), r[2]
     code, _, err = _cli(capsys, "analyze", "hf://org/alpha")
-    assert code == 2 and "org/alpha: offline mode and no earlier fetch recorded" in err
+    assert code == 2 and "org/alpha: offline mode (HF_HUB_OFFLINE=1) and the repo is not in the hub cache (" in err
     assert hub_env.requests == []
 
 

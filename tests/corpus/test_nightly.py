@@ -8,23 +8,27 @@ with reasoning; the renamed copy renders `<reason>` instead).
 
 from __future__ import annotations
 
+import hashlib
 import json
+import shutil
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
+import huggingface_hub.constants as hf_constants
 import pytest
 import yaml
-from corpus_fakehub import FakeHub, FakeRepo
+from deadhub import DeadHub
 
 import autoparser.corpus.nightly as nightly_mod
 from autoparser.cli import main as cli_main
 from autoparser.corpus import Corpus
 from autoparser.corpus.artefacts import snapshot_key, template_artefacts
+from autoparser.corpus.fakehub import FakeHub, FakeRepo
 from autoparser.corpus.fetcher import HubFetcher
 from autoparser.corpus.manifest import Manifest
 from autoparser.corpus.nightly import NIGHTLY_JSON, NIGHTLY_MD, ScenarioChange, compare_artefacts, nightly
-from autoparser.corpus.refresh import JOURNAL_NAME
+from autoparser.corpus.refresh import JOURNAL_NAME, read_repo_ids
 
 ROOT = Path(__file__).resolve().parents[2]
 QWEN3 = (ROOT / "corpus" / "templates" / "Qwen__Qwen3-0.6B.jinja").read_text(encoding="utf-8")
@@ -60,6 +64,17 @@ def fetcher(hub: FakeHub, hf_isolated: Path) -> Callable[[], HubFetcher]:
 
 def _tree(root: Path) -> dict[str, tuple[int, int]]:
     return {str(p.relative_to(root)): (p.stat().st_mtime_ns, p.stat().st_size) for p in sorted(root.rglob("*"))}
+
+
+def _digest(*roots: Path) -> dict[str, str]:
+    """Every file and directory under the roots, files by the sha256 of their bytes (a root that does not exist
+    is recorded as such)."""
+    out: dict[str, str] = {}
+    for root in roots:
+        out[str(root)] = "dir" if root.is_dir() else "missing"
+        for p in sorted(root.rglob("*")):
+            out[str(p)] = "dir" if p.is_dir() else hashlib.sha256(p.read_bytes()).hexdigest()
+    return out
 
 
 def _cli(tmp: Path, hub: FakeHub, *extra: str, ids: list[str] = IDS) -> int:
@@ -154,18 +169,60 @@ def test_gated_and_failing_repos_are_reported_and_only_a_dead_hub_is_exit_2(
     md = (rep / NIGHTLY_MD).read_text()
     assert "## Failed" in md and "| org/gated |" in md and "| org/flaky |" in md
 
-    # the reasoner changes, but the hub is down for the whole run: exit 2, the templates untouched (the
-    # manifest only records the new failures)
+    # the reasoner changes, but the hub is down for the whole run: exit 2, and a failed run leaves the checkout
+    # byte for byte as it was (no new failures in the manifest either); only the report says what failed
     hub.repos["org/reasoner"].commit({"tokenizer_config.json": _config(RENAMED)})
     hub.faults.clear()
     hub.inject(r"^/", 500, times=1000)
-    before = _tree(corpus / "templates"), Corpus.load(corpus).entries
+    before = _digest(corpus, snaps)
     down = nightly(corpus, ["org/reasoner", "org/flaky"], fetcher(), snapshots=snaps, report_dir=rep,
-                   progress=False)
+                   progress=False, update=True)
     assert down.exit_code == 2 and down.nothing_fetched and not down.templates
-    assert (_tree(corpus / "templates"), Corpus.load(corpus).entries) == before
-    assert {f.repo_id for f in Manifest.read(corpus).failures} == {"org/reasoner", "org/flaky", "org/gated"}
-    assert json.loads((rep / NIGHTLY_JSON).read_text())["exit_code"] == 2
+    assert _digest(corpus, snaps) == before
+    assert {f.repo_id for f in Manifest.read(corpus).failures} == {"org/flaky", "org/gated"}
+    written = json.loads((rep / NIGHTLY_JSON).read_text())
+    assert written["exit_code"] == 2 and {f["repo_id"] for f in written["failed"]} == {"org/reasoner", "org/flaky"}
+
+
+@pytest.mark.parametrize("jobs", [1, 3])
+def test_an_unreachable_hub_stops_the_job_at_the_first_connection(dead_hub: DeadHub, tmp_path: Path, jobs: int,
+                                                                   capsys: pytest.CaptureFixture[str]) -> None:
+    ids = [*IDS, "org/gated", "org/flaky", "org/a", "org/b", "org/c", "org/d"]
+    (tmp_path / "ids.txt").write_text("\n".join(ids) + "\n")
+    code = cli_main(["corpus", "nightly", "--corpus", str(tmp_path / "corpus"), "--snapshots",
+                     str(tmp_path / "snapshots"), "--ids", str(tmp_path / "ids.txt"), "--endpoint", dead_hub.url,
+                     "--report", str(tmp_path / "report"), "--jobs", str(jobs)])
+    err = capsys.readouterr().err
+    # one attempt; with --jobs N at most the N already under way when the first one failed
+    assert code == 2 and 1 <= len(dead_hub.attempts) <= jobs
+    assert not (tmp_path / "corpus").exists() and not (tmp_path / "snapshots").exists()
+    # one line: what failed, where, and the variables that decide it (HF_ENDPOINT, HF_HUB_OFFLINE)
+    assert err.count("\n") == 1 and err.startswith("autoparser: error: corpus nightly: cannot reach the hub at "
+                                                   f"{dead_hub.url} (")
+    assert "HF_ENDPOINT" in err and "HF_HUB_OFFLINE" in err
+    failed = json.loads((tmp_path / "report" / NIGHTLY_JSON).read_text())["failed"]
+    assert [(f["repo_id"], f["kind"]) for f in failed] == [(r, "unreachable") for r in sorted(ids)]
+
+
+def test_offline_on_a_fresh_clone_is_one_line_and_writes_nothing(hub: FakeHub, hf_isolated: Path, tmp_path: Path,
+                                                                  monkeypatch: pytest.MonkeyPatch,
+                                                                  capsys: pytest.CaptureFixture[str]) -> None:
+    # a fresh clone: the committed corpus, whose manifest records no hub state (its templates were seeded), and
+    # an empty hub cache. HF_HUB_OFFLINE means "read the hub cache only", as huggingface_hub reads it: nothing
+    # is there, so the job says so once and fails, rather than failing every repo with "no earlier fetch"
+    corpus = tmp_path / "corpus"
+    shutil.copytree(ROOT / "corpus", corpus, ignore=shutil.ignore_patterns(".*"))
+    assert Manifest.read(corpus).repos == {}
+    monkeypatch.setattr(hf_constants, "HF_HUB_OFFLINE", True)
+    before = _digest(corpus)
+    code = cli_main(["corpus", "nightly", "--corpus", str(corpus), "--snapshots", str(tmp_path / "snapshots"),
+                     "--endpoint", hub.url, "--report", str(tmp_path / "report")])
+    err = capsys.readouterr().err
+    n = len(read_repo_ids(corpus / "model-ids.txt"))
+    assert code == 2 and hub.requests == [] and err.count("\n") == 1
+    assert f"offline mode (HF_HUB_OFFLINE=1) and none of the {n} repos is in the hub cache ({hf_isolated})" in err
+    assert "nothing fetched, the corpus unchanged" in err and "HF_ENDPOINT" in err
+    assert _digest(corpus) == before and not (tmp_path / "snapshots").exists()
 
 
 class Killed(BaseException):
@@ -195,6 +252,13 @@ def test_killed_while_writing_snapshots_then_resumed(hub: FakeHub, tmp_path: Pat
     assert calls == ["org__chat"] and (corpus / JOURNAL_NAME).exists()
     assert not rep.exists()
     monkeypatch.setattr(nightly_mod, "_write_snapshot", real)
+
+    # the next night the hub is down: a failed run does not finish the killed one, it touches nothing
+    hub.inject(r"^/", 503, times=1000)
+    before = _digest(corpus, snaps)
+    assert nightly(corpus, IDS, fetcher(), snapshots=snaps, update=True, progress=False).exit_code == 2
+    assert _digest(corpus, snaps) == before
+    hub.faults.clear()
 
     report = nightly(corpus, IDS, fetcher(), snapshots=snaps, report_dir=rep, update=True, progress=False)
     assert report.refresh.repos_unchanged == 2  # the corpus was already up to date: the journal told the story

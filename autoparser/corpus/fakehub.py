@@ -1,9 +1,13 @@
-"""A small fake Hugging Face hub for the fetcher tests: a real HTTP/1.1 server on 127.0.0.1.
+"""A small fake Hugging Face hub: a real HTTP/1.1 server on 127.0.0.1, for running the corpus jobs without network.
 
-It implements what huggingface_hub 2.4 calls (TOOLING.md B.1): model listing, model info (with siblings and
-sizes), HEAD/GET resolve with X-Repo-Commit / ETag / Content-Length, X-Error-Code on errors, LFS-style
-302 redirects to a second listener acting as the CDN, and Range requests (206 + Content-Range, 416). Faults
-are injected per path pattern.
+It answers what huggingface_hub calls when the fetcher reads a repo: model listing, model info (with siblings
+and sizes), HEAD/GET resolve with X-Repo-Commit / ETag / Content-Length, X-Error-Code on errors (401/403 for a
+gated repo without a good token), LFS-style 302 redirects to a second listener acting as the CDN, and Range
+requests (206 + Content-Range, 416). The tests drive it in-process (repos as FakeRepo, faults injected per path
+pattern, every request logged); `autoparser corpus fake-hub DIR` serves a directory the same way.
+
+It lives in the package, not under tests/, so that the tests and the command are one implementation: what a
+contributor sees offline is what the tests check. Only the standard library is used.
 """
 
 from __future__ import annotations
@@ -15,6 +19,7 @@ import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qs, unquote, urlsplit
 
@@ -54,7 +59,11 @@ class Fault:
 
 
 class FakeHub:
-    def __init__(self, repos: dict[str, FakeRepo], valid_tokens: frozenset[str] = frozenset({"hf_good"})) -> None:
+    """The hub for `repos` (id -> FakeRepo), at `url` once entered (`with FakeHub(...) as hub:`). A gated repo
+    answers 401 without a token and 403 with one not in `valid_tokens` (None: any token is good)."""
+
+    def __init__(self, repos: dict[str, FakeRepo], valid_tokens: frozenset[str] | None = frozenset({"hf_good"}),
+                 *, port: int = 0) -> None:
         self.repos = repos
         self.valid_tokens = valid_tokens
         self.faults: list[Fault] = []
@@ -83,8 +92,12 @@ class FakeHub:
             def do_GET(self) -> None:
                 hub._handle(self, head=False, cdn=True)
 
-        self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self._cdn = ThreadingHTTPServer(("127.0.0.1", 0), CdnHandler)
+        self._server = ThreadingHTTPServer(("127.0.0.1", port), Handler)
+        try:
+            self._cdn = ThreadingHTTPServer(("127.0.0.1", 0), CdnHandler)
+        except OSError:
+            self._server.server_close()
+            raise
         self._server.daemon_threads = True
         self._cdn.daemon_threads = True
         self.url = f"http://127.0.0.1:{self._server.server_address[1]}"
@@ -104,6 +117,9 @@ class FakeHub:
         for srv in (self._server, self._cdn):
             srv.shutdown()
             srv.server_close()
+
+    def sync(self) -> None:
+        """Called before each request is answered: a hub whose repos live elsewhere (DirectoryHub) reads them."""
 
     # -- test controls --------------------------------------------------------------------------------------
 
@@ -138,6 +154,7 @@ class FakeHub:
         self._send(h, status, body, {"X-Error-Code": code, **(extra or {})}, head=head)
 
     def _handle(self, h: BaseHTTPRequestHandler, *, head: bool, cdn: bool) -> None:
+        self.sync()
         raw = h.path
         split = urlsplit(raw)
         path = split.path
@@ -210,7 +227,7 @@ class FakeHub:
             if not token:
                 self._error(h, 401, "GatedRepo", head)
                 return
-            if token not in self.valid_tokens:
+            if self.valid_tokens is not None and token not in self.valid_tokens:
                 self._error(h, 403, "GatedRepo", head)
                 return
         sha = repo.sha if revision == "main" else revision
@@ -249,3 +266,49 @@ class FakeHub:
     def _record_served(self, filename: str, n: int) -> None:
         with self._lock:
             self.served[filename] = self.served.get(filename, 0) + n
+
+
+GATED_MARKER = ".gated"
+
+
+def read_repo_directory(root: Path) -> dict[str, tuple[dict[str, bytes], bool]]:
+    """repo id -> (file path in the repo -> bytes, gated) for every ROOT/<org>/<name>/ folder: the hub's repo
+    ids and paths, so a template is put where the hub has it (org/name/tokenizer_config.json,
+    org/name/chat_template.jinja, org/name/additional_chat_templates/tool_use.jinja). Names starting with a dot
+    are not served; an empty `.gated` file makes the repo gated."""
+    out: dict[str, tuple[dict[str, bytes], bool]] = {}
+
+    def folders(p: Path) -> list[Path]:
+        return sorted(c for c in p.iterdir() if c.is_dir() and not c.name.startswith("."))
+
+    for org in folders(root):
+        for repo in folders(org):
+            files = {f.relative_to(repo).as_posix(): f.read_bytes() for f in sorted(repo.rglob("*"))
+                     if f.is_file() and not any(part.startswith(".") for part in f.relative_to(repo).parts)}
+            out[f"{org.name}/{repo.name}"] = (files, (repo / GATED_MARKER).exists())
+    return out
+
+
+class DirectoryHub(FakeHub):
+    """The hub over a directory (read_repo_directory), read again before every request: an edited file is a new
+    commit (a new sha) the next time the hub is asked, as a push would be, and the commits seen before stay
+    downloadable by sha while the server runs. A gated repo takes any token."""
+
+    def __init__(self, root: Path, *, port: int = 0) -> None:
+        self.root = root
+        super().__init__({}, None, port=port)
+        self.sync()
+
+    def sync(self) -> None:
+        found = read_repo_directory(self.root)
+        with self._lock:
+            repos: dict[str, FakeRepo] = {}
+            for repo_id, (files, gated) in found.items():
+                repo = self.repos.get(repo_id)
+                if repo is None:
+                    repo = FakeRepo(files, gated=gated)
+                elif files != repo.files:
+                    repo.commit(files)
+                repo.gated = gated
+                repos[repo_id] = repo
+            self.repos = repos  # (one assignment: a request being answered sees the old dict or the new)
