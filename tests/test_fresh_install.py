@@ -110,3 +110,39 @@ def test_with_llama_cpp_the_grammar_check_runs(wheel: Path, tmp_path: Path) -> N
     assert "2 failed, 2 passed" in out, out
     assert "grammar check skipped" not in out, out
     assert "grammar: the constrained output" in out, out
+
+
+# The first hour on the command line, outside the checkout and in pipes: the main job on the packaged corpus
+# (its exit status stable when the reader stops early), a schema on stdin, and the stages and names the README
+# uses after a plain `import autoparser`.
+COMMANDS = r'''
+set -u
+autoparser corpus summary --only 'Qwen__Qwen3-0.6B' | head -1; echo "summary=${PIPESTATUS[0]}"
+autoparser corpus summary --limit 30 | head -1 >/dev/null; echo "early-close=${PIPESTATUS[0]}"
+echo '{"type": "integer"}' | autoparser gbnf - | grep -c '^root ::='
+python - <<'PY'
+import autoparser
+print("export:", autoparser.export.response_template.__name__)
+source = autoparser.load_template("Qwen__Qwen3-0.6B")
+try:
+    autoparser.generate(source, {"messages": [{"role": "user", "content": "hi"}], "tool": []})
+except autoparser.UnknownKeyError as e:
+    print("refused:", e)
+PY
+'''
+
+
+def test_the_commands_outside_the_checkout_and_in_pipes(wheel: Path, tmp_path: Path) -> None:
+    python = _venv(tmp_path, wheel)
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("AUTOPARSER_", "PYTEST_", "PYTHON"))}
+    env["PATH"] = f"{python.parent}{os.pathsep}{env.get('PATH', '')}"
+    work = tmp_path / "elsewhere"
+    work.mkdir()
+    done = subprocess.run(["bash", "-c", COMMANDS], cwd=work, env=env, timeout=600, capture_output=True, text=True)
+    out = done.stdout
+    assert done.returncode == 0 and "Traceback" not in done.stderr, done.stdout + done.stderr
+    assert out.startswith("Qwen__Qwen3-0.6B ") and "tools=JSON_NATIVE" in out.splitlines()[0], out
+    assert "summary=0" in out and "early-close=0" in out, out
+    assert "\n1\n" in out, out  # (the schema read from stdin made one root rule)
+    assert "export: response_template" in out, out
+    assert "refused: generate(): unknown key 'tool' in the request (did you mean 'tools'?)" in out, out
