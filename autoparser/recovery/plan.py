@@ -21,7 +21,7 @@ from autoparser.peg import nodes as N
 from autoparser.peg.nodes import C_SPACE
 from autoparser.types import ChatMessage
 
-__all__ = ["CALL_START", "RELAXED_MARKUP", "REPAIR", "RecoveryPlan", "plan_of"]
+__all__ = ["CALL_START", "END_SPACE", "RELAXED_MARKUP", "REPAIR", "RecoveryPlan", "plan_of"]
 
 # Tag prefix of the readings beyond the template (`repair:<kind>`): the default parse reports each node of one
 # as a diagnostic (recovery/checks.py).
@@ -31,6 +31,9 @@ REPAIR = "repair:"
 RELAXED_MARKUP = "relaxed-markup"
 # Tag of where calls without any marker begin (`{"name"`): after text it cannot read, the reading resumes there.
 CALL_START = "call-start"
+# Tag of the whitespace the relaxed parser reads before the end of the output: formatting where the output ends
+# there, the start of the text that follows where it does not (a prefix that ends in it only seems to end).
+END_SPACE = "end-space"
 
 # Repairs whose markers count only at the start of the content (reasoning markers).
 _LEAD_REPAIRS = (REPAIR + "undeclared_reasoning", REPAIR + "stray_reasoning_end")

@@ -36,7 +36,7 @@ from autoparser.peg.nodes import C_SPACE
 from autoparser.recovery.checks import call_positions, diagnostic, drop_repeated_start, moved, with_repairs
 from autoparser.recovery.completion import closed_calls, complete_at_end, parse_text, viable_prefix
 from autoparser.recovery.coverage import Reading, Span, covered_by, guaranteed, without_trailing_special
-from autoparser.recovery.plan import REPAIR, RecoveryPlan
+from autoparser.recovery.plan import END_SPACE, REPAIR, RecoveryPlan
 from autoparser.types import ChatFormat, ChatMessage, Diagnostic
 
 __all__ = ["Reader", "pending_space_held", "with_unparsed"]
@@ -211,7 +211,8 @@ class Reader:
         cut = offset
         if viable > offset:
             prefix = parse_text(relaxed, effective[:viable])
-            cut = min(_before_open_call(relaxed, prefix, viable), _before_cut_marker(prefix, viable))
+            cut = min(_before_open_call(relaxed, prefix, viable), _before_cut_marker(prefix, viable),
+                      _before_end_space(prefix, viable))
         cut = max(cut, offset)
         head, ended = self._head(effective[:cut], cut - offset, False)
         if not ended.fail and ended.end < cut:
@@ -296,6 +297,15 @@ def with_unparsed(head: ChatMessage, tail: str, position: int, partial: bool = F
         return head
     return replace(head, content=head.content + tail, diagnostics=(*head.diagnostics,
                                                                    diagnostic(kind, position, tail)))
+
+
+def _before_end_space(prefix: ParseResult, viable: int) -> int:
+    """Where whitespace the parse of a prefix read as the output's end begins (`END_SPACE`): text follows it,
+    so it belongs to that text (`viable` if there is none)."""
+    for node in prefix.ast.walk(prefix.nodes):
+        if node.tag == END_SPACE and node.end >= viable and node.start < node.end:
+            return node.start
+    return viable
 
 
 def _before_cut_marker(result: ParseResult, cut: int) -> int:

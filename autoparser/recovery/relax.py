@@ -20,7 +20,7 @@ from autoparser.chat.tools import Function, Parameter
 from autoparser.peg import P
 from autoparser.peg.nodes import C_SPACE
 from autoparser.recovery.loose import LooseCalls
-from autoparser.recovery.plan import CALL_START, RELAXED_MARKUP
+from autoparser.recovery.plan import CALL_START, END_SPACE, RELAXED_MARKUP
 
 __all__ = ["RelaxedBuilder"]
 
@@ -32,7 +32,7 @@ class RelaxedBuilder(LooseCalls):
     def end(self) -> P:
         """The end of the output, whitespace before it allowed: a model may end its turn with a newline where the
         template writes none, and whitespace at the end of an output is formatting, not a repair."""
-        return self.space() + super().end()
+        return self.tag(END_SPACE, self.space()) + super().end()
 
     def markup(self, texts: Sequence[str]) -> P:
         """A choice of `texts` that the relaxed parser reads as markup where llama.cpp's reads text (tagged, so
