@@ -18,18 +18,16 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
 
 from autoparser.chat.tags import CONTENT
-from autoparser.peg import ParseResult, ResultType
+from autoparser.peg import ParseResult
 from autoparser.peg.engine import OBS_DROPPED
 from autoparser.peg.nodes import C_SPACE
 from autoparser.recovery.checks import diagnostic
 from autoparser.types import ChatMessage
 
-__all__ = ["SPECIAL_TOKEN", "Reading", "Span", "content_ends", "covered_by", "guaranteed", "merged",
+__all__ = ["SPECIAL_TOKEN", "Reading", "Span", "content_ends", "covered_by", "guaranteed", "holes_in", "merged",
            "without_trailing_special"]
 
 Span = tuple[int, int]
-
-NEED_MORE = ResultType.NEED_MORE_INPUT
 
 # Special tokens (`<|call|>`, `<|tool_response>`, `</s>`): at the end of an output, markup the format ends with,
 # not text of the model's to keep.
@@ -80,17 +78,26 @@ class Reading:
         return [*own, *self.ends]
 
 
+def holes_in(result: ParseResult, dropped: Iterable[Span] = (), partial: bool = False) -> list[Span]:
+    """The spans (of the parsed text) a parse consumed but does not account for: those whose field text the
+    mapping `dropped`, and, in a complete output (not `partial`), what an `atomic` running into the end of the
+    text dropped (`OBS_DROPPED`)."""
+    holes = list(dropped)
+    if not partial and result.need_more_input:
+        end = result.end
+        holes.extend((pos, end) for kind, _pid, pos in result.observed if kind == OBS_DROPPED)
+    return holes
+
+
 def covered_by(result: ParseResult, offset: int, dropped: Iterable[Span] = (), partial: bool = False) -> list[Span]:
     """The spans of the output (`result` parsed generation prompt + output, the prompt `offset` long) the parse
-    accounts for: all it consumed, but for the spans whose field text the mapping `dropped` and, in a complete
-    output (not `partial`: more may complete it), what an `atomic` running into the end of the text dropped
-    (`OBS_DROPPED`: a name, a key or a draft it had not finished; a marker cut off by the end is markup)."""
+    accounts for: all it consumed but its `holes_in` (what the mapping `dropped`, and in a complete output what
+    an `atomic` running into the end of the text dropped: a name, a key or a draft it had not finished; a marker
+    cut off by the end is markup)."""
     if result.fail:
         return []
     start, end = result.start, result.end
-    holes = list(dropped)
-    if result.type == NEED_MORE and not partial:
-        holes.extend((pos, end) for kind, _pid, pos in result.observed if kind == OBS_DROPPED)
+    holes = holes_in(result, dropped, partial)
     if not holes:  # (the common case: one span, made without sorting anything)
         return [(max(start, offset) - offset, end - offset)] if end > offset else []
     holes.sort()

@@ -31,11 +31,11 @@ from autoparser.chat.mapper import map_accounted, rstrip_c, without_open_calls
 from autoparser.chat.tags import CONTENT, TOOL, TOOL_ARGS
 from autoparser.peg import Arena, ParseResult
 from autoparser.peg import nodes as N
-from autoparser.peg.engine import OBS_DROPPED, OBS_LITERAL
+from autoparser.peg.engine import OBS_LITERAL
 from autoparser.peg.nodes import C_SPACE
 from autoparser.recovery.checks import call_positions, diagnostic, drop_repeated_start, moved, with_repairs
 from autoparser.recovery.completion import closed_calls, complete_at_end, parse_text, viable_prefix
-from autoparser.recovery.coverage import Reading, Span, covered_by, guaranteed, without_trailing_special
+from autoparser.recovery.coverage import Reading, Span, covered_by, guaranteed, holes_in, without_trailing_special
 from autoparser.recovery.plan import END_SPACE, REPAIR, RecoveryPlan
 from autoparser.types import ChatFormat, ChatMessage, Diagnostic
 
@@ -67,9 +67,7 @@ class StrictParse(NamedTuple):
         """It stands and accounts for every character of the output (read to its end, nothing dropped), so
         the guarantee has nothing to check: the common case, made without building a `Reading`."""
         result = self.result
-        if not self.stands or self.dropped or result.end != len(result.text):
-            return False
-        return not result.need_more_input or OBS_DROPPED not in [kind for kind, _pid, _pos in result.observed]
+        return self.stands and result.end == len(result.text) and not holes_in(result, self.dropped)
 
 
 @dataclass(frozen=True)

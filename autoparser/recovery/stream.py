@@ -117,19 +117,22 @@ class RecoveringStream(StreamParser):
         if not self._finished:
             new = pending_space_held(new)
         sent, published = self._message, self._published
+        if not self._finished and _shrinks(sent, new):
+            return self._wait(new, sent, published)
         try:
-            if not self._finished and _shrinks(sent, new):
-                raise ParseError("a reading that takes back text the stream sent")  # (llama.cpp sends nothing)
             deltas = super()._publish(new, settled=settled)
-        except ParseError:
-            # A reading that takes back what was sent (a gap of the recovery's, which tests report): the stream
-            # never raises on an output; it waits (what was sent stands), and its final message is the parse's.
-            self.last_deltas = []
-            self._message, self._published = (new, True) if self._finished else (sent, published)
-            return self.last_deltas
+        except ParseError:  # (the strict stream's refusal of a reading that is no append)
+            return self._wait(new, sent, published)
         if self._finished and new.empty():
             self._message = new  # (an empty message sends nothing, but its diagnostics are the parse's)
         return deltas
+
+    def _wait(self, new: ChatMessage, sent: ChatMessage, published: bool) -> list[MessageDelta]:
+        """A reading that takes back what was sent (a gap of the recovery's, which tests report): the stream
+        never raises on an output; it waits (what was `sent` stands), and its final message is the parse's."""
+        self.last_deltas = []
+        self._message, self._published = (new, True) if self._finished else (sent, published)
+        return self.last_deltas
 
     def _settled(self, message: ChatMessage) -> ChatMessage:
         return drop_repeated_start(message, self._reader.plan.reasoning_start, self.text, True)
