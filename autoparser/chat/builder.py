@@ -242,6 +242,28 @@ class ChatBuilder(ChatTags):
         """`calls`, where the request allows one `call`. Relaxed: further calls after it, each reported."""
         return calls
 
+    def labelled_marker(self, token: str, label: str) -> P:
+        """A marker made of a special `token` and a plain-text `label` after it (`<|channel>thought`). Relaxed:
+        also the token alone, where a model leaves the label out."""
+        return self.literal(token + label)
+
+    def empty_markers(self, token: str, label: str) -> P:
+        """Openers `token` without their `label`, which a model repeats before the labelled one and which say
+        nothing. Relaxed: only those another `token` follows (the token alone may open the labelled block)."""
+        return self.zero_or_more(self.literal(token) + self.negate(self.literal(label)))
+
+    def grouped_calls(self, call: P) -> P:
+        """One `call` inside the wrapper the template writes around each call. Relaxed: several, where the model
+        puts all its calls in one wrapper."""
+        return call
+
+    def call_sections(self, first: P, again: Callable[[], P], markers: Sequence[str]) -> P:
+        """The calls' section (`first`). Relaxed: further sections after it (`again()`: a section that holds at
+        least one call), with whitespace or text between, where the model opens a section for each call although
+        the template writes one for all, or writes text between two; the text stops at one of `markers`, where
+        a section begins."""
+        return first
+
     def python_string_body(self, quote: str, form: CallForm | None) -> P:
         """A quoted Python string value's body: JSON escapes only (llama.cpp's grammar), or the escapes Python
         allows for a call form a template's analysis derived. Relaxed: Python's."""

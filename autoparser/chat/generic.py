@@ -216,6 +216,9 @@ def _json_native(d: _Derived) -> P:
         tools = p.trigger_rule("tool-calls", p.one_or_more(single + p.space()))
     else:
         tools = p.standard_json_tools(start, end, b.inputs.tools, b.parallel, b.required, **common)
+        if start.strip(C_SPACE):  # (a section written again holds a call: it is read as a required one)
+            tools = p.call_sections(tools, lambda: p.standard_json_tools(start, end, b.inputs.tools, b.parallel,
+                                                                         True, **common), [start])
     if d.a.content.is_always_wrapped():
         return d.reasoning + _optional_wrapped(d) + tools + p.end()
     # (a bare array of calls begins with its bracket: llama.cpp stops the content at the first `{`, inside it)
@@ -307,7 +310,7 @@ def _tag_with_json(d: _Derived) -> P:
         choice = choice | p.rule(f"tool-{f.name}", _func(d, f.name, call_id_section, have_call_id, args, peek))
     p.eps()  # `tool_calls` is default-initialised in the C++ (node ids: rule names)
     if fmt.per_call_start:
-        wrapped = p.opened(fmt.per_call_start, choice) + fmt.per_call_end
+        wrapped = p.opened(fmt.per_call_start, p.grouped_calls(choice)) + fmt.per_call_end
         if b.parallel:
             calls = p.trigger_rule("tool-call", wrapped + p.zero_or_more(p.space() + wrapped))
         else:
@@ -349,7 +352,8 @@ def _after_content(d: _Derived, calls: P) -> P:
     """Reasoning, then content up to the first call marker, then the calls (optional unless required)."""
     p, fmt = d.p, d.a.tools.format
     marker = fmt.section_start or fmt.per_call_start
-    section = calls if d.b.required else p.optional(calls)
+    section = p.call_sections(calls, lambda: calls, [marker])
+    section = section if d.b.required else p.optional(section)
     if marker.strip(C_SPACE):
         # (a call the model wrote without its opener: relaxed, content stops where one follows)
         content = p.content_until_calls([marker], _bare_tag_openers(d), lambda: calls)
@@ -414,7 +418,7 @@ def _tag_with_tagged(d: _Derived) -> P:
                                   lambda param: not param.may_be_string)
     p.eps()  # `tool_calls` is default-initialised in the C++ (node ids: rule names)
     if fmt.per_call_start:
-        wrapped = p.opened(fmt.per_call_start, p.space()) + choice + p.space() + fmt.per_call_end
+        wrapped = p.opened(fmt.per_call_start, p.space()) + p.grouped_calls(choice) + p.space() + fmt.per_call_end
         if b.parallel:
             calls = p.trigger_rule("tool-call", wrapped + p.zero_or_more(p.space() + wrapped) + p.space())
         else:
@@ -465,4 +469,5 @@ def _pythonic(d: _Derived, form: CallForm) -> P:
         content = p.content_until_calls(markers, bare if form.section_start.strip(C_SPACE) else [], lambda: calls)
     else:
         content = p.content(p.rest())
-    return d.reasoning + p.optional(content) + (calls if b.required else p.optional(calls)) + p.end()
+    sections = p.call_sections(calls, lambda: calls, markers)
+    return d.reasoning + p.optional(content) + (sections if b.required else p.optional(sections)) + p.end()

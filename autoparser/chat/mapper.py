@@ -32,7 +32,11 @@ from autoparser.chat.tags import (
     TOOL_CLOSE,
     TOOL_ID,
     TOOL_NAME,
+    TOOL_NAME_STRING,
     TOOL_OPEN,
+    VALUE_KEY,
+    VALUE_STRING,
+    VALUE_TOKEN,
 )
 from autoparser.errors import ParseError
 from autoparser.peg import Arena, Ast, AstNode, ParseResult
@@ -333,10 +337,10 @@ class ChatPegMapper:
                 self._current.id = text
             else:
                 self.dropped.append((node.start, node.end))
-        elif tag == TOOL_NAME:
+        elif tag in (TOOL_NAME, TOOL_NAME_STRING):
             cur = self._current
             if cur is not None:
-                cur.name = rstrip_c(node.text)
+                cur.name = rstrip_c(node.text) if tag == TOOL_NAME else _decoded_prefix(node.text)
                 if self._args_buffer:
                     cur.arguments = self._args_buffer
                     self._args_buffer = ""
@@ -382,6 +386,15 @@ class ChatPegMapper:
                 self._closing_quote_pending = False
         elif tag == TOOL_CLOSE:
             self._close_tool(node.end)
+        elif tag in (VALUE_TOKEN, VALUE_STRING, VALUE_KEY):
+            if self._current is None:
+                self.dropped.append((node.start, node.end))
+            elif tag == VALUE_TOKEN:
+                self._set_target(self._target() + node.text)
+            elif tag == VALUE_STRING:  # (its closing quote once the format's own closing quote is read)
+                self._set_target(self._target() + '"' + escape_inner(node.text) + ("" if node.is_partial else '"'))
+            elif not node.is_partial:
+                self._set_target(self._target() + dump_string(rstrip_c(node.text)))
 
     def _map_value(self, value: str, is_string: bool) -> None:
         if is_string:
@@ -423,8 +436,9 @@ class ChatPegMapper:
 
 
 # The tags ChatPegMapper.map acts on; any other tag (TOOL, TOOL_ARG, ...) only groups nodes.
-ACTING_TAGS = frozenset({REASONING, CONTENT, TOOL_OPEN, TOOL_ID, TOOL_NAME, TOOL_ARGS, TOOL_ARGS_STRING, TOOL_ARG_OPEN,
-                         TOOL_ARG_NAME, TOOL_ARG_VALUE, TOOL_ARG_STRING_VALUE, TOOL_ARG_CLOSE, TOOL_CLOSE})
+ACTING_TAGS = frozenset({REASONING, CONTENT, TOOL_OPEN, TOOL_ID, TOOL_NAME, TOOL_NAME_STRING, TOOL_ARGS, TOOL_ARGS_STRING,
+                         TOOL_ARG_OPEN, TOOL_ARG_NAME, TOOL_ARG_VALUE, TOOL_ARG_STRING_VALUE, TOOL_ARG_CLOSE, TOOL_CLOSE,
+                         VALUE_TOKEN, VALUE_STRING, VALUE_KEY})
 
 
 # --- Gemma 4 ----------------------------------------------------------------------------------------------

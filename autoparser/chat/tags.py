@@ -27,7 +27,11 @@ __all__ = [
     "TOOL_CLOSE",
     "TOOL_ID",
     "TOOL_NAME",
+    "TOOL_NAME_STRING",
     "TOOL_OPEN",
+    "VALUE_KEY",
+    "VALUE_STRING",
+    "VALUE_TOKEN",
     "ChatTags",
 ]
 
@@ -40,6 +44,7 @@ TOOL_OPEN = "tool-open"
 TOOL_CLOSE = "tool-close"
 TOOL_ID = "tool-id"
 TOOL_NAME = "tool-name"
+TOOL_NAME_STRING = "tool-name-string"  # a call's name written as a JSON string's body: the name it decodes to
 TOOL_ARGS = "tool-args"
 TOOL_ARG = "tool-arg"
 TOOL_ARG_OPEN = "tool-arg-open"
@@ -48,10 +53,15 @@ TOOL_ARG_NAME = "tool-arg-name"
 TOOL_ARG_VALUE = "tool-arg-value"
 TOOL_ARG_STRING_VALUE = "tool-arg-string-value"  # schema says "string": the value is text, never JSON
 TOOL_ARGS_STRING = "tool-args-string"  # a call's arguments written as a JSON string: the string's body
+# A value written in a format's own syntax (`{name:<escape>x<escape>,n:3}`), piece by piece: each piece the JSON
+# text it stands for. (The relaxed parser reads such values; llama.cpp's reads JSON.)
+VALUE_TOKEN = "value-token"  # JSON text as written: a number, true/false/null, a bracket, a comma, a colon
+VALUE_STRING = "value-string"  # the body of a string between the format's own quotes
+VALUE_KEY = "value-key"  # an object's key written without quotes
 
 # The tags whose text goes into a message field: content, reasoning, a call's name, id or arguments.
-FIELD_TAGS = frozenset({CONTENT, REASONING, TOOL_NAME, TOOL_ID, TOOL_ARGS, TOOL_ARG_NAME, TOOL_ARG_VALUE,
-                        TOOL_ARG_STRING_VALUE})
+FIELD_TAGS = frozenset({CONTENT, REASONING, TOOL_NAME, TOOL_NAME_STRING, TOOL_ID, TOOL_ARGS, TOOL_ARG_NAME, TOOL_ARG_VALUE,
+                        TOOL_ARG_STRING_VALUE, VALUE_TOKEN, VALUE_STRING, VALUE_KEY})
 
 
 
@@ -67,6 +77,7 @@ class ChatTags(Builder):
     TOOL_CLOSE = TOOL_CLOSE
     TOOL_ID = TOOL_ID
     TOOL_NAME = TOOL_NAME
+    TOOL_NAME_STRING = TOOL_NAME_STRING
     TOOL_ARGS = TOOL_ARGS
     TOOL_ARG = TOOL_ARG
     TOOL_ARG_OPEN = TOOL_ARG_OPEN

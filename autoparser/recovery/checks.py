@@ -8,7 +8,7 @@ import re
 from collections.abc import Callable, Iterable
 from dataclasses import replace
 
-from autoparser.chat.tags import TOOL, TOOL_NAME, TOOL_OPEN
+from autoparser.chat.tags import TOOL, TOOL_NAME, TOOL_NAME_STRING, TOOL_OPEN
 from autoparser.chat.tools import Function, parameters
 from autoparser.errors import AutoparserError
 from autoparser.peg import ParseResult
@@ -42,6 +42,12 @@ MESSAGES = {
     "unreadable_call": "call {raw!r} at {pos} cannot be read (its neighbours can): kept as content",
     "call_opener_spelling": "call opener {raw!r} at {pos} spelled unlike the template: accepted",
     "extra_call": "another call at {pos} where the request allows one: read as a call",
+    "calls_grouped": "another call at {pos} inside the wrapper the template writes around each call: read as a call",
+    "json_arguments": "call arguments at {pos} written as a JSON object, not as the template writes them: read "
+                      "as the arguments",
+    "json_call": "call at {pos} written as a JSON object, not as the template writes calls: read as a call",
+    "marker_label": "marker {raw!r} at {pos} without the label the template writes after it: accepted",
+    "section_repeated": "another call section at {pos} after the first: its calls read as calls",
     "call_separator": "calls separated by {raw!r} at {pos}, not as the template separates them: accepted",
     "unquoted_value": "argument value {raw!r} at {pos} without the quotes the template writes around values: "
                       "read as its JSON value",
@@ -130,7 +136,7 @@ def call_positions(result: ParseResult, offset: int) -> list[int]:
     for n in result.ast.walk(result.nodes):
         if n.tag in (TOOL, TOOL_OPEN):
             start = n.start
-        elif n.tag == TOOL_NAME:
+        elif n.tag in (TOOL_NAME, TOOL_NAME_STRING):
             out.append(max(0, start - offset))
     return out
 

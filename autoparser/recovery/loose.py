@@ -6,10 +6,11 @@ name.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable, Sequence
 
 from autoparser.chat.builder import ChatBuilder, TaggedMarkers
-from autoparser.chat.tags import TOOL_ARGS_STRING
+from autoparser.chat.tags import TOOL_ARGS_STRING, TOOL_NAME_STRING
 from autoparser.chat.tools import Function, Parameter, parameters
 from autoparser.peg import P
 from autoparser.peg.nodes import C_SPACE
@@ -93,14 +94,21 @@ class LooseCalls(ChatBuilder):
             else self.repair("unknown_tool", self.tool_name(self.chars(_NAME_CHARS, 1, 64)))
         name_close = self.literal(t(m.name_suffix, C_SPACE)) + self.optional(self.literal(_trail(m.name_suffix))) \
             if t(m.name_suffix, C_SPACE) else self.space()
-        # without a closer of its own, a call ends where the next marker shows (not at a half-seen one)
+        body = self.zero_or_more(self.tool_arg(self.choice(args)) if f is None else self.choice(args)) \
+            if args else self.eps()
+        # (the name then its arguments as one JSON object, as the same family's JSON dialect writes them)
+        body = self.choice([self.repair("json_arguments", self.json_object()), body])
+        return self.tool(self.tool_open(name_open + name + name_close) + self.tool_args(body) + self.space()
+                         + self.tool_close(self.tagged_call_close(m))) + self.space()
+
+    def tagged_call_close(self, m: TaggedMarkers) -> P:
+        """Where a tagged call ends: its closer, or, without a closer of its own, where the next marker shows
+        (not at a half-seen one); a closer left out where the next marker follows."""
+        call_end, after = m.call_close.strip(C_SPACE), m.after_call.strip(C_SPACE)
         call_close = self.literal(call_end) if call_end else self.peek(self.space() + self.literal(after))
         if call_end and after:
             call_close = self.choice([call_close, self.repair("missing_call_closer", self.peek(self.literal(after)))])
-        body = self.zero_or_more(self.tool_arg(self.choice(args)) if f is None else self.choice(args)) \
-            if args else self.eps()
-        return self.tool(self.tool_open(name_open + name + name_close) + self.tool_args(body) + self.space()
-                         + self.tool_close(call_close)) + self.space()
+        return call_close
 
     def loose_json_call(self, name_key: str, args_key: str, names: Sequence[str]) -> P:
         """One JSON call as models write it beyond the template: its members in any order, others skipped; the
@@ -119,9 +127,13 @@ class LooseCalls(ChatBuilder):
         def comma() -> P:
             return ws + self.literal(",") + ws
 
-        declared = self.choice([self.tool_name(self.literal(n)) + self.peek(self.literal('"')) for n in names])
+        def name_string(p: P) -> P:  # (a name JSON escapes, `"\\"get weather\\""`, is the name it decodes to)
+            return self.atomic(self.tag(TOOL_NAME_STRING, p))
+
+        declared = self.choice([name_string(self.literal(json.dumps(n, ensure_ascii=False)[1:-1]))
+                                + self.peek(self.literal('"')) for n in names])
         name_value = self.literal('"') + self.choice([
-            declared, self.repair("unknown_tool", self.tool_name(self.string_content('"')))]) + self.literal('"')
+            declared, self.repair("unknown_tool", name_string(self.string_content('"')))]) + self.literal('"')
         name = key(self.literal(f'"{name_key}"')) + self.atomic(name_value)
         others = [k for k in ("arguments", "parameters", "args", "input") if k != args_key]
         args_key_p = self.choice([self.literal(f'"{args_key}"'),

@@ -16,6 +16,7 @@ from collections.abc import Callable, Sequence
 from autoparser.analysis.model import CallForm
 from autoparser.analysis.reasoning import REASONING_SPELLINGS
 from autoparser.chat.builder import DerivedReasoning, TaggedMarkers, python_value_ends
+from autoparser.chat.tags import VALUE_KEY, VALUE_STRING, VALUE_TOKEN
 from autoparser.chat.tools import Function, Parameter
 from autoparser.peg import P
 from autoparser.peg.nodes import C_SPACE
@@ -165,6 +166,24 @@ class RelaxedBuilder(LooseCalls):
     def extra_calls(self, calls: P, call: P) -> P:
         return calls + self.zero_or_more(self.repair("extra_call", self._loose_between()) + call)
 
+    def labelled_marker(self, token: str, label: str) -> P:
+        return self.literal(token + label) | self.repair("marker_label", self.literal(token))
+
+    def empty_markers(self, token: str, label: str) -> P:
+        return self.zero_or_more(self.literal(token) + self.peek(self.literal(token)))
+
+    def grouped_calls(self, call: P) -> P:
+        return call + self.zero_or_more(self.repair("calls_grouped", self._loose_between()) + call)
+
+    def call_sections(self, first: P, again: Callable[[], P], markers: Sequence[str]) -> P:
+        stops = [m.strip(C_SPACE) for m in markers if m.strip(C_SPACE)]
+        if not stops:
+            return first + self.zero_or_more(self.repair("section_repeated", self.space()) + again())
+        # (a further section begins with its marker: text the model echoes after the calls is no section)
+        at_marker = self.peek(self.choice([self.literal(m) for m in stops]))
+        between = self.choice([self.space() + at_marker, self.content(self.until_one_of(stops)) + at_marker])
+        return first + self.zero_or_more(self.repair("section_repeated", between) + again())
+
     def _loose_between(self) -> P:
         """Between two calls as models write them: whitespace, or `;` or `,` with whitespace around."""
         return self.space() + self.optional(self.chars("[;,]", 1, 1) + self.space())
@@ -178,7 +197,28 @@ class RelaxedBuilder(LooseCalls):
                                     + name_suffix[:-len(quote)])
         value = self.tool_arg_json_value(self.schema(self.json(), f"tool-{f.name}-arg-{param.name}-schema", f.schema,
                                                      pointer=param.pointer))
-        return arg | self.tool_arg(opener + self.repair("unquoted_value", value))
+        return arg | self.tool_arg(opener + self.repair("unquoted_value", value | self.syntax_value(quote)))
+
+    def syntax_value(self, quote: str) -> P:
+        """A value in the format's own syntax, as such templates print an object or a list argument: strings
+        between `quote` markers, keys bare, numbers and literals as in JSON (`{name:<escape>x<escape>,n:[1,2]}`);
+        read piece by piece into the JSON it stands for (mapper: VALUE_TOKEN, VALUE_STRING, VALUE_KEY)."""
+        def token(p: P | str) -> P:
+            return self.tag(VALUE_TOKEN, p)
+
+        def body() -> P:
+            value = self.ref("syntax-value")
+            string = self.literal(quote) + self.tag(VALUE_STRING, self.until(quote)) + self.literal(quote)
+            key = self.tag(VALUE_KEY, self.chars(r"[^:,{}\[\] \t\r\n]", 1, -1)) | string
+            member = key + self.space() + token(":") + self.space() + value
+            ws = self.space()
+            obj = token("{") + ws + self.optional(member + self.zero_or_more(ws + token(",") + ws + member)) + ws \
+                + token("}")
+            arr = token("[") + ws + self.optional(value + self.zero_or_more(ws + token(",") + ws + value)) + ws \
+                + token("]")
+            return self.choice([string, obj, arr, token(self.json_number() | self.json_bool() | self.json_null())])
+
+        return self.rule("syntax-value", body)
 
     def optionally_closed_call(self, head: P, closer: str) -> P:
         return self.tool(head + self.tool_close(self.eps())) + self.optional(self.literal(closer))
@@ -188,8 +228,11 @@ class RelaxedBuilder(LooseCalls):
         if markers is None:
             return strict()
         # calls as the template writes them and beyond (None: an undeclared tool, where names are marked)
-        return self.choice([self.loose_tagged_call(markers, f, json_first)
-                            for f in [*tools, *([None] if markers.names_marked else [])]])
+        calls = [self.loose_tagged_call(markers, f, json_first)
+                 for f in [*tools, *([None] if markers.names_marked else [])]]
+        # a JSON call object where the name begins, as the family's JSON dialect writes a call
+        json_call = self.repair("json_call", self.loose_json_call("name", "arguments", [f.name for f in tools]))
+        return self.choice([*calls, json_call + self.space() + self.tagged_call_close(markers) + self.space()])
 
     def python_string_body(self, quote: str, form: CallForm | None) -> P:
         return self.python_escaped_body(quote)

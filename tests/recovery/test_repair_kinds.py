@@ -398,3 +398,102 @@ def test_typed_values_without_the_templates_string_delimiters() -> None:
     out = '<start_function_call>call:set_flag{enabled:true,verbose:false}<end_function_call>'
     check(case("distil-labs__distil-home-assistant-functiongemma", out, tools=[SET_FLAG]),
           {"tool_calls": [call("set_flag", '{"enabled":true,"verbose":false}')]}, ["unquoted_value", "unquoted_value"])
+
+
+# --- calls grouped otherwise than the template groups them (issue 35) -------------------------------------------
+
+LONDON = call("get_weather", '{"city": "London"}')
+
+
+@pytest.mark.parametrize(("template", "first", "second"), [
+    # LFM2.5 renders one `<|tool_call_start|>[...]<|tool_call_end|>` list for all calls (LFM2's own format,
+    # chat/handlers/lfm2.py); vLLM's and Ollama's LFM2 tests show a list per call
+    ("LiquidAI__LFM2.5-350M", '<|tool_call_start|>[get_weather(city="Paris")]<|tool_call_end|>',
+     '<|tool_call_start|>[get_weather(city="London")]<|tool_call_end|>'),
+    # DeepSeek V3.1 renders one `<｜tool▁calls▁begin｜>...<｜tool▁calls▁end｜>` section for all calls (the analyzer's
+    # section markers); Ollama's DeepSeek tests open one per call
+    ("deepseek-ai__DeepSeek-V3.1",
+     '<｜tool▁calls▁begin｜><｜tool▁call▁begin｜>get_weather<｜tool▁sep｜>{"city": "Paris"}<｜tool▁call▁end｜><｜tool▁calls▁end｜>',
+     '<｜tool▁calls▁begin｜><｜tool▁call▁begin｜>get_weather<｜tool▁sep｜>{"city": "London"}<｜tool▁call▁end｜><｜tool▁calls▁end｜>'),
+])
+@pytest.mark.parametrize("between", ["", "\n"])
+def test_a_section_for_each_call(template: str, first: str, second: str, between: str) -> None:
+    """The calls of both sections."""
+    check(case(template, "Checking." + first + between + second, enable_thinking=False),
+          {"content": "Checking.", "tool_calls": [PARIS, LONDON]}, ["section_repeated"])
+
+
+def test_text_between_two_sections_is_content_in_its_place() -> None:
+    """DeepSeek V3.1 as above, text between the sections: content, after the text before the calls."""
+    out = ('Checking.<｜tool▁calls▁begin｜><｜tool▁call▁begin｜>get_weather<｜tool▁sep｜>{"city": "Paris"}<｜tool▁call▁end｜>'
+           '<｜tool▁calls▁end｜> Then: <｜tool▁calls▁begin｜><｜tool▁call▁begin｜>get_weather<｜tool▁sep｜>{"city": "London"}'
+           '<｜tool▁call▁end｜><｜tool▁calls▁end｜>')
+    params = generate(CORPUS.by_name("deepseek-ai__DeepSeek-V3.1").read_text(),
+                      {"messages": [{"role": "user", "content": "Hi"}], "tools": [WEATHER], "enable_thinking": False,
+                       "reasoning_format": "auto"})
+    got = params.parse(out)
+    assert (got.content, [(c.name, json.loads(c.arguments)) for c in got.tool_calls]) == \
+        ("Checking. Then: ", [("get_weather", {"city": "Paris"}), ("get_weather", {"city": "London"})])
+    assert "section_repeated" in [d.kind for d in got.diagnostics]
+    assert not unaccounted(out, got, markup_spans(params, out))
+
+
+def test_several_calls_in_the_wrapper_of_one() -> None:
+    """Qwen3-Coder renders `<tool_call>\\n<function=NAME>...</function>\\n</tool_call>` around each call; a model
+    writes both functions in one `<tool_call>` (the reverse of a section per call)."""
+    out = ("<tool_call>\n<function=get_weather>\n<parameter=city>\nParis\n</parameter>\n</function>\n"
+           "<function=get_weather>\n<parameter=city>\nLondon\n</parameter>\n</function>\n</tool_call>")
+    check(case("Qwen__Qwen3-Coder-30B-A3B-Instruct", out),
+          {"tool_calls": [call("get_weather", '{"city":"Paris"}'), call("get_weather", '{"city":"London"}')]},
+          ["calls_grouped"])
+
+
+# --- a family's JSON dialect in a tagged format -----------------------------------------------------------------
+
+def test_a_json_call_object_in_a_tagged_format() -> None:
+    """GLM-4.7 renders `<tool_call>NAME<arg_key>K</arg_key><arg_value>V</arg_value></tool_call>`; models of that
+    family also write the Hermes JSON object inside `<tool_call>` (Ollama's Laguna tests, same call form)."""
+    out = '<tool_call>{"name": "get_weather", "arguments": {"city": "Paris", "days": 3}}</tool_call>'
+    check(case(GLM, out, enable_thinking=False), {"tool_calls": [call("get_weather", '{"city": "Paris", "days": 3}')]},
+          ["json_call"])
+
+
+def test_the_name_then_json_arguments_in_a_tagged_format() -> None:
+    """The same template; the name as the template writes it, then the arguments as one JSON object."""
+    out = '<tool_call>get_weather\n{"city": "Paris"}</tool_call>'
+    check(case(GLM, out, enable_thinking=False), {"tool_calls": [PARIS]}, ["json_arguments"])
+
+
+# --- values and names ---------------------------------------------------------------------------------------------
+
+def test_objects_and_lists_in_the_templates_own_value_syntax() -> None:
+    """FunctionGemma quotes strings `<escape>...<escape>` and writes keys bare; an object or a list argument is
+    written in that syntax (Ollama's FunctionGemma tests): read as the JSON it stands for, typed by the schema."""
+    tool = {"type": "function", "function": {"name": "configure", "parameters": {"type": "object", "properties": {
+        "cfg": {"type": "object"}, "tags": {"type": "array", "items": {"type": "string"}}}}}}
+    out = ('<start_function_call>call:configure{cfg:{name:<escape>a, b<escape>,n:3,on:true,inner:{k:null}},'
+           'tags:[<escape>x<escape>,<escape>y<escape>]}<end_function_call>')
+    check(case("distil-labs__distil-home-assistant-functiongemma", out, tools=[tool]),
+          {"tool_calls": [call("configure", '{"cfg": {"name": "a, b", "n": 3, "on": true, "inner": {"k": null}}, '
+                                            '"tags": ["x", "y"]}')]}, ["unquoted_value", "unquoted_value"])
+
+
+def test_a_json_escaped_tool_name_is_the_name_it_encodes() -> None:
+    """Qwen2.5's calls are JSON; a tool whose name holds a quote is written escaped (Ollama's Qwen3-VL tests):
+    the call names that tool."""
+    tool = {"type": "function", "function": {"name": '"get weather"', "parameters": {
+        "type": "object", "properties": {"city": {"type": "string"}}}}}
+    out = '<tool_call>\n{"name": "\\"get weather\\"", "arguments": {"city": "Paris"}}\n</tool_call>'
+    params = generate(CORPUS.by_name(QWEN25).read_text(), {"messages": [{"role": "user", "content": "Hi"}],
+                                                          "tools": [tool]})
+    got = params.parse(out)
+    assert [(c.name, json.loads(c.arguments)) for c in got.tool_calls] == [('"get weather"', {"city": "Paris"})]
+    assert got.content == "" and not got.diagnostics
+
+
+def test_a_labelled_marker_without_its_label() -> None:
+    """Gemma 4 renders reasoning `<|channel>thought\\n...<channel|>`; Ollama's Gemma 4 tests show the channel
+    opened without the `thought` label: reasoning all the same."""
+    out = "<|channel>first<channel|><|channel>second<channel|>Final answer."
+    check(case("Gryphe__Gemma-4-31B-StyleTune", out, tools=[], enable_thinking=True),
+          {"reasoning_content": "firstsecond", "content": "Final answer."}, ["marker_label", "marker_label"])

@@ -157,12 +157,11 @@ def _build(b: Build) -> P:
     close = p.literal("<channel|>")
     body = p.reasoning(p.until("<channel|>")) if b.extract_reasoning else p.until("<channel|>")
     space = p.space()
-    opened = p.literal("<|channel>thought") + space + body + close
+    opened = p.labelled_marker("<|channel>", "thought") + space + body + close
     p.rule("thought", opened if b.extract_reasoning else p.content(opened))
 
     # empty `<|channel>` openers the model sometimes repeats before the thought; the grammar ignores them
-    not_thought = p.negate(p.literal("thought"))
-    consume_empty_channels = p.gbnf(p.zero_or_more(p.literal("<|channel>") + not_thought), "")
+    consume_empty_channels = p.gbnf(p.empty_markers("<|channel>", "thought"), "")
     no_channel = p.negate(p.literal("<|channel>"))
     thought_ref = p.ref("thought")
     thought = (p.peek(p.literal("<|channel>")) + consume_empty_channels + thought_ref) | no_channel

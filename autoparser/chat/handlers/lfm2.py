@@ -67,7 +67,7 @@ def _build(b: Build) -> P:
     # a list written without the marker begins `[NAME(`
     bare = [f"[{f.name}(" for f in functions(b.inputs.tools)]
     content = p.content_until_calls([TOOL_CALL_START], bare, lambda: tool_calls)
-    return gen_prompt + reasoning + content + tool_calls + end
+    return gen_prompt + reasoning + content + p.call_sections(tool_calls, lambda: tool_calls, [TOOL_CALL_START]) + end
 
 
 # For transformers' parser: the list between the markers, read by `python-call-list` (which takes JSON's
