@@ -179,7 +179,11 @@ class Reader:
         if result.success or result.fail:
             return result
         complete = parse_text(relaxed, effective, partial=False)
-        if complete.success and self._read_whole(complete, effective[offset:]) \
+        if complete.fail and complete.end > offset:
+            # (text after the calls the complete reading cannot hold: read as complete up to it, the rest is
+            # trailing text, as after calls the prefix reading shows)
+            complete = parse_text(relaxed, effective[:complete.end], partial=False)
+        if complete.success and self._read_whole(complete, effective[offset:complete.end]) \
                 and len(call_positions(complete, offset)) > len(call_positions(result, offset)) \
                 and not any(n.tag == CONTENT and n.start < offset for n in complete.ast.walk(complete.nodes)):
             return complete  # (and no content read from the generation prompt)
