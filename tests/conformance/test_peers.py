@@ -44,16 +44,43 @@ def _expected_arguments(call: dict[str, Any]) -> dict[str, Any]:
 def implied_tools(calls: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """The tools a test's expected calls imply: each name (the one the output calls, where the test does not
     assert it: `tool`), each argument typed by its expected value (a null value, or an argument the test only
-    names: any type)."""
+    names: any type; an argument a path reaches into (`data.nested.deep`): an object, or an array where the
+    path's next step is an index)."""
     tools: dict[str, dict[str, Any]] = {}
     for call in calls:
         props = tools.setdefault(call.get("name") or call["tool"], {})
         for key in (*(call.get("arguments_keys") or ()), *(call.get("arguments_types") or {})):
-            props.setdefault(key, {})
+            props.setdefault(*_property(key, None))
         for key, value in _expected_arguments(call).items():
-            props[key] = next(({"type": t} for cls, t in _TYPES if isinstance(value, cls)), {})
+            name, schema = _property(key, value)
+            props[name] = schema
     return [{"type": "function", "function": {"name": name, "parameters": {"type": "object", "properties": props}}}
             for name, props in tools.items()]
+
+
+def _property(key: str, value: Any) -> tuple[str, dict[str, Any]]:
+    """The top-level argument a key of `arguments_include` / `arguments_types` names, and its schema."""
+    top, _, rest = key.partition(".")
+    if rest:
+        return top, {"type": "array" if rest.split(".")[0].isdigit() else "object"}
+    return top, next(({"type": t} for cls, t in _TYPES if isinstance(value, cls)), {})
+
+
+_MISSING = object()
+
+
+def _lookup(args: dict[str, Any], key: str, default: Any = _MISSING) -> Any:
+    """The value a key names in a call's arguments: a top-level argument, or, through a dotted path
+    (`data.nested.deep`, an integer step indexing an array), a value nested in one; `default` where there is none."""
+    value: Any = args
+    for step in key.split("."):
+        if isinstance(value, dict) and step in value:
+            value = value[step]
+        elif isinstance(value, list) and step.isdigit() and int(step) < len(value):
+            value = value[int(step)]
+        else:
+            return default
+    return value
 
 
 def peer_request(vector: dict[str, Any]) -> dict[str, Any]:
@@ -61,11 +88,14 @@ def peer_request(vector: dict[str, Any]) -> dict[str, Any]:
     template's thinking is off, unless the vector's `request` says otherwise, as the reasoning-parser tests do;
     what the generation prompt opens and closes of it is reasoning, as the engines' reasoning parsers take it.)
     The vector's `request` holds the template's switches (README there): `enable_thinking` is the request's own,
-    the others (`thinking`, `force_nonempty_content`) are template variables, chat_template_kwargs."""
+    the others (`thinking`, `force_nonempty_content`) are template variables, chat_template_kwargs. Its `tools`,
+    where it has them, are the request's tools (the ones the test passes its parser, or the functions and
+    arguments its output spells); otherwise the tools are those the expected calls imply."""
     kwargs = dict(vector.get("request", {}))
     return {"messages": [{"role": "user", "content": "Hi"}], "parallel_tool_calls": True, "reasoning_format": "auto",
             "enable_thinking": kwargs.pop("enable_thinking", False), "chat_template_kwargs": kwargs,
-            "tools": implied_tools(vector["asserts"].get("tool_calls") or vector["asserts"].get("implied_calls") or [])}
+            "tools": vector.get("tools") or
+            implied_tools(vector["asserts"].get("tool_calls") or vector["asserts"].get("implied_calls") or [])}
 
 
 def _parsed(vector: dict[str, Any]) -> ChatMessage:
@@ -106,7 +136,8 @@ def disagreement(vector: dict[str, Any], got: ChatMessage) -> str | None:
 def _calls_agree(want: list[dict[str, Any]], have: list[tuple[str, Any]]) -> bool:
     """The calls agree in number and in what the test asserts of each: the name (`name`), the arguments as a
     JSON value (`arguments`), some of their values (`arguments_include`), their keys (`arguments_keys`), the
-    JSON types of some (`arguments_types`), that there are some (`some_arguments`)."""
+    JSON types of some (`arguments_types`), that there are some (`some_arguments`). A key of `arguments_include`
+    or `arguments_types` may be a dotted path to a nested value (`data.nested.deep`)."""
     if len(want) != len(have):
         return False
     for w, (name, args) in zip(want, have, strict=True):
@@ -114,11 +145,12 @@ def _calls_agree(want: list[dict[str, Any]], have: list[tuple[str, Any]]) -> boo
             return False
         if "arguments" in w and json.loads(w["arguments"]) != args:
             return False
-        if any(args.get(k) != v for k, v in (w.get("arguments_include") or {}).items()):
+        if any(_lookup(args, k, None) != v for k, v in (w.get("arguments_include") or {}).items()):
             return False
         if not set(w.get("arguments_keys") or ()) <= set(args):
             return False
-        if any(k not in args or _json_type(args[k]) != t for k, t in (w.get("arguments_types") or {}).items()):
+        if any(_lookup(args, k) is _MISSING or _json_type(_lookup(args, k)) != t
+               for k, t in (w.get("arguments_types") or {}).items()):
             return False
         if w.get("some_arguments") and not args:
             return False
