@@ -242,6 +242,22 @@ class ChatBuilder(ChatTags):
         """`calls`, where the request allows one `call`. Relaxed: further calls after it, each reported."""
         return calls
 
+    def value_choice(self, values: Sequence[P], json_string_rule: str) -> P:
+        """A value of a format's own value syntax, one of `values`. Relaxed: also a JSON string (`"a \\"b\\""`)
+        where the syntax quotes strings otherwise, as the rule `json_string_rule` (its text is the JSON)."""
+        return self.choice(list(values))
+
+    def message_after_calls(self, calls: P, message: Callable[[], P]) -> P:
+        """`calls`, which end the model's turn. Relaxed: a further `message()` after them (the answer written
+        before the tools ran), as a `repair:message_after_calls` node."""
+        return calls
+
+    def omissible(self, full: Callable[[], P], without: Callable[[], P], marks: str, kind: str) -> P:
+        """A piece with a part a model may leave out (`full()`; `without()`: the piece without that part, which
+        holds `marks`). Relaxed: either, the piece without the part a `repair:<kind>` node, and `marks` markup
+        where llama.cpp reads it as text (so that a strict reading holding it does not stand)."""
+        return full()
+
     def labelled_marker(self, token: str, label: str) -> P:
         """A marker made of a special `token` and a plain-text `label` after it (`<|channel>thought`). Relaxed:
         also the token alone, where a model leaves the label out."""
@@ -444,9 +460,7 @@ class ChatBuilder(ChatTags):
                                             [f.name for f in functions(tools_json, typed=False)])
         calls = choices
         if parallel_tool_calls:
-            between = self.space() + self.literal(",") + self.space()
-            if not array_wrapped:
-                between = self.call_separator(between)
+            between = self.call_separator(self.space() + self.literal(",") + self.space())
             calls = calls + self.zero_or_more(between + choices)
         elif not array_wrapped:
             calls = self.extra_calls(calls, choices)
@@ -718,13 +732,22 @@ class ChatBuilder(ChatTags):
         for f in functions(tools, typed=False):
             args = self.eps()
             props = _properties(f.schema)
+            undeclared = self.undeclared_keyword(f.schema)
             if props:
                 arg_choice = self.choice()
                 for prop_name, prop_def in props.items():
                     arg_choice |= arg(prop_name, prop_def, props)
-                args = args_of(arg_choice, f.schema)
+                args = args_of(arg_choice if undeclared is None else arg_choice | undeclared, f.schema)
+            elif undeclared is not None:
+                args = self.optional(args_of(undeclared, f.schema))
             choices |= self.rule(f"tool-{f.name}", call(f.name, args))
         return choices
+
+    def undeclared_keyword(self, schema: Any) -> P | None:
+        """A Python call's keyword argument the tool's schema does not declare. None: not read (llama.cpp reads
+        the declared ones only). Relaxed: any keyword, its value a Python or JSON literal, where the schema allows
+        properties it does not list."""
+        return None
 
     def _printed_string(self, form: CallForm, literal: P, keys: list[str], key: str) -> P:
         """A string value the template prints as it is (`CallForm.strings`): it ends where the next argument

@@ -330,7 +330,19 @@ def _tag_with_json(d: _Derived) -> P:
 
 def _bare_tag_openers(d: _Derived) -> list[str]:
     """How a tagged call begins without its opener: the function name's prefix and the name (`<function=f`), or
-    the name and what follows it (`f[CALL_ID]`) when the name stands alone."""
+    the name and what follows it (`f[CALL_ID]`) when the name stands alone; and, where names follow the opener
+    at once, a JSON call object naming a tool (the family's JSON dialect, which the relaxed calls read)."""
+    return [*_bare_tagged_openers(d), *_bare_json_call_openers(d)]
+
+
+def _bare_json_call_openers(d: _Derived) -> list[str]:
+    fn = d.a.tools.function
+    if fn.name_prefix.strip(C_SPACE) or d.a.tools.format.mode is not ToolFormat.TAG_WITH_TAGGED:
+        return []
+    return [f'{{"name":{space}"{f.name}"' for f in functions(d.b.inputs.tools) for space in ("", " ")]
+
+
+def _bare_tagged_openers(d: _Derived) -> list[str]:
     tools = d.a.tools
     fmt, fn, cid = tools.format, tools.function, tools.call_id
     if fmt.section_start.strip(C_SPACE) and fmt.per_call_start.strip(C_SPACE):

@@ -8,13 +8,28 @@ mapper's public state only (`ChatPegMapper.filling`, `ACTING_TAGS`).
 
 from __future__ import annotations
 
+import re
+
 from autoparser.chat.mapper import ACTING_TAGS, ChatPegMapper, escape_inner, map_accounted, rstrip_c
 from autoparser.chat.tags import CONTENT, REASONING, TOOL_ARG_STRING_VALUE, TOOL_ARGS
 from autoparser.peg import Ast, AstNode, ParseResult
 from autoparser.peg.ast import AstId
 from autoparser.types import ChatFormat, ChatMessage, MessageDelta, ToolCall
 
-__all__ = ["FieldGrowth", "feeds_no_field", "map_growing", "map_growing_accounted"]
+__all__ = ["FieldGrowth", "feeds_no_field", "held_tail", "map_growing", "map_growing_accounted"]
+
+# What a held text ends with that may still turn out to be formatting: whitespace, and special tokens
+# (`<|END_OF_TURN_TOKEN|>`, `<｜end▁of▁sentence｜>`; any `<...>` without whitespace in it) or one still being
+# written (`<|END_OF`) (a superset of what the recovery drops at an output's end: recovery/coverage.py).
+_HELD_TAIL = re.compile(r"(?:\s|<[^\s<>]{0,48}>)*(?:<[^\s<>]{0,48})?\Z")
+
+
+def held_tail(text: str) -> int:
+    """How many characters at the end of `text` a stream holds back (shown once text follows them, or the output
+    is complete): whitespace, special tokens, a special token being written."""
+    if "<" not in text[-50:]:
+        return len(text) - len(rstrip_c(text))
+    return len(text) - _HELD_TAIL.search(text, max(0, len(text) - 4096)).start()  # type: ignore[union-attr]
 
 
 class FieldGrowth:
@@ -28,17 +43,18 @@ class FieldGrowth:
     the message stays as it is.
     """
 
-    __slots__ = ("_escaped", "_trailing_space", "call_index", "field", "plain")
+    __slots__ = ("_escaped", "_holds_tokens", "_trailing_space", "call_index", "field", "plain")
 
     def __init__(self, field: str, *, call_index: int = -1, escaped: bool = False,
                  trailing_space: str = "", hold_space: bool = False) -> None:
         self.field = field
         self.call_index = call_index
         self._escaped = escaped
-        # content and reasoning are appended as they are, or, `hold_space`, without trailing whitespace (shown
-        # once something follows it), as JSON arguments are
+        # content and reasoning are appended as they are, or, `hold_space`, without what they end with that may
+        # be formatting (`held_tail`: shown once something follows it); JSON arguments without trailing whitespace
         self.plain = field in ("content", "reasoning_content") and not hold_space
         self._trailing_space = trailing_space
+        self._holds_tokens = hold_space
 
     def added(self, piece: str) -> str:
         """What the field gains when the open node's text gains `piece` (which holds no undecodable bytes)."""
@@ -52,7 +68,7 @@ class FieldGrowth:
         # JSON arguments (and held text) are the node text right-stripped: trailing whitespace shows once
         # something follows it
         s = self._trailing_space + piece
-        visible = rstrip_c(s)
+        visible = s[:len(s) - held_tail(s)] if self._holds_tokens else rstrip_c(s)
         self._trailing_space = s[len(visible):]
         return visible
 

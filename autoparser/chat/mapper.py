@@ -449,7 +449,7 @@ def _gemma4_to_json(ast: Ast, nid: AstId) -> str:
     if not node.text:
         return ""
     rule = node.rule
-    if rule in ("gemma4-number", "gemma4-bool", "gemma4-null"):
+    if rule in ("gemma4-number", "gemma4-bool", "gemma4-null", "gemma4-json-string"):
         return node.text
     if rule == "gemma4-string-content":
         return escape_inner(node.text)

@@ -47,6 +47,14 @@ MESSAGES = {
                       "as the arguments",
     "json_call": "call at {pos} written as a JSON object, not as the template writes calls: read as a call",
     "marker_label": "marker {raw!r} at {pos} without the label the template writes after it: accepted",
+    "json_string_value": "string value {raw!r} at {pos} quoted as JSON, not as the template quotes strings: "
+                         "read as the JSON string",
+    "undeclared_argument": "argument {raw!r} at {pos}, which the tool's schema does not list: kept",
+    "repeated_closer": "closer {raw!r} at {pos} written again after the one that closed: markup",
+    "message_after_calls": "message at {pos} after the calls, which end the turn in the template: read as the "
+                           "answer",
+    "missing_recipient": "message at {pos} without the recipient the template writes in its header: a call by "
+                         "its body",
     "section_repeated": "another call section at {pos} after the first: its calls read as calls",
     "call_separator": "calls separated by {raw!r} at {pos}, not as the template separates them: accepted",
     "unquoted_value": "argument value {raw!r} at {pos} without the quotes the template writes around values: "

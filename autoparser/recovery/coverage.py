@@ -25,7 +25,7 @@ from autoparser.recovery.checks import diagnostic
 from autoparser.types import ChatMessage
 
 __all__ = ["SPECIAL_TOKEN", "Reading", "Span", "content_ends", "covered_by", "guaranteed", "holes_in", "merged",
-           "without_trailing_special"]
+           "special_tail", "without_trailing_special"]
 
 Span = tuple[int, int]
 
@@ -45,6 +45,16 @@ def without_trailing_special(text: str, partial: bool) -> str:
     if partial:
         text = _CUT_SPECIAL.sub("", text)
     return text[:_TRAILING_SPECIAL.search(text).start()]  # type: ignore[union-attr]
+
+
+def special_tail(text: str, partial: bool) -> str:
+    """The special tokens `text` ends with, from the first of them, with the whitespace between and after them
+    (and, while more may come, a special token still being written); "" where it ends with none."""
+    if not partial and not text.rstrip(" \n\r\t").endswith(">"):
+        return ""  # (the common case, without a regex search over the whole text)
+    tail = text[len(without_trailing_special(text, partial)):]
+    first = re.search(r"<", tail)
+    return tail[first.start():] if first else ""
 
 
 def content_ends(result: ParseResult, offset: int) -> list[Span]:

@@ -27,7 +27,8 @@ import json
 from dataclasses import dataclass, replace
 from typing import NamedTuple
 
-from autoparser.chat.mapper import map_accounted, rstrip_c, without_open_calls
+from autoparser.chat.growth import held_tail
+from autoparser.chat.mapper import map_accounted, without_open_calls
 from autoparser.chat.tags import CONTENT, TOOL, TOOL_ARGS
 from autoparser.peg import Arena, ParseResult
 from autoparser.peg import nodes as N
@@ -35,7 +36,15 @@ from autoparser.peg.engine import OBS_LITERAL
 from autoparser.peg.nodes import C_SPACE
 from autoparser.recovery.checks import call_positions, diagnostic, drop_repeated_start, moved, with_repairs
 from autoparser.recovery.completion import closed_calls, complete_at_end, parse_text, viable_prefix
-from autoparser.recovery.coverage import Reading, Span, covered_by, guaranteed, holes_in, without_trailing_special
+from autoparser.recovery.coverage import (
+    Reading,
+    Span,
+    covered_by,
+    guaranteed,
+    holes_in,
+    special_tail,
+    without_trailing_special,
+)
 from autoparser.recovery.plan import END_SPACE, REPAIR, RecoveryPlan
 from autoparser.types import ChatFormat, ChatMessage, Diagnostic
 
@@ -93,8 +102,9 @@ class Reader:
             return pending_space_held(guaranteed(self.reading(output, True), output, True))
         strict = self.strict_parse(output)
         if strict.reads_all:
-            return strict.message  # (the accepted path: llama.cpp's message, and nothing left to account for)
-        msg = guaranteed(self.reading(output, strict=strict), output)
+            # (the accepted path: llama.cpp's message, and nothing left to account for)
+            return without_ending_special(strict.message, output)
+        msg = without_ending_special(guaranteed(self.reading(output, strict=strict), output), output)
         # (a recovered message's calls are closed where their JSON is cut, whichever reading made them; the
         # strict reading's are llama.cpp's)
         if msg.diagnostics and any(not _json(c.arguments) for c in msg.tool_calls):
@@ -124,8 +134,10 @@ class Reader:
         strict_whole = strict is not None and strict.whole
         relaxed = parse_text(plan.relaxed, effective) if partial else self.complete_parse(effective)
         if strict is not None and strict.result.success and relaxed.success and relaxed.end < strict.result.end \
-                and not strict.dropped:
-            relaxed = strict.result  # the relaxations read less of the output than the strict parse (losing none)
+                and not strict.dropped and not self.plan.triggered(strict.message):
+            # the relaxations read less of the output than the strict parse (losing none), which holds no text
+            # they read as markup
+            relaxed = strict.result
         if relaxed.success or (partial and not relaxed.fail):
             shown = without_open_calls(relaxed) if partial else relaxed
             msg, dropped = map_accounted(shown, self.format)
@@ -265,7 +277,23 @@ class Reader:
         parse ignores it), but for the special tokens it ends with."""
         if not result.success:
             return reading
-        return self._with_unparsed(reading, output, result.end - self.offset, partial, "trailing_text")
+        end = result.end - self.offset
+        again = self._closer_again(output, end)
+        if again:  # (markup, not text: said by a diagnostic)
+            at = end + len(output[end:]) - len(output[end:].lstrip(C_SPACE))
+            msg = reading.message
+            reading = replace(reading, message=replace(msg, diagnostics=(
+                *msg.diagnostics, diagnostic("repeated_closer", at, again))), covered=(*reading.covered,
+                                                                                     (end, at + len(again))))
+            end = at + len(again)
+        return self._with_unparsed(reading, output, end, partial, "trailing_text")
+
+    def _closer_again(self, output: str, end: int) -> str:
+        """The closer the format's reading ended with, written again right after it (`<tool_call|><tool_call|>`),
+        or ""."""
+        before, after = output[:end].rstrip(C_SPACE), output[end:].lstrip(C_SPACE)
+        closers = sorted({c.strip(C_SPACE) for c in self.plan.closers} - {""}, key=len, reverse=True)
+        return next((c for c in closers if before.endswith(c) and after.startswith(c)), "")
 
 
 def _json(text: str) -> bool:
@@ -278,12 +306,28 @@ def _json(text: str) -> bool:
 
 def pending_space_held(msg: ChatMessage) -> ChatMessage:
     """A partial output's message without the whitespace its content and reasoning end with: a marker that
-    follows may take it (`</think>\n\n`), and a stream cannot take back what it sent. It shows once text
-    follows it, or the output is complete."""
-    content, reasoning = rstrip_c(msg.content), rstrip_c(msg.reasoning_content)
+    follows may take it (`</think>\n\n`), and a stream cannot take back what it sent; nor the special tokens
+    they end with (or one still being written), which are formatting if the output ends there
+    (`without_ending_special`): `held_tail`. It shows once text follows it, or the output is complete."""
+    content = msg.content[:len(msg.content) - held_tail(msg.content)]
+    reasoning = msg.reasoning_content[:len(msg.reasoning_content) - held_tail(msg.reasoning_content)]
     if len(content) == len(msg.content) and len(reasoning) == len(msg.reasoning_content):
         return msg
     return replace(msg, content=content, reasoning_content=reasoning)
+
+
+def without_ending_special(msg: ChatMessage, output: str) -> ChatMessage:
+    """`msg` without the special tokens the output ends with, where its content or its reasoning ends with them
+    (an end-of-turn marker the server did not stop on, `answer<|END_OF_TURN_TOKEN|>`): formatting, as they
+    are after the format's end. (The strict parse keeps them, as llama.cpp does.)"""
+    tail = special_tail(output, False)
+    if not tail:
+        return msg
+    if msg.content.endswith(tail):
+        return replace(msg, content=msg.content[:-len(tail)])
+    if not msg.content and msg.reasoning_content.endswith(tail):
+        return replace(msg, reasoning_content=msg.reasoning_content[:-len(tail)])
+    return msg
 
 
 def with_unparsed(head: ChatMessage, tail: str, position: int, partial: bool = False,

@@ -11,7 +11,8 @@ the recovery plan reads back (recovery/plan.py).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
 
 from autoparser.analysis.model import CallForm
 from autoparser.analysis.reasoning import REASONING_SPELLINGS
@@ -165,6 +166,24 @@ class RelaxedBuilder(LooseCalls):
 
     def extra_calls(self, calls: P, call: P) -> P:
         return calls + self.zero_or_more(self.repair("extra_call", self._loose_between()) + call)
+
+    def value_choice(self, values: Sequence[P], json_string_rule: str) -> P:
+        return self.choice([*values, self.rule(json_string_rule, self.repair("json_string_value", self.json_string()))])
+
+    def undeclared_keyword(self, schema: Any) -> P | None:
+        if isinstance(schema, Mapping) and schema.get("additionalProperties") is False:
+            return None
+        name = self.tool_arg_name(self.chars("[A-Za-z_]", 1, 1) + self.chars("[A-Za-z0-9_]", 0, 63))
+        return self.repair("undeclared_argument", self.tool_arg(
+            self.tool_arg_open(name + self.literal("=")) + self.tool_arg_value(self.python_or_json_value())
+            + self.tool_arg_close(self.eps())))
+
+    def message_after_calls(self, calls: P, message: Callable[[], P]) -> P:
+        return calls + self.optional(self.repair("message_after_calls", message()))
+
+    def omissible(self, full: Callable[[], P], without: Callable[[], P], marks: str, kind: str) -> P:
+        self.markup([marks])  # (a node no parser refers to: data for the recovery plan's triggers)
+        return full() | self.repair(kind, without())
 
     def labelled_marker(self, token: str, label: str) -> P:
         return self.literal(token + label) | self.repair("marker_label", self.literal(token))

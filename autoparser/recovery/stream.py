@@ -12,14 +12,13 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from autoparser.chat.growth import FieldGrowth, map_growing_accounted
+from autoparser.chat.growth import FieldGrowth, held_tail, map_growing_accounted
 from autoparser.chat.mapper import map_accounted, without_open_calls
 from autoparser.chat.stream import StreamParser
 from autoparser.chat.tags import TOOL
 from autoparser.errors import ParseError
 from autoparser.peg import ParseResult
 from autoparser.peg.ast import AstId
-from autoparser.peg.nodes import C_SPACE
 from autoparser.recovery.checks import drop_repeated_start, may_become_marker, repair_diagnostics
 from autoparser.recovery.coverage import Reading, covered_by, guaranteed
 from autoparser.recovery.reading import Reader, pending_space_held
@@ -108,7 +107,7 @@ class RecoveringStream(StreamParser):
             message = drop_repeated_start(message, marker, self.text, True)
         if growth is not None and growth.plain:  # (the whitespace `_publish` holds back waits for what follows)
             text = message.content if growth.field == "content" else message.reasoning_content
-            growth = FieldGrowth(growth.field, trailing_space=text[len(text.rstrip(C_SPACE)):], hold_space=True)
+            growth = FieldGrowth(growth.field, trailing_space=text[len(text) - held_tail(text):], hold_space=True)
         return message, growth
 
     def _publish(self, new: ChatMessage, *, settled: bool = False) -> list[MessageDelta]:

@@ -143,9 +143,9 @@ def _value_rules(p: ChatBuilder) -> None:
 
     p.rule("gemma4-dict", dict_body)
     p.rule("gemma4-array", array_body)
-    p.rule("gemma4-value", lambda: p.choice([
+    p.rule("gemma4-value", lambda: p.value_choice([
         p.ref("gemma4-string"), p.ref("gemma4-dict"), p.ref("gemma4-array"),
-        p.ref("gemma4-number"), p.ref("gemma4-bool"), p.ref("gemma4-null")]))
+        p.ref("gemma4-number"), p.ref("gemma4-bool"), p.ref("gemma4-null")], "gemma4-json-string"))
 
 
 def _build(b: Build) -> P:

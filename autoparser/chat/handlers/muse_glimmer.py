@@ -13,6 +13,8 @@ output holds several messages, each re-opened with the role marker, and calls ar
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from autoparser.chat.builder import ChatBuilder
 from autoparser.chat.spec import Build, FormatSpec, Prefill, SchemaRule, pattern
 from autoparser.chat.tools import functions, parameters
@@ -69,17 +71,24 @@ def _build(b: Build) -> P:
         if b.required:
             return p.zero_or_more(start + analysis) + start + tool_calls
         trailing_calls = p.optional(p.literal("<|eom|>") + start + tool_calls)
-        return p.zero_or_more(start + analysis) + start + (tool_calls | (final_msg + trailing_calls))
+        # (relaxed: the final message written after the calls)
+        calls_then = p.message_after_calls(tool_calls, lambda: p.optional(p.literal("<|eom|>")) + start + final_msg)
+        return p.zero_or_more(start + analysis) + start + (calls_then | (final_msg + trailing_calls))
 
     return p.zero_or_more(start + analysis) + start + final_msg
 
 
 def _tool(p: ChatBuilder, name: str, args: P) -> P:
     """` to=RECIPIENT<|message|><atem:function_calls><atem:invoke name="NAME">ARGS</atem:invoke>...`."""
-    tool_open = p.tool_open(p.cpp_sum(
-        lambda: p.literal(" to="), lambda: p.until("<|message|>"), lambda: p.literal("<|message|><atem:function_calls>"),
-        p.space, lambda: p.literal('<atem:invoke name="'), lambda: p.tool_name(p.literal(name)), lambda: p.literal('">'),
-        p.space))
+    def head(*recipient: Callable[[], P]) -> P:
+        return p.tool_open(p.cpp_sum(
+            *recipient, lambda: p.literal("<|message|><atem:function_calls>"), p.space,
+            lambda: p.literal('<atem:invoke name="'), lambda: p.tool_name(p.literal(name)), lambda: p.literal('">'),
+            p.space))
+
+    # (relaxed: a message header without its ` to=RECIPIENT`, the call told by its body)
+    tool_open = p.omissible(lambda: head(lambda: p.literal(" to="), lambda: p.until("<|message|>")), head,
+                            "<atem:function_calls>", "missing_recipient")
     return p.tool(tool_open << p.tool_args(args) << p.tool_close(p.cpp_sum(
         lambda: p.literal("</atem:invoke>"), p.space, lambda: p.literal("</atem:function_calls>"))))
 
@@ -94,6 +103,6 @@ SPEC = FormatSpec(
                       # the ATEM markup of tool-call messages
                       "<atem:function_calls>", "<atem:invoke", "<atem:parameter", PARAM_END,
                       "</atem:invoke>", "</atem:function_calls>"),
-    supports_thinking=True,
+    supports_thinking=True, relaxes=True,
     message_delimiters=(("assistant", "<|start|>assistant"), ("user", "<|start|>user"),
                         ("system", "<|start|>system"), ("tool", "<|start|>tool")))
