@@ -275,9 +275,8 @@ class ChatBuilder(ChatTags):
 
     def call_sections(self, first: P, again: Callable[[], P], markers: Sequence[str]) -> P:
         """The calls' section (`first`). Relaxed: further sections after it (`again()`: a section that holds at
-        least one call), with whitespace or text between, where the model opens a section for each call although
-        the template writes one for all, or writes text between two; the text stops at one of `markers`, where
-        a section begins."""
+        least one call, beginning with one of `markers`), where the model opens a section for each call although
+        the template writes one for all."""
         return first
 
     def python_string_body(self, quote: str, form: CallForm | None) -> P:

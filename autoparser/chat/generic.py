@@ -474,6 +474,8 @@ def _pythonic(d: _Derived, form: CallForm) -> P:
         section = calls + p.space()
     calls = p.trigger_rule("tool-calls", section)
     markers = [form.section_start] if form.section_start else bare
+    if not form.section_start.strip(C_SPACE):
+        p.calls_begin_at(bare)  # calls without a marker: each list begins so
     if not form.section_start.strip(C_SPACE) and form.list_wrapped and bare:
         content = p.content_until_call_list(markers, bare, lambda: calls)
     elif form.section_start or bare:

@@ -26,10 +26,17 @@ _HELD_TAIL = re.compile(r"(?:\s|<[^\s<>]{0,48}>)*(?:<[^\s<>]{0,48})?\Z")
 
 def held_tail(text: str) -> int:
     """How many characters at the end of `text` a stream holds back (shown once text follows them, or the output
-    is complete): whitespace, special tokens, a special token being written."""
-    if "<" not in text[-50:]:
-        return len(text) - len(rstrip_c(text))
-    return len(text) - _HELD_TAIL.search(text, max(0, len(text) - 4096)).start()  # type: ignore[union-attr]
+    is complete): whitespace, special tokens, a special token being written; and again at the end of what
+    stays (`a<|end|><|be`: the cut `<|be` and then `<|end|>`), so that what shows holds nothing it would hold."""
+    end = len(text)
+    while True:
+        if "<" not in text[max(0, end - 50):end]:
+            kept = len(rstrip_c(text[:end]))
+        else:
+            kept = _HELD_TAIL.search(text, max(0, end - 4096), end).start()  # type: ignore[union-attr]
+        if kept == end:
+            return len(text) - end
+        end = kept
 
 
 class FieldGrowth:

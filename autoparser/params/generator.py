@@ -27,6 +27,7 @@ from autoparser.gbnf.from_peg import arena_to_gbnf
 from autoparser.params.result import ChatParams
 from autoparser.peg.nodes import C_SPACE
 from autoparser.recovery import RelaxedBuilder, plan_of
+from autoparser.recovery.coverage import SPECIAL_TOKEN
 from autoparser.template.caps import TemplateCaps, template_caps
 from autoparser.template.render import ChatTemplate
 from autoparser.template.sandbox import time_budget as budget
@@ -108,6 +109,26 @@ def generate(source: str, request: Mapping[str, object] | ChatRequest, *,
     return replace(params, messages=inputs.messages, tools=tuple(inputs.tools or ()))
 
 
+_TURN_PROBE = "Probe of the turn's end."
+
+
+@functools.lru_cache(maxsize=64)  # (per template: `_template` keeps one per source)
+def turn_end_tokens(tmpl: ChatTemplate) -> tuple[str, ...]:
+    """The special token that ends an assistant's turn, as a render shows it: the last one of what the template
+    writes after the message's text (`<|im_end|>`, `<|END_OF_TURN_TOKEN|>` after `<|END_TEXT|>`); none where
+    that ends otherwise, or the template cannot render such a turn. (Only the last: the tokens before it may
+    separate parts of the turn, Kimi K3's `<|sep|>`.)"""
+    try:
+        text = tmpl.render([{"role": "user", "content": "Hi"}, {"role": "assistant", "content": _TURN_PROBE}],
+                           add_generation_prompt=False)
+    except AutoparserError:
+        return ()
+    at = text.rfind(_TURN_PROBE)
+    suffix = text[at + len(_TURN_PROBE):].rstrip(C_SPACE) if at >= 0 else ""
+    last = list(SPECIAL_TOKEN.finditer(suffix))
+    return (last[-1].group(),) if last and last[-1].end() == len(suffix) else ()
+
+
 def assemble(spec: FormatSpec, tmpl: ChatTemplate, inputs: GenerationInputs) -> ChatParams:
     """Prompt, parser, grammar and triggers of one request in one format (each C++ `common_chat_params_init_*`)."""
     rendered = render(spec, tmpl, inputs)
@@ -138,7 +159,8 @@ def assemble(spec: FormatSpec, tmpl: ChatTemplate, inputs: GenerationInputs) -> 
         rb = RelaxedBuilder()
         relaxed = rb.build((spec.relaxed_build or spec.build)(replace(b, p=rb)))
     recovery = plan_of(relaxed, reasoning_start=spec.thinking_start_tag.strip(C_SPACE),
-                       tools=tuple(functions(inputs.tools, typed=False)) if tool_calls else (), call_markers=markers)
+                       tools=tuple(functions(inputs.tools, typed=False)) if tool_calls else (), call_markers=markers,
+                       turn_end=turn_end_tokens(tmpl))
     return ChatParams(
         format=spec.format, prompt=prompt, generation_prompt=gp, parser=arena, grammar=grammar,
         grammar_lazy=lazy, grammar_triggers=triggers, preserved_tokens=spec.preserved_tokens,

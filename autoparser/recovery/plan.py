@@ -70,6 +70,9 @@ class RecoveryPlan:
     template begins one): after a call it cannot read, the reading resumes at the next one."""
     closers: frozenset[str] = frozenset()
     """The texts that only close something (`closers`): what a truncated output may be completed with."""
+    turn_end: tuple[str, ...] = ()
+    """The special tokens the template writes after an assistant message's text (its end-of-turn suffix): an
+    output that ends with them where a server did not stop on them ends its text there."""
     triggered_by: re.Pattern[str] | None = field(default=None, repr=False, compare=False)
 
     def triggered(self, msg: ChatMessage) -> bool:
@@ -85,9 +88,9 @@ class RecoveryPlan:
 
 
 def plan_of(relaxed: Arena, *, reasoning_start: str = "", tools: tuple[Function, ...] = (),
-            call_markers: tuple[str, ...] = ()) -> RecoveryPlan:
+            call_markers: tuple[str, ...] = (), turn_end: tuple[str, ...] = ()) -> RecoveryPlan:
     """The plan of a request from its relaxed parser (one pass over its nodes), the format's reasoning start,
-    the request's tools and the format's call markers (its trigger words)."""
+    the request's tools, the format's call markers (its trigger words) and the template's end-of-turn tokens."""
     triggers: list[str] = []
     lead: list[str] = []
     starts: list[str] = []
@@ -108,7 +111,7 @@ def plan_of(relaxed: Arena, *, reasoning_start: str = "", tools: tuple[Function,
     return RecoveryPlan(
         relaxed, reasoning_start=reasoning_start, tools=tools, triggers=tuple(dict.fromkeys(triggers)),
         lead_triggers=lead_triggers, prompt_reasoning=prompt_reasoning,
-        call_markers=tuple(dict.fromkeys((*call_markers, *starts))), closers=closers(relaxed),
+        call_markers=tuple(dict.fromkeys((*call_markers, *starts))), closers=closers(relaxed), turn_end=turn_end,
         triggered_by=re.compile("|".join(map(re.escape, lead_triggers))) if lead_triggers else None)
 
 

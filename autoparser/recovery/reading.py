@@ -37,6 +37,7 @@ from autoparser.peg.nodes import C_SPACE
 from autoparser.recovery.checks import call_positions, diagnostic, drop_repeated_start, moved, with_repairs
 from autoparser.recovery.completion import closed_calls, complete_at_end, parse_text, viable_prefix
 from autoparser.recovery.coverage import (
+    SPECIAL_TOKEN,
     Reading,
     Span,
     covered_by,
@@ -103,12 +104,25 @@ class Reader:
         strict = self.strict_parse(output)
         if strict.reads_all:
             # (the accepted path: llama.cpp's message, and nothing left to account for)
-            return without_ending_special(strict.message, output)
-        msg = without_ending_special(guaranteed(self.reading(output, strict=strict), output), output)
+            return self.without_turn_end(strict.message, output)
+        msg = self.without_turn_end(guaranteed(self.reading(output, strict=strict), output), output)
         # (a recovered message's calls are closed where their JSON is cut, whichever reading made them; the
         # strict reading's are llama.cpp's)
         if msg.diagnostics and any(not _json(c.arguments) for c in msg.tool_calls):
             return closed_calls(msg, len(output), closers_only=True)
+        return msg
+
+    def without_turn_end(self, msg: ChatMessage, output: str) -> ChatMessage:
+        """`msg` without the end-of-turn tokens the output ends with (`plan.turn_end`: `answer<|im_end|>`, where a
+        server did not stop on them), where its content or its reasoning runs up to them: formatting, as they
+        are after the format's end. (The strict parse keeps them, as llama.cpp does.)"""
+        tail = special_tail(output, False) if self.plan.turn_end else ""
+        if not tail or any(t not in self.plan.turn_end for t in SPECIAL_TOKEN.findall(tail)):
+            return msg
+        if msg.content.endswith(tail):
+            return replace(msg, content=msg.content[:-len(tail)])
+        if not msg.content and msg.reasoning_content.endswith(tail):
+            return replace(msg, reasoning_content=msg.reasoning_content[:-len(tail)])
         return msg
 
     def strict_parse(self, output: str) -> StrictParse:
@@ -190,12 +204,13 @@ class Reader:
         result = parse_text(relaxed, effective)
         if result.success or result.fail:
             return result
-        complete = parse_text(relaxed, effective, partial=False)
+        complete, read = parse_text(relaxed, effective, partial=False), effective
         if complete.fail and complete.end > offset:
             # (text after the calls the complete reading cannot hold: read as complete up to it, the rest is
             # trailing text, as after calls the prefix reading shows)
-            complete = parse_text(relaxed, effective[:complete.end], partial=False)
-        if complete.success and self._read_whole(complete, effective[offset:complete.end]) \
+            read = effective[:complete.end]
+            complete = parse_text(relaxed, read, partial=False)
+        if complete.success and self._read_whole(complete, read[offset:]) \
                 and len(call_positions(complete, offset)) > len(call_positions(result, offset)) \
                 and not any(n.tag == CONTENT and n.start < offset for n in complete.ast.walk(complete.nodes)):
             return complete  # (and no content read from the generation prompt)
@@ -308,26 +323,12 @@ def pending_space_held(msg: ChatMessage) -> ChatMessage:
     """A partial output's message without the whitespace its content and reasoning end with: a marker that
     follows may take it (`</think>\n\n`), and a stream cannot take back what it sent; nor the special tokens
     they end with (or one still being written), which are formatting if the output ends there
-    (`without_ending_special`): `held_tail`. It shows once text follows it, or the output is complete."""
+    (`Reader.without_turn_end`): `held_tail`. It shows once text follows it, or the output is complete."""
     content = msg.content[:len(msg.content) - held_tail(msg.content)]
     reasoning = msg.reasoning_content[:len(msg.reasoning_content) - held_tail(msg.reasoning_content)]
     if len(content) == len(msg.content) and len(reasoning) == len(msg.reasoning_content):
         return msg
     return replace(msg, content=content, reasoning_content=reasoning)
-
-
-def without_ending_special(msg: ChatMessage, output: str) -> ChatMessage:
-    """`msg` without the special tokens the output ends with, where its content or its reasoning ends with them
-    (an end-of-turn marker the server did not stop on, `answer<|END_OF_TURN_TOKEN|>`): formatting, as they
-    are after the format's end. (The strict parse keeps them, as llama.cpp does.)"""
-    tail = special_tail(output, False)
-    if not tail:
-        return msg
-    if msg.content.endswith(tail):
-        return replace(msg, content=msg.content[:-len(tail)])
-    if not msg.content and msg.reasoning_content.endswith(tail):
-        return replace(msg, reasoning_content=msg.reasoning_content[:-len(tail)])
-    return msg
 
 
 def with_unparsed(head: ChatMessage, tail: str, position: int, partial: bool = False,

@@ -196,12 +196,10 @@ class RelaxedBuilder(LooseCalls):
 
     def call_sections(self, first: P, again: Callable[[], P], markers: Sequence[str]) -> P:
         stops = [m.strip(C_SPACE) for m in markers if m.strip(C_SPACE)]
-        if not stops:
-            return first + self.zero_or_more(self.repair("section_repeated", self.space()) + again())
-        # (a further section begins with its marker: text the model echoes after the calls is no section)
-        at_marker = self.peek(self.choice([self.literal(m) for m in stops]))
-        between = self.choice([self.space() + at_marker, self.content(self.until_one_of(stops)) + at_marker])
-        return first + self.zero_or_more(self.repair("section_repeated", between) + again())
+        # (a further section begins with its marker: text the model echoes after the calls is no section. Text
+        # between two sections is the recovery's: content up to the next call marker, where reading resumes)
+        at_marker = self.peek(self.choice([self.literal(m) for m in stops])) if stops else self.eps()
+        return first + self.zero_or_more(self.space() + at_marker + self.repair("section_repeated", again()))
 
     def _loose_between(self) -> P:
         """Between two calls as models write them: whitespace, or `;` or `,` with whitespace around."""

@@ -424,7 +424,8 @@ def test_a_section_for_each_call(template: str, first: str, second: str, between
 
 
 def test_text_between_two_sections_is_content_in_its_place() -> None:
-    """DeepSeek V3.1 as above, text between the sections: content, after the text before the calls."""
+    """DeepSeek V3.1 as above, text between the sections: content, after the text before the calls (text the
+    format does not hold there: the reading resumes at the next section)."""
     out = ('Checking.<｜tool▁calls▁begin｜><｜tool▁call▁begin｜>get_weather<｜tool▁sep｜>{"city": "Paris"}<｜tool▁call▁end｜>'
            '<｜tool▁calls▁end｜> Then: <｜tool▁calls▁begin｜><｜tool▁call▁begin｜>get_weather<｜tool▁sep｜>{"city": "London"}'
            '<｜tool▁call▁end｜><｜tool▁calls▁end｜>')
@@ -432,9 +433,10 @@ def test_text_between_two_sections_is_content_in_its_place() -> None:
                       {"messages": [{"role": "user", "content": "Hi"}], "tools": [WEATHER], "enable_thinking": False,
                        "reasoning_format": "auto"})
     got = params.parse(out)
+    # (the whitespace after the first section is the format's: markup)
     assert (got.content, [(c.name, json.loads(c.arguments)) for c in got.tool_calls]) == \
-        ("Checking. Then: ", [("get_weather", {"city": "Paris"}), ("get_weather", {"city": "London"})])
-    assert "section_repeated" in [d.kind for d in got.diagnostics]
+        ("Checking.Then: ", [("get_weather", {"city": "Paris"}), ("get_weather", {"city": "London"})])
+    assert [d.kind for d in got.diagnostics] == ["unparsed_text", "section_repeated"]
     assert not unaccounted(out, got, markup_spans(params, out))
 
 
@@ -497,3 +499,76 @@ def test_a_labelled_marker_without_its_label() -> None:
     out = "<|channel>first<channel|><|channel>second<channel|>Final answer."
     check(case("Gryphe__Gemma-4-31B-StyleTune", out, tools=[], enable_thinking=True),
           {"reasoning_content": "firstsecond", "content": "Final answer."}, ["marker_label", "marker_label"])
+
+
+# --- beyond the template: more seen in other engines' tests (issue 35) -------------------------------------------
+
+def test_calls_of_an_array_written_without_commas() -> None:
+    """Command A (Cohere 2 format, chat/handlers/cohere2moe.py) writes its calls as a JSON array in
+    `<|START_ACTION|>...<|END_ACTION|>`; a model leaves out the comma between two objects (Ollama's Cohere tests)."""
+    out = ('<|START_ACTION|>[{"tool_call_id": "0", "tool_name": "get_weather", "parameters": {"city": "Paris"}}'
+           '{"tool_call_id": "1", "tool_name": "get_weather", "parameters": {"city": "London"}}]<|END_ACTION|>')
+    check(case("CohereLabs__command-a-plus-05-2026-w4a4", out, enable_thinking=False),
+          {"tool_calls": [dict(PARIS, id="0"), dict(LONDON, id="1")]}, ["call_separator"])
+
+
+def test_a_closer_written_twice() -> None:
+    """Gemma 4 closes a call `<tool_call|>`; a model writes it twice, then text (Ollama's Gemma 4 tests): the
+    second is markup, the text content."""
+    out = '<|tool_call>call:get_weather{city:<|"|>Paris<|"|>}<tool_call|><tool_call|>Done.'
+    check(case("google__gemma-4-26B-A4B-it", out), {"content": "Done.", "tool_calls": [PARIS]},
+          ["repeated_closer", "trailing_text"])
+
+
+def test_a_json_string_in_the_templates_value_syntax() -> None:
+    """Gemma 4 quotes strings `<|"|>...<|"|>`; a model quotes one as JSON (Ollama's Gemma 4 tests)."""
+    out = '<|tool_call>call:get_weather{city:"Par\\"is"}<tool_call|>'
+    check(case("google__gemma-4-26B-A4B-it", out), {"tool_calls": [call("get_weather", '{"city": "Par\\"is"}')]},
+          ["json_string_value"])
+
+
+def test_an_undeclared_keyword_argument_where_the_schema_allows_it() -> None:
+    """LFM2.5 writes Python calls; a tool whose schema lists no properties (and does not forbid others) called
+    with a keyword (Ollama's LFM2 tests): kept, reported."""
+    tool = {"type": "function", "function": {"name": "get_weather", "parameters": {"type": "object", "properties": {}}}}
+    out = '<|tool_call_start|>[get_weather(city="Paris")]<|tool_call_end|>'
+    check(case("LiquidAI__LFM2.5-350M", out, tools=[tool]), {"tool_calls": [PARIS]}, ["undeclared_argument"])
+
+
+@pytest.mark.parametrize("template", ["llama.cpp__muse-glimmer", "vllm__tool_chat_template_muse_glimmer"])
+def test_a_message_header_without_its_recipient_then_the_answer(template: str) -> None:
+    """Muse Glimmer's calls are messages `<|start|>assistant to=TOOL<|message|><atem:function_calls>...`; a model
+    writes the header without ` to=TOOL`, then its answer in another message (Ollama's Glimmer tests)."""
+    out = ('<|message|><atem:function_calls>\n<atem:invoke name="get_weather">\n<atem:parameter name="city">Paris'
+           '</atem:parameter>\n</atem:invoke>\n</atem:function_calls><|start|>assistant to=user<|message|>Done<|eot|>')
+    check(case(template, out, enable_thinking=True),
+          {"content": "Done", "tool_calls": [call("get_weather", '{"city":"Paris"}')]},
+          ["missing_recipient", "message_after_calls"], space_after=False)
+
+
+@pytest.mark.parametrize(("template", "output", "content"), [
+    ("CohereLabs__command-a-plus-05-2026-w4a4", "<|START_TEXT|>answer<|END_OF_TURN_TOKEN|>", "answer"),
+    ("deepseek-ai__DeepSeek-V3.1", "All done.<｜end▁of▁sentence｜>", "All done."),
+])
+def test_special_tokens_an_output_ends_with_are_formatting(template: str, output: str, content: str) -> None:
+    """An end-of-turn token a server did not stop on (smg's DeepSeek and Ollama's Cohere tests): not content,
+    whole or streamed, as after the format's end; the strict parse keeps it, as llama.cpp does."""
+    test = case(template, output, enable_thinking=False)
+    test.expect({"content": content})
+    params = generate(test.tester.source, dict(test.request, messages=[{"role": "user", "content": "Hey there!"}]))
+    assert params.parse(output, strict=True).content.endswith(output[-8:])
+
+
+@pytest.mark.parametrize(("template", "calls"), [
+    # the generation prompt opens `<think>`; calls `<tool_call>\n{json}\n</tool_call>` (unswallow's fixtures)
+    ("Qwen__Qwen3-4B-Thinking-2507", '<tool_call>\n{"name": "get_weather", "arguments": {"city": "Paris"}}\n</tool_call>'),
+    # the same, calls `<minimax:tool_call>\n<invoke name=...>` (smg's MiniMax tests)
+    ("MiniMaxAI__MiniMax-M2", '<minimax:tool_call>\n<invoke name="get_weather">\n<parameter name="city">Paris'
+                              '</parameter>\n</invoke>\n</minimax:tool_call>'),
+])
+def test_text_after_calls_that_ended_open_reasoning(template: str, calls: str) -> None:
+    """Reasoning the prompt opened, never closed: the call ends it, the text after the calls is content."""
+    got = case(template, "Let me check.\n" + calls + "\nThe weather will be...", enable_thinking=True) \
+        .expect_diagnostics(["reasoning_ended_by_call", "trailing_text"]).expect(
+            {"reasoning_content": "Let me check.", "content": "The weather will be...", "tool_calls": [PARIS]})
+    assert [d.kind for d in got.diagnostics] == ["reasoning_ended_by_call", "trailing_text"]
