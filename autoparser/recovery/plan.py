@@ -31,8 +31,9 @@ REPAIR = "repair:"
 RELAXED_MARKUP = "relaxed-markup"
 # Tag of where calls without any marker begin (`{"name"`): after text it cannot read, the reading resumes there.
 CALL_START = "call-start"
-# Tag of the whitespace the relaxed parser reads before the end of the output: formatting where the output ends
-# there, the start of the text that follows where it does not (a prefix that ends in it only seems to end).
+# Tag of the whitespace the relaxed parser reads before the end of the output (or before a further call section,
+# where the output may as well end): formatting where the output ends there, the start of the text that follows
+# where it does not (a prefix that ends in it only seems to end).
 END_SPACE = "end-space"
 
 # Repairs whose markers count only at the start of the content (reasoning markers).

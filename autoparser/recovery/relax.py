@@ -199,7 +199,9 @@ class RelaxedBuilder(LooseCalls):
         # (a further section begins with its marker: text the model echoes after the calls is no section. Text
         # between two sections is the recovery's: content up to the next call marker, where reading resumes)
         at_marker = self.peek(self.choice([self.literal(m) for m in stops])) if stops else self.eps()
-        return first + self.zero_or_more(self.space() + at_marker + self.repair("section_repeated", again()))
+        # (the whitespace before may be the output's end: where text follows it, it goes with that text)
+        return first + self.zero_or_more(self.tag(END_SPACE, self.space()) + at_marker
+                                         + self.repair("section_repeated", again()))
 
     def _loose_between(self) -> P:
         """Between two calls as models write them: whitespace, or `;` or `,` with whitespace around."""
