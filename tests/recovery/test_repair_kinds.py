@@ -433,9 +433,8 @@ def test_text_between_two_sections_is_content_in_its_place() -> None:
                       {"messages": [{"role": "user", "content": "Hi"}], "tools": [WEATHER], "enable_thinking": False,
                        "reasoning_format": "auto"})
     got = params.parse(out)
-    # (the whitespace after the first section is the format's: markup)
     assert (got.content, [(c.name, json.loads(c.arguments)) for c in got.tool_calls]) == \
-        ("Checking.Then: ", [("get_weather", {"city": "Paris"}), ("get_weather", {"city": "London"})])
+        ("Checking. Then: ", [("get_weather", {"city": "Paris"}), ("get_weather", {"city": "London"})])
     assert [d.kind for d in got.diagnostics] == ["unparsed_text", "section_repeated"]
     assert not unaccounted(out, got, markup_spans(params, out))
 
