@@ -28,6 +28,8 @@ MESSAGES = {
     "prompt_reasoning": "the output at {pos} continues a reasoning block the prompt left open: read as reasoning "
                         "(llama.cpp reads it as content)",
     "undeclared_reasoning": "reasoning block {raw!r} at {pos} that the template does not show: read as reasoning",
+    "missing_reasoning_start": "reasoning end {raw!r} at {pos} with no reasoning open: the text before it read as "
+                               "reasoning",
     "stray_reasoning_end": "reasoning end {raw!r} at {pos} with no reasoning open: dropped",
     "reasoning_ended_by_call": "tool call at {pos} while reasoning was open: reasoning ends there",
     "unknown_tool": "call to {raw!r} at {pos}, a tool the request does not declare: kept",

@@ -57,6 +57,9 @@ class RecoveryPlan:
     does not relax)."""
     reasoning_start: str = ""
     """The reasoning start marker, dropped at the start of reasoning when the model repeats it."""
+    reasoning_end: str = ""
+    """The reasoning end marker: where a complete output writes it with no reasoning open, the text before it
+    was reasoning (the start left out)."""
     tools: tuple[Function, ...] = ()
     """The request's tools, which a recovered call's arguments are checked against."""
     triggers: tuple[str, ...] = ()
@@ -88,7 +91,7 @@ class RecoveryPlan:
         return lead is not None and lead.match(content, lead_end(content)) is not None
 
 
-def plan_of(relaxed: Arena, *, reasoning_start: str = "", tools: tuple[Function, ...] = (),
+def plan_of(relaxed: Arena, *, reasoning_start: str = "", reasoning_end: str = "", tools: tuple[Function, ...] = (),
             call_markers: tuple[str, ...] = (), turn_end: tuple[str, ...] = ()) -> RecoveryPlan:
     """The plan of a request from its relaxed parser (one pass over its nodes), the format's reasoning start,
     the request's tools, the format's call markers (its trigger words) and the template's end-of-turn tokens."""
@@ -110,7 +113,7 @@ def plan_of(relaxed: Arena, *, reasoning_start: str = "", tools: tuple[Function,
             starts.extend(_literals(relaxed, node.child))
     lead_triggers = tuple(dict.fromkeys(t for t in lead if t.strip(C_SPACE)))
     return RecoveryPlan(
-        relaxed, reasoning_start=reasoning_start, tools=tools, triggers=tuple(dict.fromkeys(triggers)),
+        relaxed, reasoning_start=reasoning_start, reasoning_end=reasoning_end, tools=tools, triggers=tuple(dict.fromkeys(triggers)),
         lead_triggers=lead_triggers, prompt_reasoning=prompt_reasoning,
         call_markers=tuple(dict.fromkeys((*call_markers, *starts))), closers=closers(relaxed), turn_end=turn_end,
         triggered_by=re.compile("|".join(map(re.escape, lead_triggers))) if lead_triggers else None)

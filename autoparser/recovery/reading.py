@@ -104,13 +104,36 @@ class Reader:
         strict = self.strict_parse(output)
         if strict.reads_all:
             # (the accepted path: llama.cpp's message, and nothing left to account for)
-            return self.without_turn_end(strict.message, output)
-        msg = self.without_turn_end(guaranteed(self.reading(output, strict=strict), output), output)
+            return self.completed(strict.message, output)
+        msg = self.completed(guaranteed(self.reading(output, strict=strict), output), output)
         # (a recovered message's calls are closed where their JSON is cut, whichever reading made them; the
         # strict reading's are llama.cpp's)
         if msg.diagnostics and any(not _json(c.arguments) for c in msg.tool_calls):
             return closed_calls(msg, len(output), closers_only=True)
         return msg
+
+    def completed(self, msg: ChatMessage, output: str) -> ChatMessage:
+        """What a complete output's message is once it is known to end there (a stream's, at its end only)."""
+        return self.without_turn_end(self.with_reasoning_before_end(msg, output), output)
+
+    def with_reasoning_before_end(self, msg: ChatMessage, output: str) -> ChatMessage:
+        """`msg`, where the output begins with text and the reasoning end marker with no reasoning open and its
+        start nowhere (`reasoning</think>answer`), with that text as reasoning (`missing_reasoning_start`), as
+        vLLM, SGLang and Ollama read it; not where the generation prompt closed a reasoning block (thinking off).
+        (Only in a complete output: while more may come, text without the end marker is content, and a stream
+        shows it so: it waits where the marker comes.)"""
+        start, end = self.plan.reasoning_start, self.plan.reasoning_end
+        content = msg.content
+        if not end or msg.reasoning_content or end not in content or not start or start in output \
+                or end in self.generation_prompt:  # (a prompt that closed the reasoning turned thinking off)
+            return msg
+        at = content.find(end)
+        before = content[:at]
+        if not before.strip(C_SPACE) or not output.lstrip(C_SPACE).startswith(before.lstrip(C_SPACE)):
+            return msg  # (the marker does not end the text the output begins with)
+        pos = output.find(end, len(before) - len(before.lstrip(C_SPACE)))
+        return replace(msg, reasoning_content=before, content=content[at + len(end):], diagnostics=tuple(sorted(
+            (*msg.diagnostics, diagnostic("missing_reasoning_start", pos, end)), key=lambda d: d.position)))
 
     def without_turn_end(self, msg: ChatMessage, output: str) -> ChatMessage:
         """`msg` without the end-of-turn tokens the output ends with (`plan.turn_end`: `answer<|im_end|>`, where a

@@ -111,9 +111,17 @@ def _parsed(vector: dict[str, Any]) -> ChatMessage:
         acc = apply_deltas(acc, stream.feed(chunk))
     final = stream.finish()
     acc = apply_deltas(acc, stream.last_deltas)
-    assert (acc.reasoning_content, acc.content, acc.tool_calls) == \
-        (final.reasoning_content, final.content, final.tool_calls), "the deltas fold to the final message"
+    if (acc.reasoning_content, acc.content, acc.tool_calls) != (final.reasoning_content, final.content,
+                                                                final.tool_calls):
+        # (a stream that waited: its final message is the parse's, its deltas add up to less; said as a
+        # disagreement, with what the deltas gave)
+        raise _StreamWaited(acc)
     return acc
+
+
+class _StreamWaited(Exception):
+    def __init__(self, folded: ChatMessage) -> None:
+        super().__init__(f"the stream waited: its deltas add up to {folded}, not to its final message")
 
 
 def disagreement(vector: dict[str, Any], got: ChatMessage) -> str | None:
@@ -170,6 +178,8 @@ def test_peer_vector(vector: dict[str, Any]) -> None:
         failure = disagreement(vector, _parsed(vector))
     except AutoparserError as e:  # (parse() never raises: this is generate() refusing the request)
         failure = f"{type(e).__name__}: {e}"
+    except _StreamWaited as e:
+        failure = str(e)
     RATCHET.check(vector["id"], failure)
 
 

@@ -571,3 +571,24 @@ def test_text_after_calls_that_ended_open_reasoning(template: str, calls: str) -
         .expect_diagnostics(["reasoning_ended_by_call", "trailing_text"]).expect(
             {"reasoning_content": "Let me check.", "content": "The weather will be...", "tool_calls": [PARIS]})
     assert [d.kind for d in got.diagnostics] == ["reasoning_ended_by_call", "trailing_text"]
+
+
+@pytest.mark.parametrize("thinking", [True, False])
+def test_reasoning_before_a_stray_end_marker(thinking: bool) -> None:
+    """Mellum2 renders reasoning `<think>...</think>` and its generation prompt opens nothing; a model leaves out
+    the start (vLLM's Qwen3 reasoning tests, `without_start_token`): the text before the end marker is
+    reasoning, in a complete output (a stream, which sent it as content before the marker came, ends on the
+    same message). Not where the prompt closed a reasoning block (none here either way)."""
+    params = generate(CORPUS.by_name(MELLUM).read_text(), {"messages": [{"role": "user", "content": "Hi"}],
+                                                           "enable_thinking": thinking, "reasoning_format": "auto"})
+    out = "Let me think.\n</think>\n\nThe answer is 4."
+    got = params.parse(out)
+    assert (got.reasoning_content.strip(), got.content.strip()) == ("Let me think.", "The answer is 4.")
+    assert [d.kind for d in got.diagnostics] == ["missing_reasoning_start"]
+    assert got.diagnostics[0].position == out.index("</think>")
+    stream = params.stream()
+    for i in range(0, len(out), 5):
+        stream.feed(out[i:i + 5])
+    assert stream.finish() == got
+    plain = params.parse("The answer is 4.")
+    assert (plain.reasoning_content, plain.content, plain.diagnostics) == ("", "The answer is 4.", ())
