@@ -159,7 +159,9 @@ def assemble(spec: FormatSpec, tmpl: ChatTemplate, inputs: GenerationInputs) -> 
         rb = RelaxedBuilder()
         relaxed = rb.build((spec.relaxed_build or spec.build)(replace(b, p=rb)))
     recovery = plan_of(relaxed, reasoning_start=spec.thinking_start_tag.strip(C_SPACE),
-                       reasoning_end=next((e.strip(C_SPACE) for e in spec.thinking_end_tags if e.strip(C_SPACE)), ""),
+                       # (reasoning without its start is read only where the request asks for reasoning)
+                       reasoning_end=next((e.strip(C_SPACE) for e in spec.thinking_end_tags if e.strip(C_SPACE)), "")
+                       if inputs.enable_thinking else "",
                        tools=tuple(functions(inputs.tools, typed=False)) if tool_calls else (), call_markers=markers,
                        turn_end=turn_end_tokens(tmpl))
     return ChatParams(

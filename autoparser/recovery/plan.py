@@ -58,8 +58,8 @@ class RecoveryPlan:
     reasoning_start: str = ""
     """The reasoning start marker, dropped at the start of reasoning when the model repeats it."""
     reasoning_end: str = ""
-    """The reasoning end marker: where a complete output writes it with no reasoning open, the text before it
-    was reasoning (the start left out)."""
+    """The reasoning end marker, where the request asks for reasoning: where a complete output writes it with no
+    reasoning open, the text before it was reasoning (the start left out)."""
     tools: tuple[Function, ...] = ()
     """The request's tools, which a recovered call's arguments are checked against."""
     triggers: tuple[str, ...] = ()

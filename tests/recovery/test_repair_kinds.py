@@ -575,14 +575,17 @@ def test_text_after_calls_that_ended_open_reasoning(template: str, calls: str) -
 
 @pytest.mark.parametrize("thinking", [True, False])
 def test_reasoning_before_a_stray_end_marker(thinking: bool) -> None:
-    """Mellum2 renders reasoning `<think>...</think>` and its generation prompt opens nothing; a model leaves out
-    the start (vLLM's Qwen3 reasoning tests, `without_start_token`): the text before the end marker is
-    reasoning, in a complete output (a stream, which sent it as content before the marker came, ends on the
-    same message). Not where the prompt closed a reasoning block (none here either way)."""
+    """Mellum2 renders reasoning `<think>...</think>` and its generation prompt opens nothing; with thinking on, a
+    model leaves out the start (vLLM's Qwen3 reasoning tests, `without_start_token`): the text before the end
+    marker is reasoning, in a complete output (a stream, which sent it as content before the marker came, ends
+    on the same message). With thinking off, it stays content (Ollama's LFM2 tests)."""
     params = generate(CORPUS.by_name(MELLUM).read_text(), {"messages": [{"role": "user", "content": "Hi"}],
                                                            "enable_thinking": thinking, "reasoning_format": "auto"})
     out = "Let me think.\n</think>\n\nThe answer is 4."
     got = params.parse(out)
+    if not thinking:
+        assert (got.reasoning_content, got.content) == ("", out)
+        return
     assert (got.reasoning_content.strip(), got.content.strip()) == ("Let me think.", "The answer is 4.")
     assert [d.kind for d in got.diagnostics] == ["missing_reasoning_start"]
     assert got.diagnostics[0].position == out.index("</think>")
