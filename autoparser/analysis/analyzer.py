@@ -11,7 +11,7 @@ import dataclasses
 
 from autoparser.analysis import fixtures as fx
 from autoparser.analysis.content import analyze_content
-from autoparser.analysis.forms import derive_call_form, retag_from_needles
+from autoparser.analysis.forms import derive_call_form, retag_from_needles, values_misread
 from autoparser.analysis.model import ReasoningAnalysis, TemplateAnalysis, ToolFormat, ToolsAnalysis
 from autoparser.analysis.reasoning import analyze_reasoning, prompt_opened_reasoning
 from autoparser.analysis.tools import analyze_tools
@@ -63,7 +63,7 @@ def _analyze(compiled: CppTemplate, source: str, strict: bool, caps: TemplateCap
         caps = template_caps(compiled)
     analysis, r = _analyze_rendered(compiled, source, caps)
     beyond = not r.rendered_any or (not caps.supports_tool_calls and "tool_calls" in source) \
-        or (analysis.call_form is None and _holds_needles(analysis.tools))
+        or (analysis.call_form is None and _misread(r, analysis.tools))
     reading = _transformers_reading(compiled, source, r) if beyond else None
     if strict and not r.rendered_any and reading is None:
         # Not one conversation rendered: every field would be a meaningless default.
@@ -142,7 +142,7 @@ def _tools_phase(compiled: CppTemplate, caps: TemplateCaps, r: DiffRenderer, rea
             return analyze_tools(strings, caps, reasoning), strings
         except AnalysisError:
             raise first from None  # (the C++'s error: the object rendering is the one it reports)
-    if requests_arguments and _holds_needles(tools):
+    if requests_arguments and _misread(r, tools):
         strings = DiffRenderer(compiled, caps, string_arguments=True)
         try:
             by_strings = analyze_tools(strings, caps, reasoning)
@@ -170,6 +170,12 @@ def _reads_json_text(tools: ToolsAnalysis) -> bool:
 def _reads_calls(tools: ToolsAnalysis) -> bool:
     """Whether the tools describe a format a parser made from them reads calls with."""
     return tools.format.mode is not ToolFormat.NONE and not _holds_needles(tools)
+
+
+def _misread(r: DiffRenderer, tools: ToolsAnalysis) -> bool:
+    """Whether the C++'s tag reading took the template's calls apart wrongly: its markers hold the analysis' own
+    argument names, or its value end is not what follows a value (forms.values_misread)."""
+    return _holds_needles(tools) or values_misread(r, tools)
 
 
 def _holds_needles(tools: ToolsAnalysis) -> bool:

@@ -21,6 +21,7 @@ from autoparser.analysis.model import (
     FunctionAnalysis,
     ReasoningAnalysis,
     StringValues,
+    ToolFormat,
     ToolsAnalysis,
 )
 from autoparser.analysis.tools import calls_rendered
@@ -28,7 +29,7 @@ from autoparser.peg.nodes import C_SPACE
 from autoparser.template.diff import DiffRenderer, trim_whitespace
 from autoparser.template.render import common_prefix_len
 
-__all__ = ["derive_call_form", "retag_from_needles"]
+__all__ = ["derive_call_form", "retag_from_needles", "values_misread"]
 
 # A rendered Python call of the first fixture function: its name, `(`, then a keyword argument of the fixture's
 # (the template may write the arguments in either order, and either quote style, or none: `city=Paris`).
@@ -136,9 +137,11 @@ def _separator(r: DiffRenderer, list_wrapped: bool) -> str:
 
 def retag_from_needles(r: DiffRenderer, tools: ToolsAnalysis, reasoning: ReasoningAnalysis) -> ToolsAnalysis | None:
     """A tagged format read again where the C++'s tag reading leaves the analysis' own names in its markers
-    (`{AA_ARG_FST_AA:` as the name's suffix): from one call with two arguments, the text before the name, between
-    the name and the first argument's name, between a name and its value, between the two arguments, and after
-    the last value, split where the two-call rendering shows where a call ends. None where the rendering is not
+    (`{AA_ARG_FST_AA:` as the name's suffix) or takes the call's end into a value's (`values_misread`): from one
+    call with two arguments, the text before the name, between the name and the first argument's name, between a
+    name and its value, between the two arguments (an argument's opener where the first one has it too:
+    `<parameter=`), and after the last value, split where the two-call rendering shows where a call ends. None
+    where the rendering is not
     `OPENER NAME suffix KEY sep VALUE ... close` with calls one after another, or where the split leaves a marker
     empty that the parser needs (the opener, a value's end, a call's end)."""
     one = calls_rendered(r, fx.first_tool_call())
@@ -158,25 +161,56 @@ def retag_from_needles(r: DiffRenderer, tools: ToolsAnalysis, reasoning: Reasoni
     if one[a2 + len(fx.ARG_SECOND):v2] != key_suffix:
         return None
     value_suffix = between[:common_prefix_len(between, tail)]
+    if value_suffix.rfind("<") > value_suffix.rfind(">"):
+        # (`</param><` of `</param><param ...` and `</param></function>`: the next tag's `<` is not the value's)
+        value_suffix = value_suffix[:value_suffix.rfind("<")]
     separator = between[len(value_suffix):]
     # the first call's close: up to where the second call opens
     second = two.find(opener + fx.FUN_SECOND, len(one) - len(tail))
     if second < 0:
         return None
     close = two[v2_end + len(value_suffix):second]
+    if not tail.startswith(value_suffix + close):
+        close = close.rstrip(C_SPACE)  # (whitespace the template writes between two calls only)
     # What follows the last call and no other (FunctionGemma's `<start_function_response>`, where the model
     # hands over to the tool) ends the calls; a call itself ends where the next begins.
     after = tail[len(value_suffix + close):]
     if not tail.startswith(value_suffix + close) or not two.endswith(close + after) \
             or not value_suffix.strip(C_SPACE) or not close.strip(C_SPACE) or not opener.strip(C_SPACE):
         return None
+    key_prefix = ""
+    if separator.strip(C_SPACE) and name_suffix.endswith(separator):
+        # Every argument opens with what stands between two of them (`\n  <parameter=`), the first one too: the
+        # name's suffix ends before it. The whitespace around that opener is left to the parser's `space`
+        # (which would take it before a literal could): `>`, `<parameter=`, `</parameter>`.
+        name_suffix = name_suffix[:-len(separator)].rstrip(C_SPACE)
+        key_prefix, separator = separator.strip(C_SPACE), ""
+        value_suffix = value_suffix.rstrip(C_SPACE)
     # every call opens with the text before its name: the marker that wakes the grammar and wraps each call
     return ToolsAnalysis(
         format=replace(tools.format, section_start="", section_end=after.strip(C_SPACE), per_call_start=opener,
                        per_call_end=""),
         function=FunctionAnalysis(name_suffix=name_suffix, close=close),
-        arguments=ArgumentsAnalysis(name_suffix=key_suffix, value_suffix=value_suffix, separator=separator),
+        arguments=ArgumentsAnalysis(name_prefix=key_prefix, name_suffix=key_suffix, value_suffix=value_suffix,
+                                    separator=separator),
         call_id=tools.call_id)
+
+
+def values_misread(r: DiffRenderer, tools: ToolsAnalysis) -> bool:
+    """Whether the C++'s tag reading took the call's end into a value's end: what the template writes after the
+    last value (`</parameter>\n</function>`) begins the value end it reads (`</parameter>\n</function><|im_end|>\n`),
+    and that value end does not follow the first value (`...XXXX</parameter>\n  <parameter=...`). No parser made
+    from those markers reads the template's calls; they are read again from where the needles sit
+    (`retag_from_needles`)."""
+    suffix = tools.arguments.value_suffix
+    if tools.format.mode is not ToolFormat.TAG_WITH_TAGGED or tools.function.close or not suffix.strip(C_SPACE):
+        return False
+    one = calls_rendered(r, fx.first_tool_call())
+    at = _needles(one or "", (fx.VALUE_FIRST, fx.VALUE_SECOND))
+    if one is None or at is None:
+        return False
+    after_first, after_last = one[at[0] + len(fx.VALUE_FIRST):], one[at[1] + len(fx.VALUE_SECOND):]
+    return not after_first.startswith(suffix) and len(suffix) > len(after_last) and suffix.startswith(after_last)
 
 
 def _needles(text: str, needles: tuple[str, ...]) -> list[int] | None:

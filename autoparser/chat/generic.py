@@ -8,6 +8,7 @@ first call's opener, and its prefill rebuilds a continued message around the rea
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from functools import partial
@@ -19,11 +20,13 @@ from autoparser.analysis.model import (
     ReasoningMode,
     TemplateAnalysis,
     ToolFormat,
+    ToolFormatAnalysis,
 )
 from autoparser.chat.builder import ChatBuilder, DerivedReasoning, TaggedMarkers
 from autoparser.chat.request import Continuation
-from autoparser.chat.spec import Build, FormatSpec, Prefill, Rendered, pattern, word
+from autoparser.chat.spec import Build, FormatSpec, GrammarTrigger, Prefill, Rendered, pattern, word
 from autoparser.chat.tools import Function, Parameter, functions
+from autoparser.gbnf.blocks import SPACE_PATTERN
 from autoparser.peg.builder import P
 from autoparser.peg.nodes import C_SPACE
 from autoparser.template.diff import with_string_arguments
@@ -43,11 +46,17 @@ def derived_format(analysis: TemplateAnalysis) -> FormatSpec:
     marker = fmt.section_start or fmt.per_call_start
     triggers = (word(marker),) + ((word('{"type": "function",'),) if fmt.openai_wrapper_trigger else ()) \
         if marker else ()
-    if not marker and fmt.mode is ToolFormat.JSON_NATIVE and fmt.tools_array_wrapped:
-        triggers = (pattern(r"(\[\s*\{)"),)  # where a bare array of calls begins
+    tool_trigger = None
+    if not marker and fmt.mode is ToolFormat.JSON_NATIVE:
+        # Beyond the C++ (which has no marker to wake a lazy grammar, so builds none): where the calls begin
+        if fmt.tools_array_wrapped:
+            triggers = (pattern(r"(\[\s*\{)"),)  # a bare array of calls: its bracket
+        else:
+            triggers, tool_trigger = _bare_json_triggers(fmt)
     preserved = analysis.preserved_tokens
     if form is not None:  # a form beyond the C++ record: its markers, not the record's needle-laden ones
         triggers = (word(form.section_start),) if form.section_start else (pattern(_BARE_PYTHON_LIST),)
+        tool_trigger = None
         preserved = tuple(dict.fromkeys(m for m in map(_trim, (
             reasoning.start, reasoning.end, analysis.content.start, analysis.content.end, form.section_start,
             form.section_end)) if m))
@@ -56,6 +65,7 @@ def derived_format(analysis: TemplateAnalysis) -> FormatSpec:
     end_tag = _trim(reasoning.end)
     return FormatSpec(
         "autoparser", partial(_build, analysis), partial(_prefill, analysis), triggers=triggers,
+        tool_trigger=tool_trigger,
         messages=_string_arguments if analysis.string_arguments else None,
         triggers_only_when_lazy=True, calls=fmt.mode is not ToolFormat.NONE or form is not None,
         reasoning=thinking, relaxes=True, relaxed_build=partial(_relaxed_build, analysis),
@@ -240,10 +250,34 @@ def _bare_json_openers(d: _Derived) -> list[str]:
     if fmt.fun_name_is_key:
         keys = [f.name for f in functions(d.b.inputs.tools)]
     else:
-        first = fmt.parameter_order[0] if fmt.parameter_order else fmt.name_field
-        keys = [first.split(".")[0]] if first else []
+        first = _first_json_key(fmt)
+        keys = [first] if first else []
     lead = "[" if fmt.tools_array_wrapped else ""
     return [f'{lead}{{"{k}"' for k in keys]
+
+
+def _first_json_key(fmt: ToolFormatAnalysis) -> str:
+    """The key a JSON call's object opens with (the outer one of a nested `function.name`), or ""."""
+    first = fmt.parameter_order[0] if fmt.parameter_order else fmt.name_field
+    return first.split(".")[0]
+
+
+def _bare_json_triggers(fmt: ToolFormatAnalysis) -> tuple[tuple[GrammarTrigger, ...], GrammarTrigger | None]:
+    """The lazy grammar's triggers for JSON calls written with no marker (`{"name": "get_weather", ...}`): the
+    opening `_bare_json_openers` reads a call at, as a pattern that allows JSON whitespace where the grammar
+    does (`space`), and, where the object opens with the name, the tool's name too, so that a JSON object in
+    the content that calls no tool does not wake the grammar. Returns (triggers, per-tool trigger)."""
+    s = SPACE_PATTERN  # (a trigger that matched more whitespace would wake a grammar that rejects it)
+    if fmt.fun_name_is_key:
+        return (), pattern(rf'(\{{{s}"{{name}}"{s}:)')
+    first = _first_json_key(fmt)
+    if not first:
+        return (), None
+    if first != fmt.name_field:  # (the name comes later in the object: its first key is all a pattern has)
+        return (pattern(rf'(\{{{s}"{re.escape(first)}"{s}:)'),), None
+    # the grammar's optional `"type": "function",` before the name (`accept_openai_wrapper`)
+    wrapper = rf'(?:"type"{s}:{s}"function"{s},{s})?' if fmt.openai_wrapper_trigger else ""
+    return (), pattern(rf'(\{{{s}{wrapper}"{re.escape(first)}"{s}:{s}"{{name}}")')
 
 
 def _func(d: _Derived, name: str, call_id_section: P, have_call_id: bool, args: P, atomic_peek: P | None) -> P:

@@ -171,8 +171,9 @@ class FormatSpec:
     prefill: Callable[[Rendered, Mapping[str, Any], Continuation], str]
     format: ChatFormat = ChatFormat.PEG_NATIVE
     triggers: tuple[GrammarTrigger, ...] = ()
-    tool_trigger: str = ""
-    """A WORD trigger per function tool, this text with `{name}` replaced (after `triggers`)."""
+    tool_trigger: GrammarTrigger | None = None
+    """A trigger per function tool (after `triggers`): this one with `{name}` replaced by the tool's name
+    (regex-escaped in a pattern), where a call opens with its name and no marker of its own."""
     triggers_only_when_lazy: bool = False
     laziness: Laziness = Laziness.UNLESS_FORCED
     response_format: SchemaRule = SchemaRule.NON_EMPTY_OBJECT
@@ -216,9 +217,13 @@ class FormatSpec:
         raise AssertionError(self.laziness)
 
     def grammar_triggers(self, inputs: GenerationInputs) -> tuple[GrammarTrigger, ...]:
-        per_tool = tuple(GrammarTrigger(TriggerType.WORD, self.tool_trigger.replace("{name}", f.name))
-                         for f in functions(inputs.tools)) if self.tool_trigger else ()
-        return self.triggers + per_tool
+        t = self.tool_trigger
+        if t is None:
+            return self.triggers
+        literal = t.type in (TriggerType.WORD, TriggerType.TOKEN)
+        return self.triggers + tuple(
+            GrammarTrigger(t.type, t.value.replace("{name}", f.name if literal else re.escape(f.name)))
+            for f in functions(inputs.tools))
 
 
 # --- Hugging Face response_template pieces (autoparser/export), for the formats written by hand --------------------

@@ -6,12 +6,14 @@ from __future__ import annotations
 from autoparser.errors import SchemaError
 from autoparser.gbnf.schema import INT64_MAX, INT64_MIN
 
-__all__ = ["INT_MAX", "PRIMITIVE_RULES", "RESERVED_NAMES", "SPACE_RULE", "STRING_FORMAT_RULES",
+__all__ = ["INT_MAX", "PRIMITIVE_RULES", "RESERVED_NAMES", "SPACE_PATTERN", "SPACE_RULE", "STRING_FORMAT_RULES",
            "build_min_max_int", "build_repetition"]
 
 INT_MAX = 2**31 - 1
 
 SPACE_RULE = '| " " | "\\n"{1,2} [ \\t]{0,20}'
+# The text SPACE_RULE takes, as a regex (a trigger pattern must not match more than the grammar it wakes takes).
+SPACE_PATTERN = r"(?: |\n{1,2}[ \t]{0,20})?"
 
 PRIMITIVE_RULES: dict[str, tuple[str, tuple[str, ...]]] = {
     "boolean": ('("true" | "false")', ()),

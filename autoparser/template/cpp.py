@@ -93,7 +93,8 @@ _TRANSFORMERS_READING: contextvars.ContextVar[bool] = contextvars.ContextVar("au
 def transformers_reading() -> Iterator[None]:
     """Render as transformers does where the C++ engine fails the template: while the block runs, the C++'s
     refusals are off (`selectattr(a, b)` is attribute `a`, test `b`; every jinja2 filter applies to objects and
-    strings; a string may be iterated), and the rest of the C++ flavour and the usage tracking stay. For
+    strings; a string may be iterated; a namespace's key `items`, `keys`, `values` or `get` is the key, not the
+    builtin), and the rest of the C++ flavour and the usage tracking stay. For
     templates llama.cpp's jinja renders not at all, or without their calls (analysis/analyzer.py: the analysis
     beyond the C++)."""
     token = _TRANSFORMERS_READING.set(True)
@@ -478,8 +479,10 @@ class CppEnvironment(GuardedEnvironment):
     def getattr(self, obj: Any, attribute: str) -> Any:
         if isinstance(obj, jinja2.Undefined) and attribute in _UNDEFINED_BUILTINS:
             return _UndefinedBuiltin(name=attribute)
-        if isinstance(obj, jinja2.utils.Namespace) and attribute in ("get", "keys", "values", "items"):
-            # A C++ namespace is an object whose builtins shadow its keys on `ns.prop` (`ns.items` is a function).
+        if isinstance(obj, jinja2.utils.Namespace) and attribute in ("get", "keys", "values", "items") \
+                and not _TRANSFORMERS_READING.get():
+            # A C++ namespace is an object whose builtins shadow its keys on `ns.prop` (`ns.items` is a function;
+            # in jinja2, as transformers renders, `namespace(items=[])` has a key `items`).
             attrs: dict[str, Any] = object.__getattribute__(obj, "_Namespace__attrs")
             return getattr(dict(attrs), attribute)
         # obj.prop: the C++ first looks for a builtin named prop (recording it as an op), then reads the key.

@@ -135,5 +135,5 @@ THINKING = FormatSpec(
 # Qwen3-Coder: no reasoning; the whole `<function=NAME>` opener also triggers (never a bare `<function`, which
 # ordinary code contains).
 CODER = replace(THINKING, build=partial(_build, coder=True), prefill=Prefill(GEN_PREFIX), reasoning=False,
-                tool_trigger="<function={name}>", preserved_tokens=("<tool_call>", "</tool_call>"),
+                tool_trigger=word("<function={name}>"), preserved_tokens=("<tool_call>", "</tool_call>"),
                 supports_thinking=False, thinking_start_tag="", thinking_end_tags=())
