@@ -23,6 +23,7 @@ from dataclasses import dataclass, replace
 from autoparser.analysis.model import TemplateAnalysis
 from autoparser.chat.compare import message_differences
 from autoparser.chat.tags import CONTENT, FIELD_TAGS, REASONING, TOOL, TOOL_ARGS, TOOL_CLOSE, TOOL_ID, TOOL_NAME
+from autoparser.corpus.mutations import Mutation
 from autoparser.params import ChatParams
 from autoparser.peg import AstNode
 from autoparser.peg.nodes import C_SPACE
@@ -88,13 +89,10 @@ _EXTRA_SPACE = "\n\n  "
 
 
 @dataclass(frozen=True)
-class Variant:
-    kind: str
-    output: str
-    expected: ChatMessage
-    checks: tuple[str, ...]
-    """The fields the parse of `output` must give as `expected` ("reasoning_content", "content",
-    "tool_calls")."""
+class Variant(Mutation):
+    """A well-formed output written in another layout: as a mutation, its kind, the output and the fields its
+    parse must give back as `expected` ("reasoning_content", "content", "tool_calls"); and"""
+
     tail: str = ""
     """A text the content may end with beside `expected.content` (the cut closer of `partial_closer_at_end`,
     which the parse may keep as the content's last words: it is no marker yet)."""
