@@ -33,10 +33,22 @@ def held_tail(text: str) -> int:
         if "<" not in text[max(0, end - 50):end]:
             kept = len(rstrip_c(text[:end]))
         else:
-            kept = _HELD_TAIL.search(text, max(0, end - 4096), end).start()  # type: ignore[union-attr]
+            kept = _held_from(text, end)
         if kept == end:
             return len(text) - end
         end = kept
+
+
+def _held_from(text: str, end: int) -> int:
+    """Where the run `_HELD_TAIL` takes at the end of `text[:end]` begins: searched in a window at the end,
+    widened while the run may begin before it (a search over the whole text tries every position)."""
+    window = 128
+    while True:
+        start = max(0, end - window)
+        kept = _HELD_TAIL.search(text, start, end).start()  # type: ignore[union-attr]
+        if start == 0 or kept - start > 50:  # (a run reaching further back would begin before `kept`)
+            return kept
+        window *= 4
 
 
 class FieldGrowth:

@@ -35,6 +35,7 @@ Span = tuple[int, int]
 _SPECIAL_TOKEN = r"<[|｜][\w▁.:/-]{0,40}[|｜]?>|<[\w▁.:/-]{1,40}[|｜]>|</s>|<eos>|<end_of_turn>"
 SPECIAL_TOKEN = re.compile(_SPECIAL_TOKEN)
 _TRAILING_SPECIAL = re.compile(rf"(?:\s|{_SPECIAL_TOKEN})*\Z")
+_LONGEST_SPECIAL = 48  # (a window's start may cut a token: none of `_SPECIAL_TOKEN`'s is longer)
 _CUT_SPECIAL = re.compile(r"<[^<>\s]{0,40}\Z")  # `<|tool_resp` while the output may still complete it
 _NOT_WS = re.compile(f"[^{C_SPACE}]")
 
@@ -42,16 +43,26 @@ _NOT_WS = re.compile(f"[^{C_SPACE}]")
 def without_trailing_special(text: str, partial: bool) -> str:
     """`text` without the special tokens it ends with (the end-of-turn markup of the format), nor, while more
     may come (`partial`), a special token still being written."""
-    if partial:
-        text = _CUT_SPECIAL.sub("", text)
-    return text[:_TRAILING_SPECIAL.search(text).start()]  # type: ignore[union-attr]
+    # (searched in a window at the end, widened while the tokens may begin before it: a search over the whole
+    # text tries every position, and this runs on every accepted parse that ends with `>`)
+    window = 256
+    while True:
+        start = max(0, len(text) - window)
+        tail = _CUT_SPECIAL.sub("", text[start:]) if partial else text[start:]
+        cut = _TRAILING_SPECIAL.search(tail).start()  # type: ignore[union-attr]
+        if start == 0 or cut > _LONGEST_SPECIAL:  # (a run reaching further back would begin before `cut`)
+            return text[:start] + tail[:cut]
+        window *= 4
 
 
 def special_tail(text: str, partial: bool) -> str:
     """The special tokens `text` ends with, from the first of them, with the whitespace between and after them
     (and, while more may come, a special token still being written); "" where it ends with none."""
-    if not partial and not text.rstrip(" \n\r\t").endswith(">"):
-        return ""  # (the common case, without a regex search over the whole text)
+    if not partial:  # (the common case without a search: the text does not end with a special token)
+        stripped = text.rstrip(" \n\r\t")
+        lt = stripped.rfind("<") if stripped.endswith(">") else -1
+        if lt < 0 or not SPECIAL_TOKEN.fullmatch(stripped, lt):
+            return ""
     tail = text[len(without_trailing_special(text, partial)):]
     first = re.search(r"<", tail)
     return tail[first.start():] if first else ""

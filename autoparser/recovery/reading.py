@@ -114,7 +114,12 @@ class Reader:
 
     def completed(self, msg: ChatMessage, output: str) -> ChatMessage:
         """What a complete output's message is once it is known to end there (a stream's, at its end only)."""
-        return self.without_turn_end(self.with_reasoning_before_end(msg, output), output)
+        plan = self.plan  # (on every accepted parse: the two readings only where they may apply)
+        if plan.reasoning_end:
+            msg = self.with_reasoning_before_end(msg, output)
+        if plan.turn_end and output[-1:] in _TOKEN_ENDS:
+            msg = self.without_turn_end(msg, output)
+        return msg
 
     def with_reasoning_before_end(self, msg: ChatMessage, output: str) -> ChatMessage:
         """`msg`, where the output begins with text and the reasoning end marker with no reasoning open and its
@@ -332,6 +337,10 @@ class Reader:
         before, after = output[:end].rstrip(C_SPACE), output[end:].lstrip(C_SPACE)
         closers = sorted({c.strip(C_SPACE) for c in self.plan.closers} - {""}, key=len, reverse=True)
         return next((c for c in closers if before.endswith(c) and after.startswith(c)), "")
+
+
+# What an output ending with a special token (and whitespace) ends with.
+_TOKEN_ENDS = frozenset(">" + C_SPACE)
 
 
 def _json(text: str) -> bool:
