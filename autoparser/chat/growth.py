@@ -16,7 +16,7 @@ from autoparser.peg import Ast, AstNode, ParseResult
 from autoparser.peg.ast import AstId
 from autoparser.types import ChatFormat, ChatMessage, MessageDelta, ToolCall
 
-__all__ = ["FieldGrowth", "feeds_no_field", "held_tail", "map_growing", "map_growing_accounted"]
+__all__ = ["FieldGrowth", "feeds_no_field", "held_tail", "map_growing", "map_growing_accounted", "run_at_end"]
 
 # What a held text ends with that may still turn out to be formatting: whitespace, and special tokens
 # (`<|END_OF_TURN_TOKEN|>`, `<｜end▁of▁sentence｜>`; any `<...>` without whitespace in it) or one still being
@@ -33,21 +33,22 @@ def held_tail(text: str) -> int:
         if "<" not in text[max(0, end - 50):end]:
             kept = len(rstrip_c(text[:end]))
         else:
-            kept = _held_from(text, end)
+            kept = run_at_end(_HELD_TAIL, text, end, 50)
         if kept == end:
             return len(text) - end
         end = kept
 
 
-def _held_from(text: str, end: int) -> int:
-    """Where the run `_HELD_TAIL` takes at the end of `text[:end]` begins: searched in a window at the end,
-    widened while the run may begin before it (a search over the whole text tries every position)."""
-    window = 128
+def run_at_end(run: re.Pattern[str], text: str, end: int, longest: int) -> int:
+    """Where the run `run` matches at the end of `text[:end]` begins (`run` is a repetition of pieces at most
+    `longest` long, anchored `\\Z`, matching empty text): searched in a window at the end, widened while the
+    run may begin before it. (A search over the whole text tries every position: this runs on hot paths.)"""
+    window = 4 * longest
     while True:
         start = max(0, end - window)
-        kept = _HELD_TAIL.search(text, start, end).start()  # type: ignore[union-attr]
-        if start == 0 or kept - start > 50:  # (a run reaching further back would begin before `kept`)
-            return kept
+        at = run.search(text, start, end).start()  # type: ignore[union-attr]
+        if start == 0 or at - start > longest:  # (a run reaching further back would begin before `at`: a piece
+            return at  # cut by the window's start is no longer than `longest`)
         window *= 4
 
 

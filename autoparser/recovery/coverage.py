@@ -17,6 +17,7 @@ import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
 
+from autoparser.chat.growth import run_at_end
 from autoparser.chat.tags import CONTENT
 from autoparser.peg import ParseResult
 from autoparser.peg.engine import OBS_DROPPED
@@ -35,7 +36,7 @@ Span = tuple[int, int]
 _SPECIAL_TOKEN = r"<[|｜][\w▁.:/-]{0,40}[|｜]?>|<[\w▁.:/-]{1,40}[|｜]>|</s>|<eos>|<end_of_turn>"
 SPECIAL_TOKEN = re.compile(_SPECIAL_TOKEN)
 _TRAILING_SPECIAL = re.compile(rf"(?:\s|{_SPECIAL_TOKEN})*\Z")
-_LONGEST_SPECIAL = 48  # (a window's start may cut a token: none of `_SPECIAL_TOKEN`'s is longer)
+_LONGEST_SPECIAL = 48  # (no token of `_SPECIAL_TOKEN`, nor one being written, is longer)
 _CUT_SPECIAL = re.compile(r"<[^<>\s]{0,40}\Z")  # `<|tool_resp` while the output may still complete it
 _NOT_WS = re.compile(f"[^{C_SPACE}]")
 
@@ -43,16 +44,11 @@ _NOT_WS = re.compile(f"[^{C_SPACE}]")
 def without_trailing_special(text: str, partial: bool) -> str:
     """`text` without the special tokens it ends with (the end-of-turn markup of the format), nor, while more
     may come (`partial`), a special token still being written."""
-    # (searched in a window at the end, widened while the tokens may begin before it: a search over the whole
-    # text tries every position, and this runs on every accepted parse that ends with `>`)
-    window = 256
-    while True:
-        start = max(0, len(text) - window)
-        tail = _CUT_SPECIAL.sub("", text[start:]) if partial else text[start:]
-        cut = _TRAILING_SPECIAL.search(tail).start()  # type: ignore[union-attr]
-        if start == 0 or cut > _LONGEST_SPECIAL:  # (a run reaching further back would begin before `cut`)
-            return text[:start] + tail[:cut]
-        window *= 4
+    if partial:  # (a token being written is at most `_LONGEST_SPECIAL` long: searched there only)
+        being_written = _CUT_SPECIAL.search(text, max(0, len(text) - _LONGEST_SPECIAL))
+        if being_written is not None:
+            text = text[:being_written.start()]
+    return text[:run_at_end(_TRAILING_SPECIAL, text, len(text), _LONGEST_SPECIAL)]
 
 
 def special_tail(text: str, partial: bool) -> str:
@@ -64,8 +60,8 @@ def special_tail(text: str, partial: bool) -> str:
         if lt < 0 or not SPECIAL_TOKEN.fullmatch(stripped, lt):
             return ""
     tail = text[len(without_trailing_special(text, partial)):]
-    first = re.search(r"<", tail)
-    return tail[first.start():] if first else ""
+    first = tail.find("<")
+    return tail[first:] if first >= 0 else ""
 
 
 def content_ends(result: ParseResult, offset: int) -> list[Span]:

@@ -144,7 +144,7 @@ class Reader:
         """`msg` without the end-of-turn tokens the output ends with (`plan.turn_end`: `answer<|im_end|>`, where a
         server did not stop on them), where its content or its reasoning runs up to them: formatting, as they
         are after the format's end. (The strict parse keeps them, as llama.cpp does.)"""
-        tail = special_tail(output, False) if self.plan.turn_end else ""
+        tail = special_tail(output, False)
         if not tail or any(t not in self.plan.turn_end for t in SPECIAL_TOKEN.findall(tail)):
             return msg
         if msg.content.endswith(tail):
