@@ -238,6 +238,11 @@ class ChatBuilder(ChatTags):
         where the arguments follow at once (`[TOOL_CALLS]get_weather{...}`, a Mistral dialect)."""
         return self.literal(marker)
 
+    def call_array(self, calls: P) -> P:
+        """`calls` in the JSON array the template writes them in. Relaxed: also without the brackets (a lone call
+        object, or objects one after the other, where the template writes a list), as a `repair:call_array`."""
+        return self.literal("[") + self.space() + calls + self.space() + self.literal("]")
+
     def extra_calls(self, calls: P, call: P) -> P:
         """`calls`, where the request allows one `call`. Relaxed: further calls after it, each reported."""
         return calls
@@ -305,14 +310,20 @@ class ChatBuilder(ChatTags):
         as its JSON text without the quotes, as such templates print a number or a boolean (`count:3`)."""
         return arg
 
+    def space_then(self, piece: P) -> P:
+        """`piece`, where the template writes no whitespace before it (between two markers, a marker and a
+        call's id or arguments). Relaxed: whitespace before it, as models write it."""
+        return piece
+
     def optionally_closed_call(self, head: P, closer: str) -> P:
         """A call whose closer may be left out. Relaxed: the call is whole at its head's end, the closer read
         after it (a stream that shows a call once whole must not wait for a closer that may never come)."""
         return self.tool(head + self.tool_close(self.optional(self.literal(closer))))
 
     def calls_begin_at(self, texts: Sequence[str]) -> None:
-        """Where calls without any marker begin (a bare JSON call's `{"name"`). Relaxed: recorded in the
-        parser, where the recovery resumes reading after text it cannot read."""
+        """Where calls begin besides the format's trigger words (a bare JSON call's `{"name"`, a call's own
+        element inside a section). Relaxed: recorded in the parser, where the recovery resumes reading after
+        text it cannot read."""
 
     # --- pieces the chat formats share ----------------------------------------------------------------------
 
@@ -349,6 +360,19 @@ class ChatBuilder(ChatTags):
             else:  # the first optional argument has no separator before it
                 seq = seq + self.optional(any_optional + self.repeat(between() + any_optional, 0, -1))
         return seq
+
+    def python_spelled(self, param: Parameter) -> P | None:
+        """A typed value as Python prints it, where JSON is the template's (`True`, `None`, `{'k': 'v'}`: a
+        template printing a value with `{{ v }}`, or a model writing after Python-style calls). None: llama.cpp
+        reads JSON only. Relaxed: the Python literals the parameter's schema allows, read as the JSON they stand
+        for."""
+        return None
+
+    def tagged_arguments(self, args: P, json_open: str = "", json_close: str = "") -> P:
+        """A tagged call's arguments as the template writes them, an element each (`args`). Relaxed: also one
+        JSON object, as the same family's JSON dialect writes a call's arguments (between `json_open` and
+        `json_close`, where the template wraps arguments it is given as a JSON string so)."""
+        return args
 
     def args_any_order(self, args: Sequence[P]) -> P:
         """`((a1 | a2 | ...) space)*`: arguments in any order and number."""
@@ -403,6 +427,9 @@ class ChatBuilder(ChatTags):
             value = self.cpp_sum(lambda: self.tool_arg_json_value(self.schema(self.json(), schema_rule, schema,
                                                                               pointer=param.pointer)),
                                  lambda: self.tool_arg_close(self.literal(close)))
+            python = self.python_spelled(param)
+            if python is not None:
+                value = value | python + self.tool_arg_close(self.literal(close))
         opener_parser = self.tool_arg_open(self.cpp_sum(lambda: self.literal(opener),
                                                         lambda: self.tool_arg_name(self.literal(param.name)),
                                                         lambda: self.literal('">')))
@@ -464,7 +491,7 @@ class ChatBuilder(ChatTags):
         elif not array_wrapped:
             calls = self.extra_calls(calls, choices)
         if array_wrapped:
-            calls = self.literal("[") + self.space() + calls + self.space() + self.literal("]")
+            calls = self.call_array(calls)
         section = self.trigger_rule("tool-call", self.call_opener(section_start) + self.space() + calls
                                     + self.space() + self.literal(section_end))
         return section if force_tool_calls else self.optional(section)

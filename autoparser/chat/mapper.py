@@ -433,6 +433,9 @@ class ChatPegMapper:
             else:
                 self.dropped.append((self._pending_start, end))
             self._pending = None
+        # (a closed call takes nothing more: an argument after it is no part of it, as llama.cpp's mapper resets
+        # its current call since b11434, common/chat-peg-parser.cpp)
+        self._current = None
 
 
 # The tags ChatPegMapper.map acts on; any other tag (TOOL, TOOL_ARG, ...) only groups nodes.

@@ -33,6 +33,7 @@ MESSAGES = {
     "stray_reasoning_end": "reasoning end {raw!r} at {pos} with no reasoning open: dropped",
     "reasoning_ended_by_call": "tool call at {pos} while reasoning was open: reasoning ends there",
     "unknown_tool": "call to {raw!r} at {pos}, a tool the request does not declare: kept",
+    "name_key": "tool name under {raw!r} at {pos}: read as the name",
     "arguments_key": "arguments under {raw!r} at {pos}: read as the arguments",
     "arguments_as_string": "arguments given as a JSON string at {pos}: decoded",
     "call_wrapper": "call wrapped in {raw!r} at {pos}: unwrapped",
@@ -42,6 +43,7 @@ MESSAGES = {
     "unparsed_text": "text at {pos} does not fit the format: kept as content",
     "trailing_text": "text at {pos} after the end of the format: kept as content",
     "unreadable_call": "call {raw!r} at {pos} cannot be read (its neighbours can): kept as content",
+    "unclosed_marker": "marker at {pos} without its closing text: it ends at the end of its line",
     "call_opener_spelling": "call opener {raw!r} at {pos} spelled unlike the template: accepted",
     "extra_call": "another call at {pos} where the request allows one: read as a call",
     "calls_grouped": "another call at {pos} inside the wrapper the template writes around each call: read as a call",
@@ -58,7 +60,9 @@ MESSAGES = {
     "missing_recipient": "message at {pos} without the recipient the template writes in its header: a call by "
                          "its body",
     "section_repeated": "another call section at {pos} after the first: its calls read as calls",
+    "call_array": "call at {pos} written without the JSON array the template writes calls in: read as a call",
     "call_separator": "calls separated by {raw!r} at {pos}, not as the template separates them: accepted",
+    "python_value": "value {raw!r} at {pos} spelled as in Python: read as the JSON value it stands for",
     "unquoted_value": "argument value {raw!r} at {pos} without the quotes the template writes around values: "
                       "read as its JSON value",
     "missing_arguments_marker": "call arguments at {pos} without the marker the template writes before them: "

@@ -50,8 +50,10 @@ class LooseCalls(ChatBuilder):
         a name prefix ending in `=` written with a space (`<function bash>`); arguments in any order and number
         (a missing required one is the recovery's to report); values without the template's whitespace around
         them (`<parameter=path>/tmp/x</parameter>`; extra whitespace stays in the value, as in the strict
-        parse); a value's closer left out where the call's closer follows; a call's closer left out where the
-        next marker follows; a value that does not fit its schema kept as a string."""
+        parse); a value as Python spells it where the schema allows it (`python_spelled`); a value's closer
+        left out where the call's closer follows; a call's closer left out where the next marker follows; the
+        arguments as one JSON object (`tagged_arguments`); a value that does not fit its schema kept as a
+        string."""
         t = str.strip
         call_end, after = t(m.call_close, C_SPACE), t(m.after_call, C_SPACE)
         value_end = t(m.value_suffix, C_SPACE)
@@ -64,15 +66,29 @@ class LooseCalls(ChatBuilder):
             self.repair("missing_argument_closer", at_call_end)]))
         string = self.tool_arg_string_value(self.until_one_of(ends)) + close
 
+        def unclosed(suffix: str) -> P | None:
+            # (a name's marker whose closing text the model left out, `<parameter=path\n` for
+            # `<parameter=path>\n`: the line it ends holds the name, where the template writes a newline there)
+            closing, ws = t(suffix, C_SPACE), _trail(suffix)
+            return self.repair("unclosed_marker", self.literal("\n")) if closing and ws.startswith("\n") else None
+
         def opener(name: P) -> P:
-            head = self.literal(t(m.arg_prefix, C_SPACE)) + name + self.literal(t(m.arg_suffix, C_SPACE))
+            head = self.literal(t(m.arg_suffix, C_SPACE))
             ws = _trail(m.arg_suffix)
             if ws:
                 head = head + self.choice([self.literal(ws), self.repair("argument_whitespace", self.eps())])
-            return self.tool_arg_open(self.space() + head)
+            missing = unclosed(m.arg_suffix)
+            if missing is not None:
+                head = head | missing
+            return self.tool_arg_open(self.space() + self.literal(t(m.arg_prefix, C_SPACE)) + name + head)
 
-        def json_then_string(json_value: P, fallback: P) -> P:
-            return self.choice([self.atomic(self.tool_arg_json_value(json_value) + close), fallback])
+        def json_then_string(json_value: P, fallback: P, param: Parameter | None = None) -> P:
+            # (then the value as Python spells it, `True`, `None`, `{'k': 'v'}`: python_spelled)
+            python = self.python_spelled(param) if param is not None else None
+            pythons = [self.atomic(python + close)] if python is not None else []
+            # (whitespace around a JSON value is formatting: an indented value is the JSON it holds)
+            return self.choice([self.atomic(self.space() + self.tool_arg_json_value(json_value) + self.space()
+                                            + close), *pythons, fallback])
 
         args: list[P] = []
         if f is None:
@@ -84,21 +100,24 @@ class LooseCalls(ChatBuilder):
                 if json_first(param):
                     json_value = self.schema(self.json(), f"tool-{f.name}-arg-{param.name}-schema", f.schema,
                                              pointer=param.pointer)
-                    value = json_then_string(json_value, string)
+                    value = json_then_string(json_value, string, param)
                 args.append(self.tool_arg(opener(self.tool_arg_name(self.literal(param.name))) + value))
         prefix = t(m.name_prefix, C_SPACE)
-        name_open = self.literal(_lead(m.name_prefix) + prefix) if prefix else self.eps()
+        # (indentation before the call's opener where the template writes none, as before its arguments)
+        name_open = self.space() + self.literal(_lead(m.name_prefix) + prefix) if prefix else self.eps()
         if prefix.endswith("="):
             name_open = self.choice([name_open, self.repair("call_opener_spelling", self.literal(prefix[:-1] + " "))])
         name = self.tool_name(self.literal(f.name)) if f is not None \
             else self.repair("unknown_tool", self.tool_name(self.chars(_NAME_CHARS, 1, 64)))
         name_close = self.literal(t(m.name_suffix, C_SPACE)) + self.optional(self.literal(_trail(m.name_suffix))) \
             if t(m.name_suffix, C_SPACE) else self.space()
+        missing = unclosed(m.name_suffix)
+        if missing is not None:
+            name_close = name_close | missing
         body = self.zero_or_more(self.tool_arg(self.choice(args)) if f is None else self.choice(args)) \
             if args else self.eps()
-        # (the name then its arguments as one JSON object, as the same family's JSON dialect writes them)
-        body = self.choice([self.repair("json_arguments", self.json_object()), body])
-        return self.tool(self.tool_open(name_open + name + name_close) + self.tool_args(body) + self.space()
+        return self.tool(self.tool_open(name_open + name + name_close) + self.tagged_arguments(self.tool_args(body))
+                         + self.space()
                          + self.tool_close(self.tagged_call_close(m))) + self.space()
 
     def tagged_call_close(self, m: TaggedMarkers) -> P:
@@ -114,7 +133,8 @@ class LooseCalls(ChatBuilder):
         """One JSON call as models write it beyond the template: its members in any order, others skipped; the
         arguments under a usual key other than the template's (`parameters` for `arguments`) or given as a
         JSON string; the call wrapped in `{"type": "function", "function": {...}}`; a tool the request does
-        not declare (`repair:unknown_tool`). A call has a name: an object without one is no call."""
+        not declare (`repair:unknown_tool`); the name under `name` where the template's key is another. A call
+        has a name: an object without one is no call."""
         ws = self.space()
 
         def key(k: P) -> P:
@@ -134,7 +154,10 @@ class LooseCalls(ChatBuilder):
                                 + self.peek(self.literal('"')) for n in names])
         name_value = self.literal('"') + self.choice([
             declared, self.repair("unknown_tool", name_string(self.string_content('"')))]) + self.literal('"')
-        name = key(self.literal(f'"{name_key}"')) + self.atomic(name_value)
+        name_key_p = self.literal(f'"{name_key}"')
+        if name_key != "name":  # (the name under the key most JSON dialects use, `name` for `tool_name`)
+            name_key_p = name_key_p | self.repair("name_key", self.literal('"name"'))
+        name = key(name_key_p) + self.atomic(name_value)
         others = [k for k in ("arguments", "parameters", "args", "input") if k != args_key]
         args_key_p = self.choice([self.literal(f'"{args_key}"'),
                                   *(self.repair("arguments_key", self.literal(f'"{k}"')) for k in others)])
@@ -144,7 +167,7 @@ class LooseCalls(ChatBuilder):
                         + self.literal('"'))])
         args = key(args_key_p) + args_value
         # members before the name, the name, members after it
-        flat = self.zero_or_more(self.choice([args, other(name_key)]) + comma()) + name \
+        flat = self.zero_or_more(self.choice([args, other(name_key, "name")]) + comma()) + name \
             + self.zero_or_more(comma() + self.choice([args, other()]))
         wrapper = self.zero_or_more(other("function") + comma()) \
             + self.repair("call_wrapper", key(self.literal('"function"'))) + self.literal("{") + ws + flat + ws \

@@ -143,7 +143,8 @@ def closers(arena: Arena) -> frozenset[str]:
         node = parsers[pid]
         if isinstance(node, N.Tag) and node.tag == TOOL:
             return True
-        if depth > 3 or not isinstance(node, (N.Choice, N.Rule, N.Tag, N.Sequence)):
+        # (a repetition: the further calls one wrapper holds, `grouped_calls`)
+        if depth > 3 or not isinstance(node, (N.Choice, N.Rule, N.Tag, N.Sequence, N.Repetition)):
             return False
         return any(holds_call(c, depth + 1) for c in N.child_ids(node))
 

@@ -29,7 +29,7 @@ from typing import NamedTuple
 
 from autoparser.chat.growth import held_tail
 from autoparser.chat.mapper import map_accounted, without_open_calls
-from autoparser.chat.tags import CONTENT, TOOL, TOOL_ARGS
+from autoparser.chat.tags import CONTENT, TOOL, TOOL_ARGS, TOOL_CLOSE, TOOL_OPEN
 from autoparser.peg import Arena, ParseResult
 from autoparser.peg import nodes as N
 from autoparser.peg.engine import OBS_LITERAL
@@ -184,7 +184,7 @@ class Reader:
             shown = without_open_calls(relaxed) if partial else relaxed
             msg, dropped = map_accounted(shown, self.format)
             msg = with_repairs(msg, shown, plan, output, offset, partial, recovered=not strict_whole)
-            return self.rest_after(self.reading_of(msg, shown, dropped, partial), relaxed, output, partial)
+            return self.rest_after(self.reading_of(msg, shown, dropped, partial), relaxed, output, partial, skips)
         if not relaxed.fail:  # a complete output ending inside a structure
             head, ended = self._head(effective, len(output), partial)
             if ended.success or ended.end >= len(effective):  # (not stuck in a lookahead short of the end)
@@ -193,7 +193,8 @@ class Reader:
             # the relaxations found nothing to repair: the strict reading stands (where it drops no text)
             msg = with_repairs(strict.message, strict.result, plan, output, offset, partial, recovered=False,
                                relaxed=False)
-            return self.rest_after(self.reading_of(msg, strict.result, [], partial), strict.result, output)
+            return self.rest_after(self.reading_of(msg, strict.result, [], partial), strict.result, output,
+                                   skips=skips)
         head, cut = self.split_unparsed(effective)
         return self.after_unparsed(output, head, cut, partial, skips)
 
@@ -315,9 +316,11 @@ class Reader:
         return replace(head, message=msg, covered=(*head.covered, (position, len(output))),
                        ends=(*head.ends, (len(output), len(msg.content))) if added else head.ends)
 
-    def rest_after(self, reading: Reading, result: ParseResult, output: str, partial: bool = False) -> Reading:
+    def rest_after(self, reading: Reading, result: ParseResult, output: str, partial: bool = False,
+                   skips: int = 0) -> Reading:
         """A parse that succeeded before the end of the text: the rest of the output is content (the strict
-        parse ignores it), but for the special tokens it ends with."""
+        parse ignores it), but for the special tokens it ends with, and for calls after the text: where a call
+        marker follows, the reading resumes there (`after_unparsed`), as models write text between calls."""
         if not result.success:
             return reading
         end = result.end - self.offset
@@ -329,7 +332,13 @@ class Reader:
                 *msg.diagnostics, diagnostic("repeated_closer", at, again))), covered=(*reading.covered,
                                                                                      (end, at + len(again))))
             end = at + len(again)
+        if self._calls_from(output, end + 1):
+            return self.after_unparsed(output, reading, end, partial, skips)
         return self._with_unparsed(reading, output, end, partial, "trailing_text")
+
+    def _calls_from(self, output: str, end: int) -> bool:
+        """Whether a call marker begins at or after `end` in the output."""
+        return any(output.find(m, end) >= end for m in self.plan.call_markers)
 
     def _closer_again(self, output: str, end: int) -> str:
         """The closer the format's reading ended with, written again right after it (`<tool_call|><tool_call|>`),
@@ -407,12 +416,26 @@ def _before_open_call(arena: Arena, result: ParseResult, cut: int) -> int:
                 open_call = node
                 break
             last_closed_end = node.end
+        elif node.tag == TOOL_CLOSE and not node.is_partial:
+            last_closed_end = max(last_closed_end, node.end)
     if open_call is None:
-        return cut
+        # (a format without a node for the whole call: one is open while its opener or its arguments are, from
+        # its opener on; or, before any of its nodes, while the call section after the last call is)
+        nodes = list(result.ast.walk(result.nodes))
+        inside = next((n for n in nodes if n.tag in (TOOL_OPEN, TOOL_ARGS) and n.is_partial), None)
+        if inside is None:
+            if any(n.tag in (TOOL_OPEN, TOOL_ARGS) and n.start >= last_closed_end for n in nodes):
+                return cut  # (a call read whole but for its closer: the completion closes it)
+            sections = [n.start for n in nodes if n.rule in triggers and n.is_partial and n.start >= last_closed_end]
+            return min(sections, default=cut)
+        opens = [n.start for n in nodes if n.tag == TOOL_OPEN and last_closed_end <= n.start <= inside.start]
+        call_start = opens[-1] if opens else inside.start
+    else:
+        call_start = open_call.start
     # The opener before the call's body (`<tool_call>\n` before `{`) is the start of the call section rule.
-    start = open_call.start
+    start = call_start
     for node in result.ast.walk(result.nodes):
         if node.rule in triggers and node.is_partial and last_closed_end <= node.start < start \
-                and node.end >= open_call.start:
+                and node.end >= call_start:
             start = node.start
     return start

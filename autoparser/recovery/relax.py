@@ -57,12 +57,17 @@ class RelaxedBuilder(LooseCalls):
             return self.literal(opener)
         return self.opener_or_missing(opener) + self.space() if spaced else self.opener_or_missing(opener)
 
+    def opened(self, opener: str, then: P) -> P:
+        self.calls_begin_at([opener.strip(C_SPACE)])  # (a call begins at its opener: reading may resume there)
+        return super().opened(opener, then)
+
     def calls_opened(self, opener: str, call: P, min_calls: int, max_calls: int) -> P:
         if not opener.strip(C_SPACE):
             return super().calls_opened(opener, call, min_calls, max_calls)
-        first = self.opened(opener, call)
+        # (whitespace before each opener, where models write calls on lines of their own)
+        first = self.space_then(self.opened(opener, call))
         if max_calls != 1:
-            first = first + self.repeat(opener + call, 0, -1 if max_calls < 0 else max_calls - 1)
+            first = first + self.repeat(self.space_then(opener + call), 0, -1 if max_calls < 0 else max_calls - 1)
         return first if min_calls > 0 else self.optional(first)
 
     def calls_with_first_opener(self, strict: Callable[[], P], opener: str, call: Callable[[], P],
@@ -95,6 +100,7 @@ class RelaxedBuilder(LooseCalls):
 
     def calls_begin_at(self, texts: Sequence[str]) -> None:
         # (a node no parser refers to: data for the recovery plan, which resumes reading at these texts)
+        texts = [t for t in texts if t]
         if texts:
             self.tag(CALL_START, self.choice([self.literal(t) for t in texts]))
 
@@ -163,6 +169,23 @@ class RelaxedBuilder(LooseCalls):
 
     def arguments_marker(self, marker: str) -> P:
         return self.literal(marker) | self.repair("missing_arguments_marker", self.peek(self.literal("{")))
+
+    def python_spelled(self, param: Parameter) -> P | None:
+        types = param.types
+        literals = [p for t, p in (("boolean", self.python_bool), ("null", self.python_null),
+                                   ("object", self.python_dict), ("array", self.python_array)) if t in types]
+        if not literals:
+            return None
+        return self.repair("python_value", self.tool_arg_json_value(self.choice([make() for make in literals])))
+
+    def tagged_arguments(self, args: P, json_open: str = "", json_close: str = "") -> P:
+        json_args = self.tool_args(self.json_object())
+        if json_open:
+            json_args = self.literal(json_open) + self.space() + json_args + self.space() + self.literal(json_close)
+        return self.repair("json_arguments", json_args) | args
+
+    def call_array(self, calls: P) -> P:
+        return super().call_array(calls) | self.repair("call_array", self.peek(self.literal("{")) + calls)
 
     def extra_calls(self, calls: P, call: P) -> P:
         return calls + self.zero_or_more(self.repair("extra_call", self._loose_between()) + call)
@@ -239,8 +262,11 @@ class RelaxedBuilder(LooseCalls):
 
         return self.rule("syntax-value", body)
 
+    def space_then(self, piece: P) -> P:
+        return self.space() + piece
+
     def optionally_closed_call(self, head: P, closer: str) -> P:
-        return self.tool(head + self.tool_close(self.eps())) + self.optional(self.literal(closer))
+        return self.tool(head + self.tool_close(self.eps())) + self.optional(self.space_then(self.literal(closer)))
 
     def tagged_call_choice(self, strict: Callable[[], P], markers: TaggedMarkers | None,
                            tools: Sequence[Function], json_first: Callable[[Parameter], bool]) -> P:

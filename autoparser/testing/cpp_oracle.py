@@ -141,10 +141,22 @@ class Divergence:
     cpp: Any
     ours: Any
     reason: str | None = None  # the ratchet's reason: a known divergence
+    format: str | None = None  # the chat format llama.cpp chose for the request (None: the template's analysis)
 
     @property
     def key(self) -> str:
         return f"{self.case}:{self.field}"
+
+    @property
+    def cause(self) -> str:
+        """What the divergence is grouped under: its known reason, or, for a new one, the kind of field that
+        differs and the format llama.cpp chose (one upstream change shows as one group, however many templates
+        of that format it touches)."""
+        if self.reason:
+            return self.reason
+        head = self.field.split(".", 1)[0] if not self.field.startswith("analysis.") \
+            else ".".join(self.field.split(".")[:2])
+        return f"new: {head}" + (f" ({self.format})" if self.format else "")
 
     def to_json(self) -> dict[str, Any]:
         return {"case": self.case, "field": self.field, "cpp": self.cpp, "ours": self.ours, "known": self.reason}
@@ -283,9 +295,12 @@ def compare_corpus(driver: Path, corpus: Corpus, *, only: Sequence[str] | None =
             continue
         found = compare_case(name, {"analysis": ans.get("analysis", {})}, {"analysis": ours[name]["analysis"]})
         mine = {r["id"]: r for r in ours[name]["requests"]}
+        formats: dict[str, str | None] = {}
         for r in ans.get("requests", []):
+            formats[f"{name}/{r['id']}"] = r.get("format")
             found += compare_case(f"{name}/{r['id']}", r, mine.get(r["id"], {"error": "not run"}))
-        out += [Divergence(d.case, d.field, d.cpp, d.ours, known_reason(known, d)) for d in found]
+        out += [Divergence(d.case, d.field, d.cpp, d.ours, known_reason(known, d), formats.get(d.case))
+                for d in found]
     return out
 
 
@@ -470,7 +485,13 @@ def write_divergence_report(divs: Sequence[Divergence], out_dir: Path, *, driver
                "items": [d.to_json() for d in divs]}
     (out_dir / REPORT_JSON).write_text(json.dumps(payload, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
     lines = ["# llama.cpp vs autoparser", "",
-             f"Driver `{driver}`: {templates} templates, {len(divs)} divergences, {len(new)} new.", ""]
+             f"Driver `{driver}`: {templates} templates, {len(divs)} divergences, {len(new)} new.", "",
+             "## By cause", "", "| cause | divergences | templates | e.g. |", "|---|---|---|---|"]
+    for cause, items in by_cause(divs):
+        cells = [cause, str(len(items)), str(len({d.case.split("/", 1)[0] for d in items})),
+                 f"{items[0].case} {items[0].field}"]
+        lines.append("| " + " | ".join(c.replace("|", "\\|").replace("\n", " ") for c in cells) + " |")
+    lines.append("")
     by_case: dict[str, list[Divergence]] = {}
     for d in divs:
         by_case.setdefault(d.case.split("/", 1)[0], []).append(d)
@@ -483,6 +504,14 @@ def write_divergence_report(divs: Sequence[Divergence], out_dir: Path, *, driver
     md = out_dir / REPORT_MD
     md.write_text("\n".join(lines), encoding="utf-8")
     return md
+
+
+def by_cause(divs: Sequence[Divergence]) -> list[tuple[str, list[Divergence]]]:
+    """The divergences grouped by `Divergence.cause`, new causes first, then the largest."""
+    groups: dict[str, list[Divergence]] = {}
+    for d in divs:
+        groups.setdefault(d.cause, []).append(d)
+    return sorted(groups.items(), key=lambda kv: (kv[1][0].reason is not None, -len(kv[1]), kv[0]))
 
 
 def run_conformance(args: Any) -> int:
@@ -525,8 +554,10 @@ def run_conformance(args: Any) -> int:
     stale = stale_entries(known, divs, names)
     print(f"conformance: {len(names)} templates, {len(divs)} divergences ({len(divs) - len(new)} known, {len(new)} new);"
           f" report in {md}")
-    for d in new[:20]:
-        print(f"  new: {d.case} {d.field}: llama.cpp {_short(d.cpp, 80)} / autoparser {_short(d.ours, 80)}")
+    for cause, items in by_cause(new):
+        d = items[0]
+        print(f"  {cause}: {len(items)} (e.g. {d.case} {d.field}: llama.cpp {_short(d.cpp, 60)} / autoparser "
+              f"{_short(d.ours, 60)})")
     for key in stale:
         print(f"  now agrees, remove from {args.known}: {key}")
     return 1 if new or stale else 0

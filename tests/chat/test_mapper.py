@@ -747,3 +747,20 @@ def test_string_values_are_escaped_as_json_dumps_does(text: str) -> None:
     expected = json.dumps(ESCAPED_BYTE.sub("\ufffd", text), ensure_ascii=False)
     assert dump_string(text) == expected
     assert escape_inner(text) == expected[1:-1]
+
+
+def test_an_argument_after_a_closed_call_is_not_that_calls() -> None:
+    """llama.cpp b11434 (common/chat-peg-parser.cpp) resets the mapper's current call when a call closes: before,
+    an argument the parse reads after the closer was appended to the closed call's arguments. Here a parser
+    reads a stray `<arg>` after `</call>`: the call keeps its own arguments, and the stray text is left out of
+    it (the recovery's coverage gets it back as content)."""
+    def build(p: ChatBuilder) -> P:
+        arg = p.tool_arg(p.tool_arg_open(p.literal("<arg name=") + p.tool_arg_name(p.literal("x")) + p.literal(">"))
+                         + p.tool_arg_json_value(p.json_number()) + p.tool_arg_close(p.literal("</arg>")))
+        call = p.tool(p.tool_open(p.literal("<call ") + p.tool_name(p.literal("f")) + p.literal(">"))
+                      + p.tool_args(p.zero_or_more(arg)) + p.tool_close(p.literal("</call>")))
+        return call + p.optional(arg) + p.end()
+
+    arena = build_chat_peg_parser(build)
+    msg = strict(arena, "<call f><arg name=x>1</arg></call><arg name=x>2</arg>")
+    assert [(c.name, json.loads(c.arguments)) for c in msg.tool_calls] == [("f", {"x": 1})]

@@ -22,6 +22,7 @@ from autoparser.cli import main as cli_main
 from autoparser.corpus import Corpus
 from autoparser.testing.cpp_oracle import (
     Divergence,
+    by_cause,
     compare_case,
     compare_corpus,
     regenerate_goldens,
@@ -80,6 +81,20 @@ def test_the_report_says_which_divergences_are_new(tmp_path: Path) -> None:
     assert "2 divergences, 1 new" in text and "**new**" in text and "known: policy" in text
     assert text.index("## `b`") < text.index("## `a`")  # templates with new divergences first
     assert json.loads((tmp_path / "cpp-divergences.json").read_text())["new"] == 1
+
+
+def test_the_report_groups_divergences_by_cause(tmp_path: Path) -> None:
+    """One upstream change to a format shows as one cause, however many templates and cases it touches."""
+    divs = [Divergence(f"{t}/{s}", "parsed", {}, {}, format="peg-native")
+            for t in ("a", "b", "c") for s in ("c_one_tool_call", "d_parallel")]
+    divs += [Divergence("a", "analysis.tools.format.mode", "NONE", "JSON_NATIVE"),
+             Divergence("d/c_one_tool_call", "grammar", "x", "y", "known: policy")]
+    groups = dict(by_cause(divs))
+    assert list(groups) == ["new: parsed (peg-native)", "new: analysis.tools", "known: policy"]
+    assert len(groups["new: parsed (peg-native)"]) == 6
+    text = write_divergence_report(divs, tmp_path, driver="drv", templates=4).read_text()
+    assert "| new: parsed (peg-native) | 6 | 3 | a/c_one_tool_call parsed |" in text
+    assert text.index("## By cause") < text.index("## `a`")
 
 
 def test_the_command_without_a_driver_is_exit_2(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

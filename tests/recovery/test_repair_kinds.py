@@ -595,3 +595,170 @@ def test_reasoning_before_a_stray_end_marker(thinking: bool) -> None:
     assert stream.finish() == got
     plain = params.parse("The answer is 4.")
     assert (plain.reasoning_content, plain.content, plain.diagnostics) == ("", "The answer is 4.", ())
+
+
+# --- sibling dialects and values the peers' tests show (issue 35, second pass) -------------------------------
+
+COMMAND_A = "CohereLabs__command-a-plus-05-2026-w4a4"
+
+
+def test_a_lone_call_object_where_the_template_writes_an_array() -> None:
+    """Command A writes its calls as a JSON array in `<|START_ACTION|>...<|END_ACTION|>`; a model writes the one
+    call as an object without the brackets (smg's Command R7B tests)."""
+    out = '<|START_ACTION|>{"tool_call_id": "0", "tool_name": "get_weather", "parameters": {"city": "Paris"}}<|END_ACTION|>'
+    check(case(COMMAND_A, out, enable_thinking=False), {"tool_calls": [dict(PARIS, id="0")]}, ["call_array"])
+
+
+def test_the_name_under_the_key_most_json_dialects_use() -> None:
+    """The same template names a call's tool `tool_name`; a model writes the `name`/`arguments` keys of the
+    Hermes dialect (smg's Command R7B tests, `test_cohere_alternative_field_names`)."""
+    out = '<|START_ACTION|>[{"name": "get_weather", "arguments": {"city": "Paris"}}]<|END_ACTION|>'
+    check(case(COMMAND_A, out, enable_thinking=False), {"tool_calls": [PARIS]}, ["name_key", "arguments_key"])
+
+
+def test_json_arguments_inside_a_markup_invoke() -> None:
+    """DeepSeek V4 (chat/handlers/deepseek.py) writes each argument as `<DSML parameter name=... string=...>`; a
+    model writes the invoke's body as one JSON object (smg's DeepSeek V3.2 tests)."""
+    out = ('<｜DSML｜tool_calls>\n<｜DSML｜invoke name="get_weather">\n{"city": "Paris", "days": 3}\n</｜DSML｜invoke>\n'
+           '</｜DSML｜tool_calls>')
+    check(case("llama.cpp__deepseek-ai-DeepSeek-V4", out, enable_thinking=False),
+          {"tool_calls": [call("get_weather", '{"city": "Paris", "days": 3}')]}, ["json_arguments"])
+
+
+def test_python_values_where_the_schema_allows_them() -> None:
+    """Seed-OSS writes a value raw between `<parameter=K>` and `</parameter>`; a model spells a boolean, a null and
+    an object as Python does (smg's GLM, MiniMax and Qwen3-Coder tests, mlx-lm's MiniCPM5 tests): the JSON
+    value, where the schema allows it; where the schema wants a string, `None` is the string it spells."""
+    tool = {"type": "function", "function": {"name": "set_flag", "parameters": {"type": "object", "properties": {
+        "on": {"type": "boolean"}, "limit": {"type": ["integer", "null"]}, "note": {"type": "string"},
+        "opts": {"type": "object"}}}}}
+    out = ('<seed:tool_call>\n<function=set_flag>\n<parameter=on>True</parameter>\n<parameter=limit>None</parameter>\n'
+           "<parameter=note>None</parameter>\n<parameter=opts>{'unit': 'c', 'deep': [True]}</parameter>\n"
+           "</function>\n</seed:tool_call>")
+    check(case(SEED, out, tools=[tool], enable_thinking=False),
+          {"tool_calls": [call("set_flag", '{"on":true,"limit":null,"note":"None","opts":{"unit": "c", "deep": [true]}}')]},
+          ["python_value", "python_value", "python_value"])
+
+
+def test_an_indented_call_and_an_indented_json_value() -> None:
+    """Seed-OSS writes `<seed:tool_call>\\n<function=NAME>` with no indentation; a model indents the call and a
+    JSON value (SGLang's and smg's Qwen3-Coder tests): whitespace, the call as written."""
+    out = ('<seed:tool_call>\n  <function=get_weather>\n  <parameter=city>Paris</parameter>\n  <parameter=days>\n'
+           '    3\n  </parameter>\n  </function>\n</seed:tool_call>')
+    # (the grammar is llama.cpp's, which writes no indentation: it rejects the output, as it should)
+    got = case(SEED, out, enable_thinking=False).grammar_check(False).expect(
+        {"tool_calls": [call("get_weather", '{"city":"Paris","days":3}')]})
+    assert not got.diagnostics
+    with pytest.raises(ParseError):  # (llama.cpp's reading)
+        generate(CORPUS.by_name(SEED).read_text(), {"messages": [{"role": "user", "content": "Hi"}],
+                                                    "tools": TOOLS}).parse(out, strict=True)
+
+
+@pytest.mark.parametrize("template", [QWEN25, SEED])
+def test_text_between_two_calls_is_content_and_both_calls_are_read(template: str) -> None:
+    """Qwen2.5 (JSON) and Seed-OSS (tagged) write calls one after the other; a model writes text between two
+    calls (SGLang's Qwen3-Coder tests): the text is content, the reading resumes at the next call."""
+    if template == QWEN25:
+        first, second = (f'<tool_call>\n{{"name": "get_weather", "arguments": {{"city": "{c}"}}}}\n</tool_call>'
+                         for c in ("Paris", "London"))
+    else:
+        first, second = (f"<seed:tool_call>\n<function=get_weather>\n<parameter=city>{c}</parameter>\n</function>\n"
+                         "</seed:tool_call>" for c in ("Paris", "London"))
+    out = first + "\nAnd then:\n" + second
+    params = generate(CORPUS.by_name(template).read_text(), {"messages": [{"role": "user", "content": "Hi"}],
+                                                           "tools": [WEATHER], "enable_thinking": False,
+                                                           "parallel_tool_calls": True})
+    got = params.parse(out)
+    assert (got.content, [json.loads(c.arguments)["city"] for c in got.tool_calls]) == ("And then:\n",
+                                                                                      ["Paris", "London"])
+    assert [d.kind for d in got.diagnostics] == ["unparsed_text"]
+    # (the markup of each call, as the parse of that call alone reads it)
+    at = len(out) - len(second)
+    spans = [*markup_spans(params, first), *((a + at, b + at) for a, b in markup_spans(params, second))]
+    assert not unaccounted(out, got, spans)
+    stream = params.stream()
+    for i in range(0, len(out), 7):
+        stream.feed(out[i:i + 7])
+    assert stream.finish() == got
+
+
+def test_two_calls_in_one_call_block() -> None:
+    """Gemma 4 (31B) gives each call its own `<|tool_call>...<tool_call|>`; a model writes two calls in one
+    (mlx-lm's Gemma 4 tests, found with the 26B template)."""
+    out = '<|tool_call>call:get_weather{city:<|"|>Paris<|"|>}call:get_weather{city:<|"|>London<|"|>}<tool_call|>'
+    check(case("google__gemma-4-31B-it", out, enable_thinking=False),
+          {"tool_calls": [call("get_weather", '{"city":"Paris"}'), call("get_weather", '{"city":"London"}')]},
+          ["calls_grouped"])
+
+
+def test_an_unreadable_call_before_a_good_one() -> None:
+    """Kimi K2 opens each call with `<|tool_call_begin|>`; the first call's arguments are no JSON, the output goes
+    on (smg's DeepSeek tests): that call is content, not a call cut off with `{}`; the next call is read."""
+    out = ('<|tool_calls_section_begin|><|tool_call_begin|>functions.get_weather:0<|tool_call_argument_begin|>'
+           '{city: Paris}<|tool_call_end|><|tool_call_begin|>functions.get_weather:1<|tool_call_argument_begin|>'
+           '{"city": "London"}<|tool_call_end|><|tool_calls_section_end|>')
+    params = generate(CORPUS.by_name("moonshotai__Kimi-K2-Instruct-0905").read_text(),
+                      {"messages": [{"role": "user", "content": "Hi"}], "tools": [WEATHER]})
+    got = params.parse(out)
+    assert [(c.name, json.loads(c.arguments)) for c in got.tool_calls] == [("get_weather", {"city": "London"})]
+    assert "{city: Paris}" in got.content and "truncated_arguments" not in [d.kind for d in got.diagnostics]
+    assert not unaccounted(out, got, markup_spans(params, out))
+
+
+@pytest.mark.parametrize(("template", "output"), [
+    # Seed-OSS renders `<function=NAME>\n`: the name's `>` left out
+    (SEED, "<seed:tool_call>\n<function=get_weather\n<parameter=city>Paris</parameter>\n</function>\n</seed:tool_call>"),
+    # Qwen3.5 renders `<parameter=K>\nV\n</parameter>`: the parameter's `>` left out
+    (QWEN35, "<tool_call>\n<function=get_weather>\n<parameter=city\nParis\n</parameter>\n</function>\n</tool_call>"),
+])
+def test_a_marker_without_its_closing_text(template: str, output: str) -> None:
+    """A name's marker whose `>` the model left out, where the template writes a newline after it (mlx-lm's
+    Qwen3-Coder tests): the line holds the name."""
+    check(case(template, output, enable_thinking=False), {"tool_calls": [PARIS | {"arguments": '{"city":"Paris"}'}]},
+          ["unclosed_marker"])
+
+
+def test_whitespace_between_markers_the_template_writes_together() -> None:
+    """Kimi K2 Thinking writes `<|tool_call_begin|>functions.NAME:0<|tool_call_argument_begin|>{...}<|tool_call_end|>`
+    with nothing between the markers; a model puts spaces and newlines there (smg's Kimi K2 tests): formatting."""
+    out = ('<|tool_calls_section_begin|>\n<|tool_call_begin|> functions.get_weather:0 <|tool_call_argument_begin|> '
+           '{"city": "Paris"} <|tool_call_end|>\n<|tool_call_begin|>functions.get_weather:1<|tool_call_argument_begin|>'
+           '{"city": "London"}<|tool_call_end|>\n<|tool_calls_section_end|>')
+    # (the grammar is llama.cpp's, which writes the markers together: it rejects the output, as it should)
+    got = case("moonshotai__Kimi-K2-Thinking", out, enable_thinking=False).grammar_check(False).expect(
+        {"tool_calls": [dict(PARIS, id="functions.get_weather:0"), dict(LONDON, id="functions.get_weather:1")]})
+    assert not got.diagnostics
+    params = generate(CORPUS.by_name("moonshotai__Kimi-K2-Thinking").read_text(), {
+        "messages": [{"role": "user", "content": "Hi"}], "tools": TOOLS, "enable_thinking": False})
+    with pytest.raises(ParseError):
+        params.parse(out, strict=True)
+
+
+def test_an_unreadable_invoke_before_a_good_one() -> None:
+    """DeepSeek V4 writes `<DSML invoke name=...>` elements in one block; the first holds neither parameters nor
+    JSON (smg's DeepSeek V3.2 tests): it is content, the next invoke is read."""
+    out = ('<｜DSML｜tool_calls>\n<｜DSML｜invoke name="get_weather">\nnot valid at all\n</｜DSML｜invoke>\n'
+           '<｜DSML｜invoke name="get_weather">\n<｜DSML｜parameter name="city" string="true">London</｜DSML｜parameter>\n'
+           '</｜DSML｜invoke>\n</｜DSML｜tool_calls>')
+    params = generate(CORPUS.by_name("llama.cpp__deepseek-ai-DeepSeek-V4").read_text(),
+                      {"messages": [{"role": "user", "content": "Hi"}], "tools": [WEATHER], "enable_thinking": False,
+                       "parallel_tool_calls": True})
+    got = params.parse(out)
+    assert [(c.name, json.loads(c.arguments)) for c in got.tool_calls] == [("get_weather", {"city": "London"})]
+    assert "not valid at all" in got.content and "truncated_arguments" not in [d.kind for d in got.diagnostics]
+
+
+def test_arguments_as_the_json_block_the_template_writes_for_a_string() -> None:
+    """Kimi K3's template writes a call's arguments given as a JSON string (or its `_xtml_json_block`) as one
+    `<|open|>json type="object"<|sep|>...<|close|>json<|sep|>` section, where llama.cpp reads only argument
+    sections (mlx-lm's Kimi K3 tests); and a call without its tool attribute before a good one is content."""
+    out = ('<|close|>response<|sep|><|open|>tools<|sep|><|open|>call index="1"<|sep|><|close|>call<|sep|>'
+           '<|open|>call tool="get_weather" index="2"<|sep|><|open|>json type="object"<|sep|>{"city": "Paris"}'
+           '<|close|>json<|sep|><|close|>call<|sep|><|close|>tools<|sep|>')
+    params = generate(CORPUS.by_name("llama.cpp__Kimi-K3").read_text(),
+                      {"messages": [{"role": "user", "content": "Hi"}], "tools": [WEATHER], "enable_thinking": False,
+                       "chat_template_kwargs": {"thinking": False}})  # (the prompt then opens the response)
+    got = params.parse(out)
+    assert [(c.name, json.loads(c.arguments)) for c in got.tool_calls] == [("get_weather", {"city": "Paris"})]
+    assert '<|open|>call index="1"<|sep|>' in got.content
+    assert {"json_arguments", "unparsed_text"} <= {d.kind for d in got.diagnostics}

@@ -73,6 +73,10 @@ def test_a_chat_template_compiles_the_cpp_flavour_on_first_use_only(monkeypatch:
     ("{{ 'abc' | selectattr('x', 'equalto', 1) | list }}", "[]", None),
     # lists and dicts are mutable in the C++ engine
     ("{% set xs = [] %}{{ xs.append(2) or xs }}", None, "2"),
+    # a loop filter tests each item in a scope of its own, and the loop variable does not leak (llama.cpp b11434,
+    # common/jinja/runtime.cpp, makes that scope only around the test: the same output, one scope less per item)
+    ("{% set x = 'o' %}{% for x in ['a', 'b', 'c'] if x != 'b' %}{{ x }}{{ loop.index }}{% endfor %}{{ x }}",
+     "a1c2o", "a1c2o"),
 ])
 def test_the_cpp_flavour(source: str, hf: str | None, cpp: str | None) -> None:
     """Each row is a leniency (or a strictness) of llama.cpp's engine against transformers' jinja2."""

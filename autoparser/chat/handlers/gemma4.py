@@ -180,9 +180,10 @@ def _build(b: Build) -> P:
                 p.tool_open(p.tool_name(p.literal(f.name)) + brace),
                 p.tool_args(p.ref("gemma4-dict")),
             ])))
-        # (relaxed: the model may leave out the first `<|tool_call>`: that call then begins with `call:NAME{`)
+        # (relaxed: the model may leave out the first `<|tool_call>`: that call then begins with `call:NAME{`;
+        # and write several calls in one `<|tool_call>...<tool_call|>`)
         def call() -> P:
-            return p.literal("call:") + tool_choice + "<tool_call|>"
+            return p.grouped_calls(p.literal("call:") + tool_choice) + "<tool_call|>"
 
         tool_call = p.trigger_rule("tool-call", p.calls_with_first_opener(
             lambda: p.repeat("<|tool_call>call:" + tool_choice + "<tool_call|>", *b.call_counts),

@@ -52,14 +52,15 @@ def _build(b: Build) -> P:
     for f in functions(b.inputs.tools):
         tool_id = p.tool_id(p.literal("functions.") + p.tool_name(p.literal(f.name)) + p.literal(":")
                             + p.chars("[0-9]", 1, -1))
-        head = p.tool_open(tool_id + p.literal(ARGS_BEGIN)) \
-            + p.tool_args(p.schema(p.arguments_value(), f"tool-{f.name}-schema", f.schema))
+        # (relaxed, space_then: whitespace around the id and the arguments, which the template never writes)
+        head = p.tool_open(p.space_then(tool_id) + p.space_then(p.literal(ARGS_BEGIN))) \
+            + p.space_then(p.tool_args(p.schema(p.arguments_value(), f"tool-{f.name}-schema", f.schema)))
         tool_choice |= p.rule(f"tool-{f.name}", p.optionally_closed_call(head, CALL_END))
 
     # (relaxed: the first call's `<|tool_call_begin|>` may be left out; the call then begins `functions.NAME:`)
     tool_calls = p.rule("tool-calls", p.optional(p.literal(SECTION_BEGIN))
                         + p.trigger_rule("tool-call", p.calls_opened(CALL_BEGIN, tool_choice, *b.call_counts)
-                                         + p.optional(p.literal(SECTION_END))))
+                                         + p.optional(p.space_then(p.literal(SECTION_END)))))
     # (relaxed: a call follows where its id and the arguments marker do, whatever the optional closer becomes)
     bare = [f"functions.{f.name}:" for f in functions(b.inputs.tools)]
     content_before_tools = p.content_until_calls([SECTION_BEGIN, CALL_BEGIN], bare, lambda: p.choice(

@@ -23,6 +23,8 @@ RESP_END = "<|close|>response<|sep|>"
 TOOLS_START = "<|open|>tools<|sep|>"
 TOOLS_END = "<|close|>tools<|sep|>"
 CALL_START = '<|open|>call tool="'
+JSON_START = '<|open|>json type="object"<|sep|>'
+JSON_END = "<|close|>json<|sep|>"
 CALL_END = "<|close|>call<|sep|>"
 ARG_START = '<|open|>argument key="'
 ARG_END = "<|close|>argument<|sep|>"
@@ -50,6 +52,7 @@ def _build(b: Build) -> P:
     # the tools section's opener begins, `<|open|>call tool="NAME"`)
     # (operands in the C++ evaluation order, see cpp_sum, so that automaton rule ids match)
     bare = [f'{CALL_START}{f.name}"' for f in functions(b.inputs.tools)] if b.tool_calls else []
+    p.calls_begin_at(bare)  # (after a call it cannot read, reading resumes at the next)
     response = p.cpp_sum(lambda: p.optional(p.literal(RESP_START)),
                          lambda: p.content_until_calls([RESP_END, TOOLS_START, MSG_END], bare,
                                                        lambda: p.ref(TOOLS_RULE)),
@@ -88,7 +91,8 @@ def _build(b: Build) -> P:
             args = p.zero_or_more(arg_choices)
         # likewise the index="N" attribute of the call (operands again right to left)
         call_close = p.tool_close(p.literal(CALL_END))
-        call_args = p.tool_args(args)
+        # (relaxed: the arguments as the JSON block the template writes for arguments given as a string)
+        call_args = p.tagged_arguments(p.tool_args(args), JSON_START, JSON_END)
         sep = p.literal(SEP)
         attrs = p.until(SEP)
         quote = p.literal('"')

@@ -85,6 +85,7 @@ def _build(b: Build, *, coder: bool) -> P:
             if coder else tool_call
         calls = tool_call_first + p.zero_or_more(tool_call) if b.parallel else tool_call_first
         tool_calls = p.trigger_rule("tool-call-root", p.repeat(calls, min_calls, 1))
+        tool_calls = p.call_sections(tool_calls, lambda: calls, ["<tool_call>"])
         # (relaxed: content also stops where a call written without its `<tool_call>` line begins)
         content = p.content_until_calls(["<tool_call>", *(openers if coder else [])], openers, lambda: calls)
         return gen_prefix + (reasoning << content << tool_calls)
