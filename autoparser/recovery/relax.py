@@ -20,6 +20,7 @@ from autoparser.chat.builder import DerivedReasoning, TaggedMarkers, python_valu
 from autoparser.chat.tags import VALUE_KEY, VALUE_STRING, VALUE_TOKEN
 from autoparser.chat.tools import Function, Parameter
 from autoparser.peg import P
+from autoparser.peg.builder import Operand, rule_name
 from autoparser.peg.nodes import C_SPACE
 from autoparser.recovery.loose import LooseCalls
 from autoparser.recovery.plan import CALL_START, END_SPACE, RELAXED_MARKUP
@@ -30,6 +31,20 @@ __all__ = ["RelaxedBuilder"]
 
 class RelaxedBuilder(LooseCalls):
     """The builder of a format's relaxed parser: `ChatBuilder`'s hooks, reading more (see each hook there)."""
+
+    def rule(self, name: str, p: Operand | Callable[[], P], trigger: bool = False) -> P:
+        """A rule, kept apart from any other rule whose name sanitises alike. (llama.cpp names a rule after a
+        tool with its `_` made `-`: two tools whose names differ only there, `get-weather` and `get_weather`,
+        share one rule, the later tool's replaces the earlier's, and the earlier tool's calls are not read,
+        a bug the strict parser keeps as the C++ has it. The relaxed parser never becomes a grammar.)"""
+        owners: dict[str, str] = self.__dict__.setdefault("_rule_owners", {})
+        clean = rule_name(name)
+        if owners.setdefault(clean, name) != name:
+            k = 2
+            while owners.setdefault(rule_name(f"{name}-{k}"), name) != name:
+                k += 1
+            name = f"{name}-{k}"
+        return super().rule(name, p, trigger)
 
     def end(self) -> P:
         """The end of the output, whitespace before it allowed: a model may end its turn with a newline where the

@@ -762,3 +762,22 @@ def test_arguments_as_the_json_block_the_template_writes_for_a_string() -> None:
     assert [(c.name, json.loads(c.arguments)) for c in got.tool_calls] == [("get_weather", {"city": "Paris"})]
     assert '<|open|>call index="1"<|sep|>' in got.content
     assert {"json_arguments", "unparsed_text"} <= {d.kind for d in got.diagnostics}
+
+
+def test_tools_whose_names_differ_only_by_dash_and_underscore() -> None:
+    """llama.cpp names a tool's rule with `_` made `-`: `get-weather` and `get_weather` share one rule, the later
+    tool's, and a call to the earlier one is refused (checked against the live oracle; mlx-lm's Mistral tests
+    found it). The strict parse keeps the C++'s verdict; the default parse reads both calls, here in Qwen2.5's
+    own form."""
+    tools = [{"type": "function", "function": {"name": name, "parameters": {
+        "type": "object", "properties": {"city": {"type": "string"}}}}} for name in ("get-weather", "get_weather")]
+    out = ('<tool_call>\n{"name": "get-weather", "arguments": {"city": "Paris"}}\n</tool_call>\n'
+           '<tool_call>\n{"name": "get_weather", "arguments": {"city": "London"}}\n</tool_call>')
+    params = generate(CORPUS.by_name(QWEN25).read_text(), {"messages": [{"role": "user", "content": "Hi"}],
+                                                          "tools": tools, "parallel_tool_calls": True})
+    with pytest.raises(ParseError):
+        params.parse(out, strict=True)
+    got = params.parse(out)
+    assert [(c.name, json.loads(c.arguments)) for c in got.tool_calls] == [("get-weather", {"city": "Paris"}),
+                                                                           ("get_weather", {"city": "London"})]
+    assert got.content == "" and not got.diagnostics
