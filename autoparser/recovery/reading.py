@@ -405,7 +405,8 @@ def _before_cut_marker(result: ParseResult, cut: int) -> int:
 
 def _before_open_call(arena: Arena, result: ParseResult, cut: int) -> int:
     """Where the call the parse of a text is still inside began, its opener included (the call's text goes on
-    as content); `cut` when the parse is inside no call."""
+    as content), or the call section it is inside where it has read no call there yet; `cut` when the parse is
+    inside neither, or inside a call read whole but for its closer."""
     triggers = {name for name, rid in arena.rules.items()
                 if isinstance(arena.parsers[rid], N.Rule) and arena.parsers[rid].trigger}  # type: ignore[union-attr]
     open_call = None
