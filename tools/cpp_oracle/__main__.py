@@ -47,10 +47,12 @@ def sdist_source(cache: Path, name: str, version: str) -> Path:
     print(f"cpp_oracle: downloading the {name}=={version} sdist", file=sys.stderr)
     # `--no-binary NAME`, not `:all:`: the latter also applies to the sdist's build requirements, which pip
     # installs to read its metadata, and made a machine with nothing cached compile CMake from source first
+    # (pip's progress shows on stdout; its error, if any, is said again in ours)
     done = subprocess.run([sys.executable, "-m", "pip", "download", "--no-deps", "--no-binary", name, "-d",
-                           str(tree), f"{name}=={version}"], capture_output=True, text=True)
+                           str(tree), f"{name}=={version}"], stderr=subprocess.PIPE, text=True)
     archives = list(tree.glob(f"{name.replace('-', '_')}-{version}.tar.gz"))
     if done.returncode != 0 or not archives:
+        sys.stderr.write(done.stderr)
         said = (done.stderr.strip().splitlines() or ["no sdist downloaded"])[-1]
         raise SystemExit(f"cpp_oracle: could not download the {name}=={version} sdist: {said}")
     with tarfile.open(archives[0]) as t:
