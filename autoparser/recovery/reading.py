@@ -411,7 +411,8 @@ def _before_open_call(arena: Arena, result: ParseResult, cut: int) -> int:
                 if isinstance(arena.parsers[rid], N.Rule) and arena.parsers[rid].trigger}  # type: ignore[union-attr]
     open_call = None
     last_closed_end = 0
-    for node in result.ast.walk(result.nodes):
+    nodes = list(result.ast.walk(result.nodes))
+    for node in nodes:
         if node.tag in (TOOL, _UNREADABLE_CALL):  # (one the relaxed parser skips is a call too)
             if node.is_partial:
                 open_call = node
@@ -422,7 +423,6 @@ def _before_open_call(arena: Arena, result: ParseResult, cut: int) -> int:
     if open_call is None:
         # (a format without a node for the whole call: one is open while its opener or its arguments are, from
         # its opener on; or, before any of its nodes, while the call section after the last call is)
-        nodes = list(result.ast.walk(result.nodes))
         inside = next((n for n in nodes if n.tag in (TOOL_OPEN, TOOL_ARGS) and n.is_partial), None)
         if inside is None:
             if any(n.tag in (TOOL_OPEN, TOOL_ARGS) and n.start >= last_closed_end for n in nodes):
@@ -435,7 +435,7 @@ def _before_open_call(arena: Arena, result: ParseResult, cut: int) -> int:
         call_start = open_call.start
     # The opener before the call's body (`<tool_call>\n` before `{`) is the start of the call section rule.
     start = call_start
-    for node in result.ast.walk(result.nodes):
+    for node in nodes:
         if node.rule in triggers and node.is_partial and last_closed_end <= node.start < start \
                 and node.end >= call_start:
             start = node.start

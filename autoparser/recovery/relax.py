@@ -32,12 +32,16 @@ __all__ = ["RelaxedBuilder"]
 class RelaxedBuilder(LooseCalls):
     """The builder of a format's relaxed parser: `ChatBuilder`'s hooks, reading more (see each hook there)."""
 
+    def __init__(self) -> None:
+        super().__init__()
+        self._rule_owners: dict[str, str] = {}  # sanitised rule name -> the name that registered it
+
     def rule(self, name: str, p: Operand | Callable[[], P], trigger: bool = False) -> P:
         """A rule, kept apart from any other rule whose name sanitises alike. (llama.cpp names a rule after a
         tool with its `_` made `-`: two tools whose names differ only there, `get-weather` and `get_weather`,
         share one rule, the later tool's replaces the earlier's, and the earlier tool's calls are not read,
         a bug the strict parser keeps as the C++ has it. The relaxed parser never becomes a grammar.)"""
-        owners: dict[str, str] = self.__dict__.setdefault("_rule_owners", {})
+        owners = self._rule_owners
         clean = rule_name(name)
         if owners.setdefault(clean, name) != name:
             k = 2
