@@ -7,6 +7,7 @@ name.
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Callable, Sequence
 
 from autoparser.chat.builder import ChatBuilder, TaggedMarkers
@@ -21,6 +22,9 @@ __all__ = ["LooseCalls"]
 
 # A name models give a tool or an argument the request does not declare.
 _NAME_CHARS = "[A-Za-z0-9_.:-]"
+
+
+_TAG_BOUNDARY = re.compile(r"(?<=>)[ \t\r\n]*(?=<)")  # between two tags, and the whitespace the template puts there
 
 
 def _lead(s: str) -> str:
@@ -73,7 +77,7 @@ class LooseCalls(ChatBuilder):
             return self.repair("unclosed_marker", self.literal("\n")) if closing and ws.startswith("\n") else None
 
         def opener(name: P) -> P:
-            head = self.literal(t(m.arg_suffix, C_SPACE))
+            head = self.tags_spaced(t(m.arg_suffix, C_SPACE))
             ws = _trail(m.arg_suffix)
             if ws:
                 head = head + self.choice([self.literal(ws), self.repair("argument_whitespace", self.eps())])
@@ -119,6 +123,16 @@ class LooseCalls(ChatBuilder):
         return self.tool(self.tool_open(name_open + name + name_close) + self.tagged_arguments(self.tool_args(body))
                          + self.space()
                          + self.tool_close(self.tagged_call_close(m))) + self.space()
+
+    def tags_spaced(self, text: str) -> P:
+        """A marker made of several tags the template writes together (`</arg_key><arg_value>`, or with a
+        newline between them), with any whitespace between them, as models write it (formatting: not
+        reported)."""
+        pieces = _TAG_BOUNDARY.split(text)
+        out = self.literal(pieces[0])
+        for piece in pieces[1:]:
+            out = out + self.space() + self.literal(piece)
+        return out
 
     def tagged_call_close(self, m: TaggedMarkers) -> P:
         """Where a tagged call ends: its closer, or, without a closer of its own, where the next marker shows
