@@ -310,6 +310,11 @@ class ChatBuilder(ChatTags):
         as its JSON text without the quotes, as such templates print a number or a boolean (`count:3`)."""
         return arg
 
+    def call_part_marker(self, text: str) -> P:
+        """A marker the template writes around a call's parts, whitespace included (`\n```json\n` after a
+        name). Relaxed: with any whitespace, or none, where the template writes some (`LooseCalls.call_part_marker`)."""
+        return self.literal(text)
+
     def space_then(self, piece: P) -> P:
         """`piece`, where the template writes no whitespace before it (between two markers, a marker and a
         call's id or arguments). Relaxed: whitespace before it, as models write it."""

@@ -286,7 +286,8 @@ def _func(d: _Derived, name: str, call_id_section: P, have_call_id: bool, args: 
     # Nodes are made in the order GCC builds each C++ expression (the operands of `a + b` right to left), as
     # grammar rule names embed node ids: a new node on the right is made before the left's.
     name_node = p.tool_name(p.literal(name))
-    open_ = p.tool_open(fn.name_prefix + name_node + fn.name_suffix)
+    # (relaxed, `call_part_marker`: the whitespace of the name's suffix and of the call's close any, or none)
+    open_ = p.tool_open(fn.name_prefix + name_node + p.call_part_marker(fn.name_suffix))
     p.eps()  # `func_parser` is default-initialised in the C++
     matched_atomic = True
     if fn.args_separator:
@@ -303,12 +304,13 @@ def _func(d: _Derived, name: str, call_id_section: P, have_call_id: bool, args: 
         func = open_ + call_id_section + space + args
         matched_atomic = False
     if fn.close:
-        close = p.tool_close(p.literal(fn.close))
+        close = p.tool_close(p.call_part_marker(fn.close))
         func = func + p.space() + close
     elif fmt.per_call_end:
         # Close only once the end marker is visible, so a half-seen "</" does not close the call early.
+        # (relaxed, space_then: whitespace before the end marker, where the template writes none)
         peek = p.peek(p.space() + p.literal(fmt.per_call_end)) if tools.arguments.tolerate_intertag_whitespace \
-            else p.peek(p.literal(fmt.per_call_end))
+            else p.peek(p.space_then(p.literal(fmt.per_call_end)))
         func = func + p.tool_close(peek)
     else:
         func = func + p.tool_close(p.space())  # a close node, so the mapper closes the argument braces
@@ -344,7 +346,8 @@ def _tag_with_json(d: _Derived) -> P:
         choice = choice | p.rule(f"tool-{f.name}", _func(d, f.name, call_id_section, have_call_id, args, peek))
     p.eps()  # `tool_calls` is default-initialised in the C++ (node ids: rule names)
     if fmt.per_call_start:
-        wrapped = p.opened(fmt.per_call_start, p.grouped_calls(choice)) + fmt.per_call_end
+        # (relaxed, space_then: whitespace before the call's end marker, where the template writes none)
+        wrapped = p.opened(fmt.per_call_start, p.grouped_calls(choice)) + p.space_then(p.literal(fmt.per_call_end))
         if b.parallel:
             calls = p.trigger_rule("tool-call", wrapped + p.zero_or_more(p.space() + wrapped))
         else:

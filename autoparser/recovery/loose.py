@@ -24,7 +24,8 @@ __all__ = ["LooseCalls"]
 _NAME_CHARS = "[A-Za-z0-9_.:-]"
 
 
-_TAG_BOUNDARY = re.compile(r"(?<=>)[ \t\r\n]*(?=<)")  # between two tags, and the whitespace the template puts there
+# Where a marker may take any whitespace, or none: a run of whitespace inside it, or between two tags
+_MARKER_GAP = re.compile(r"[ \t\r\n]+|(?<=>)(?=<)")
 
 
 def _lead(s: str) -> str:
@@ -77,7 +78,7 @@ class LooseCalls(ChatBuilder):
             return self.repair("unclosed_marker", self.literal("\n")) if closing and ws.startswith("\n") else None
 
         def opener(name: P) -> P:
-            head = self.tags_spaced(t(m.arg_suffix, C_SPACE))
+            head = self.marker_spaced(t(m.arg_suffix, C_SPACE))
             ws = _trail(m.arg_suffix)
             if ws:
                 head = head + self.choice([self.literal(ws), self.repair("argument_whitespace", self.eps())])
@@ -124,15 +125,24 @@ class LooseCalls(ChatBuilder):
                          + self.space()
                          + self.tool_close(self.tagged_call_close(m))) + self.space()
 
-    def tags_spaced(self, text: str) -> P:
-        """A marker made of several tags the template writes together (`</arg_key><arg_value>`, or with a
-        newline between them), with any whitespace between them, as models write it (formatting: not
-        reported)."""
-        pieces = _TAG_BOUNDARY.split(text)
+    def marker_spaced(self, text: str) -> P:
+        """A marker as the template writes it, with any whitespace, or none, where it has whitespace inside
+        (`</arg_key>\n<arg_value>`) and between two tags it writes together (`</arg_key><arg_value>`), as models
+        write it (formatting: not reported). Its leading and trailing whitespace stay as written."""
+        core = text.strip(C_SPACE)
+        if not core:
+            return self.literal(text)
+        pieces = _MARKER_GAP.split(core)
+        pieces[0], pieces[-1] = _lead(text) + pieces[0], pieces[-1] + _trail(text)
         out = self.literal(pieces[0])
         for piece in pieces[1:]:
             out = out + self.space() + self.literal(piece)
         return out
+
+    def call_part_marker(self, text: str) -> P:
+        if not text.strip(C_SPACE):
+            return super().call_part_marker(text)
+        return self.space() + self.marker_spaced(text.strip(C_SPACE)) + self.space()
 
     def tagged_call_close(self, m: TaggedMarkers) -> P:
         """Where a tagged call ends: its closer, or, without a closer of its own, where the next marker shows

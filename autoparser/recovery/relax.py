@@ -64,10 +64,10 @@ class RelaxedBuilder(LooseCalls):
         """`opener | repair:call_opener_spelling:(trimmed) | repair:missing_call_opener:(ε)`: a call opener the
         model may write without the whitespace the template puts around it (`<tool_call>{`), or leave out."""
         trimmed = opener.strip(C_SPACE)
-        # (tags the template writes together may come with whitespace between them: `tags_spaced`)
+        # (tags the template writes together may come with whitespace between them: `marker_spaced`)
         if not trimmed or trimmed == opener:
-            return self.choice([self.tags_spaced(opener), self.repair("missing_call_opener", self.eps())])
-        return self.choice([self.tags_spaced(opener), self.repair("call_opener_spelling", self.tags_spaced(trimmed)),
+            return self.choice([self.marker_spaced(opener), self.repair("missing_call_opener", self.eps())])
+        return self.choice([self.marker_spaced(opener), self.repair("call_opener_spelling", self.marker_spaced(trimmed)),
                             self.repair("missing_call_opener", self.eps())])
 
     # --- openers and the content before calls -------------------------------------------------------------
@@ -87,7 +87,7 @@ class RelaxedBuilder(LooseCalls):
         # (whitespace before each opener, where models write calls on lines of their own)
         first = self.space_then(self.opened(opener, call))
         if max_calls != 1:
-            first = first + self.repeat(self.space_then(self.tags_spaced(opener) + call), 0,
+            first = first + self.repeat(self.space_then(self.marker_spaced(opener) + call), 0,
                                         -1 if max_calls < 0 else max_calls - 1)
         return first if min_calls > 0 else self.optional(first)
 

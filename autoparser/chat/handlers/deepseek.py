@@ -125,7 +125,7 @@ def _tool_choice(b: Build) -> P:
         args = p.tagged_arguments(p.args_in_order(required, optional))
         close = p.tool_close(p.literal(invoke_end))
         space = p.space()
-        tail = p.literal('">\n')
+        tail = p.call_part_marker('">\n')  # (relaxed: any whitespace after it, or none)
         name = p.tool_name(p.literal(f.name))
         func = p.tool(p.tool_open(p.literal(invoke_start + ' name="') + name + tail) + args + space + close)
         tool_choice |= p.rule(f"tool-{f.name}", func)
