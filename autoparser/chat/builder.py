@@ -418,7 +418,8 @@ class ChatBuilder(ChatTags):
         lead = self.space()
         body = self.call_opener(start) + lead + call
         body = body + more + space + close if more is not None else body + space + close
-        calls = self.trigger_rule("tool-call", body)
+        # (relaxed: a section for each call, where the template writes one for all)
+        calls = self.call_sections(self.trigger_rule("tool-call", body), lambda: body, [start])
         return calls if required else self.optional(calls)
 
     def quoted_name_arg(self, opener: str, param: Parameter, string_value: P, close: str, schema_rule: str,

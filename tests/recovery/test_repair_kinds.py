@@ -415,6 +415,13 @@ LONDON = call("get_weather", '{"city": "London"}')
     ("deepseek-ai__DeepSeek-V3.1",
      '<｜tool▁calls▁begin｜><｜tool▁call▁begin｜>get_weather<｜tool▁sep｜>{"city": "Paris"}<｜tool▁call▁end｜><｜tool▁calls▁end｜>',
      '<｜tool▁calls▁begin｜><｜tool▁call▁begin｜>get_weather<｜tool▁sep｜>{"city": "London"}<｜tool▁call▁end｜><｜tool▁calls▁end｜>'),
+    # MiniMax M3 renders one `<tool_call>` block for all its invokes (chat/handlers/minimax_m3.py, llama.cpp's
+    # call block, as DeepSeek V3.2/V4's DSML block, whose realistic variants found it)
+    ("llama.cpp__MiniMax-M3",
+     ']<]minimax[>[<tool_call>\n]<]minimax[>[<invoke name="get_weather">]<]minimax[>[<city>Paris]<]minimax[>[</city>'
+     ']<]minimax[>[</invoke>\n]<]minimax[>[</tool_call>',
+     ']<]minimax[>[<tool_call>\n]<]minimax[>[<invoke name="get_weather">]<]minimax[>[<city>London]<]minimax[>[</city>'
+     ']<]minimax[>[</invoke>\n]<]minimax[>[</tool_call>'),
 ])
 @pytest.mark.parametrize("between", ["", "\n"])
 def test_a_section_for_each_call(template: str, first: str, second: str, between: str) -> None:
@@ -780,4 +787,36 @@ def test_tools_whose_names_differ_only_by_dash_and_underscore() -> None:
     got = params.parse(out)
     assert [(c.name, json.loads(c.arguments)) for c in got.tool_calls] == [("get-weather", {"city": "Paris"}),
                                                                            ("get_weather", {"city": "London"})]
+    assert got.content == "" and not got.diagnostics
+
+
+@pytest.mark.parametrize("space", ["", "\n\n  ", " "])
+def test_a_markers_whitespace_is_formatting(space: str) -> None:
+    """Hy3 renders `</arg_key:opensource>\\n<arg_value:opensource>` and a newline after each marker of the call
+    (the analyzer's tagged form); models write those markers on one line or with blank lines and indentation
+    (the realistic variants `markers_without_space`/`markers_with_extra_space` found it on GLM-4.7's
+    `</arg_key><arg_value>`): the same call. Nothing is reported but the section opener written without the
+    newline the template puts after it, a `call_opener_spelling` as for every call opener."""
+    out = (f"<tool_calls:opensource>{space}<tool_call:opensource>get_weather<tool_sep:opensource>{space}"
+           f"<arg_key:opensource>city</arg_key:opensource>{space}<arg_value:opensource>Paris</arg_value:opensource>"
+           f"{space}</tool_call:opensource>{space}</tool_calls:opensource>")
+    params = generate(CORPUS.by_name("llama.cpp__tencent-Hy3").read_text(),
+                      {"messages": [{"role": "user", "content": "Hi"}], "tools": [WEATHER], "reasoning_format": "auto"})
+    got = params.parse(out)
+    assert [(c.name, json.loads(c.arguments)) for c in got.tool_calls] == [("get_weather", {"city": "Paris"})]
+    assert got.content == ""
+    assert [d.kind for d in got.diagnostics] == ([] if space.startswith("\n") else ["call_opener_spelling"])
+    assert not unaccounted(out, got, markup_spans(params, out))
+
+
+@pytest.mark.parametrize("space", ["", "\n\n  "])
+def test_the_whitespace_around_a_fenced_json_block_is_formatting(space: str) -> None:
+    """axolotl's DeepSeek V3 template renders `NAME\\n```json\\n{...}\\n```` inside its call markers (the
+    analyzer's name suffix and call close); the block without those newlines, or with more, is the same call."""
+    out = (f"<｜tool▁calls▁begin｜><｜tool▁call▁begin｜>function<｜tool▁sep｜>get_weather{space}```json{space}"
+           f'{{"city": "Paris"}}{space}```{space}<｜tool▁call▁end｜><｜tool▁calls▁end｜>')
+    params = generate(CORPUS.by_name("axolotl__deepseek_v3").read_text(),
+                      {"messages": [{"role": "user", "content": "Hi"}], "tools": [WEATHER]})
+    got = params.parse(out)
+    assert [(c.name, json.loads(c.arguments)) for c in got.tool_calls] == [("get_weather", {"city": "Paris"})]
     assert got.content == "" and not got.diagnostics
