@@ -88,7 +88,7 @@ class Harmony:
         return p.rule("unsolicited", p.atomic(p.optional(channel) + p.literal(" to=") + content + end))
 
     def calls(self, one: P, start: P, end: P) -> P:
-        """What the trigger rule takes: one call (parallel calls are separate turns, read by the turn loop)."""
+        """What the trigger rule takes: gpt-oss's parser reads one call, in the output's last turn."""
         return one
 
     def build(self) -> P:
