@@ -107,9 +107,9 @@ def compare_trees(old: Path, new: Path) -> tuple[list[FileChange], list[TestCase
     changes: list[FileChange] = []
     cases: list[TestCases] = []
     for rel in sorted(a.keys() | b.keys()):
-        old_lines, new_lines = _lines(a.get(rel)), _lines(b.get(rel))
         if rel in a and rel in b and a[rel].read_bytes() == b[rel].read_bytes():
             continue
+        old_lines, new_lines = _lines(a.get(rel)), _lines(b.get(rel))
         diff = [d for d in difflib.unified_diff(old_lines, new_lines, lineterm="", n=0)
                 if not d.startswith(("---", "+++", "@@"))]
         status = "added" if rel not in a else "removed" if rel not in b else "changed"
@@ -142,24 +142,13 @@ def run_conformance(driver: Path, *, jobs: int, known: Path, report: Path, only:
                     corpus: Path | None = None) -> Conformance:
     """`autoparser conformance` with the new build's driver, its report kept under `report`."""
     from autoparser.corpus import Corpus
-    from autoparser.corpus.report import select_entries
-    from autoparser.testing.cpp_oracle import (
-        by_cause,
-        compare_corpus,
-        load_known,
-        stale_entries,
-        write_divergence_report,
-    )
+    from autoparser.testing.cpp_oracle import by_cause, conformance
 
     loaded = Corpus.load(corpus) if corpus else Corpus.load()
-    names = [e.name for e in select_entries(loaded, list(only) if only else None)]
-    ratchet = load_known(known)
-    divs = compare_corpus(driver, loaded, only=list(only) if only else None, workers=jobs, known=ratchet)
-    write_divergence_report(divs, report, driver=str(driver), templates=len(names))
-    new = [d for d in divs if d.reason is None]
-    return Conformance(len(names), len(divs),
-                       {cause: [f"{d.case} {d.field}" for d in items] for cause, items in by_cause(new)},
-                       tuple(stale_entries(ratchet, divs, names)))
+    run = conformance(driver, loaded, only=only, workers=jobs, known=known, report_dir=report)
+    return Conformance(run.templates, len(run.divergences),
+                       {cause: [f"{d.case} {d.field}" for d in items] for cause, items in by_cause(run.new)},
+                       run.stale)
 
 
 @dataclass(frozen=True)

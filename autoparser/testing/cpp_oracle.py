@@ -40,9 +40,11 @@ from autoparser.template.sandbox import time_budget
 __all__ = [
     "REQUEST_FIELDS",
     "STRICT_MUTATIONS",
+    "ConformanceRun",
     "Divergence",
     "DriverError",
     "compare_corpus",
+    "conformance",
     "dumps_golden",
     "known_reason",
     "regenerate_goldens",
@@ -514,6 +516,36 @@ def by_cause(divs: Sequence[Divergence]) -> list[tuple[str, list[Divergence]]]:
     return sorted(groups.items(), key=lambda kv: (kv[1][0].reason is not None, -len(kv[1]), kv[0]))
 
 
+@dataclass(frozen=True)
+class ConformanceRun:
+    """A llama.cpp driver run over corpus templates (`conformance`): every divergence, the report it wrote, and
+    the ratchet's entries that no divergence uses any more (the two now agree)."""
+
+    templates: int
+    divergences: tuple[Divergence, ...]
+    report: Path
+    stale: tuple[str, ...]
+
+    @property
+    def new(self) -> list[Divergence]:
+        """The divergences the ratchet does not know."""
+        return [d for d in self.divergences if d.reason is None]
+
+
+def conformance(driver: Path, corpus: Corpus, *, only: Sequence[str] | None, workers: int, known: Path,
+                report_dir: Path, progress: Callable[[int, int], None] | None = None) -> ConformanceRun:
+    """The driver and autoparser over the templates `only` selects (all by default), each divergence checked
+    against the ratchet `known`, the report written into `report_dir` (`autoparser conformance`, and the
+    nightly job's upstream watch on a newer build)."""
+    names = [e.name for e in select_entries(corpus, only or None)]
+    if only and not names:
+        raise AutoparserError(f"conformance: no template matches --only {' '.join(only)}")
+    ratchet = load_known(known)
+    divs = compare_corpus(driver, corpus, only=only, workers=workers, known=ratchet, progress=progress)
+    md = write_divergence_report(divs, report_dir, driver=str(driver), templates=len(names))
+    return ConformanceRun(len(names), tuple(divs), md, tuple(stale_entries(ratchet, divs, names)))
+
+
 def run_conformance(args: Any) -> int:
     """`autoparser conformance --cpp DRIVER`: exit 0 when every divergence is known, 1 on a new one, 2 on bad
     input (no driver, no corpus)."""
@@ -542,17 +574,15 @@ def run_conformance(args: Any) -> int:
         for name, n in changed.items():
             print(f"conformance: {data / name}: {n} rows changed" if n else f"conformance: {data / name}: unchanged")
         return 0
-    names = [e.name for e in select_entries(corpus, args.only or None)]
-    if args.only and not names:
-        return cli_error(f"conformance: no template matches --only {' '.join(args.only)}")
-    known = load_known(Path(args.known))
-    with tqdm(total=2 * len(names), unit="step", desc="llama.cpp vs autoparser", disable=None) as bar:
-        divs = compare_corpus(driver, corpus, only=args.only, workers=jobs, known=known,
-                              progress=lambda done, _n: bar.update(done - bar.n))
-    md = write_divergence_report(divs, Path(args.report), driver=str(driver), templates=len(names))
-    new = [d for d in divs if d.reason is None]
-    stale = stale_entries(known, divs, names)
-    print(f"conformance: {len(names)} templates, {len(divs)} divergences ({len(divs) - len(new)} known, {len(new)} new);"
+    with tqdm(unit="step", desc="llama.cpp vs autoparser", disable=None) as bar:
+        def step(done: int, total: int) -> None:
+            bar.total = total
+            bar.update(done - bar.n)
+
+        run = conformance(driver, corpus, only=args.only, workers=jobs, known=Path(args.known),
+                          report_dir=Path(args.report), progress=step)
+    names, divs, md, new, stale = run.templates, run.divergences, run.report, run.new, run.stale
+    print(f"conformance: {names} templates, {len(divs)} divergences ({len(divs) - len(new)} known, {len(new)} new);"
           f" report in {md}")
     for cause, items in by_cause(new):
         d = items[0]
