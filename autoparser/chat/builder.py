@@ -332,9 +332,19 @@ class ChatBuilder(ChatTags):
 
     # --- pieces the chat formats share ----------------------------------------------------------------------
 
-    def think(self, start: str, end: str) -> P:
-        """`(start reasoning(until end) end)?`: an optional reasoning block between two markers."""
-        return self.optional(start + self.reasoning(self.until(end)) + end)
+    def think(self, start: str, end: str, calls: Sequence[str] = ()) -> P:
+        """`(start reasoning(until end) end)?`: an optional reasoning block between two markers (`calls`: see
+        `reasoning_between`)."""
+        return self.optional(self.reasoning_between(lambda: start + self.reasoning(self.until(end)) + end, start, end,
+                                                  calls))
+
+    def reasoning_between(self, strict: Callable[[], P], start: str, end: str, calls: Sequence[str], *,
+                        spaced: bool = False) -> P:
+        """A reasoning block from `start` to `end` as llama.cpp reads it (`strict()`; `spaced`: whitespace after
+        the start is skipped). Relaxed: where a call begins inside it (one of `calls`, the texts calls begin
+        with) and no end marker follows, the reasoning ends at the call (`reasoning_ended_by_call`); a call the
+        end marker follows is reasoning."""
+        return strict()
 
     def args_by_requirement(self, f: Function, arg: Callable[[Function, Parameter], P]) -> tuple[list[P], list[P]]:
         """Each parameter's argument parser (`arg(f, param)`, made in the schema's order, as the C++ loops over

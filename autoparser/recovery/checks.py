@@ -37,6 +37,7 @@ MESSAGES = {
     "arguments_key": "arguments under {raw!r} at {pos}: read as the arguments",
     "arguments_as_string": "arguments given as a JSON string at {pos}: decoded",
     "call_wrapper": "call wrapped in {raw!r} at {pos}: unwrapped",
+    "extra_member": "call member {raw!r} at {pos}, which no field of a call holds: dropped (kept here)",
     "argument_whitespace": "argument value at {pos} without the template's surrounding newlines: accepted",
     "missing_argument_closer": "argument value at {pos} not closed: it ends where the call does",
     "missing_call_closer": "tool call at {pos} not closed: it ends where the next marker begins",

@@ -154,11 +154,12 @@ class LooseCalls(ChatBuilder):
         return call_close
 
     def loose_json_call(self, name_key: str, args_key: str, names: Sequence[str]) -> P:
-        """One JSON call as models write it beyond the template: its members in any order, others skipped; the
+        """One JSON call as models write it beyond the template: its members in any order; the
         arguments under a usual key other than the template's (`parameters` for `arguments`) or given as a
         JSON string; the call wrapped in `{"type": "function", "function": {...}}`; a tool the request does
-        not declare (`repair:unknown_tool`); the name under `name` where the template's key is another. A call
-        has a name: an object without one is no call."""
+        not declare (`repair:unknown_tool`); the name under `name` where the template's key is another; the
+        call's `id`; a member a call has no field for (`repair:extra_member`). A call has a name: an object
+        without one is no call."""
         ws = self.space()
 
         def key(k: P) -> P:
@@ -166,7 +167,10 @@ class LooseCalls(ChatBuilder):
 
         def other(*excluded: str) -> P:  # a member the call does not need
             skip = self.negate(self.choice([self.literal(f'"{k}"') for k in excluded])) if excluded else self.eps()
-            return skip + key(self.json_string()) + self.json()
+            # (`"type": "function"` is the OpenAI call's markup; any other member is text the message has no
+            # field for: the diagnostic keeps it)
+            return self.choice([key(self.literal('"type"')) + self.literal('"function"'),
+                                self.repair("extra_member", skip + key(self.json_string()) + self.json())])
 
         def comma() -> P:
             return ws + self.literal(",") + ws
@@ -190,11 +194,14 @@ class LooseCalls(ChatBuilder):
             self.repair("arguments_as_string", self.literal('"') + self.tag(TOOL_ARGS_STRING, self.string_content('"'))
                         + self.literal('"'))])
         args = key(args_key_p) + args_value
+        # (the call's id, where a template renders the whole OpenAI call: `{"id": ..., "type": "function", ...}`)
+        call_id = key(self.literal('"id"')) + self.literal('"') + self.tool_id(self.string_content('"')) \
+            + self.literal('"')
         # members before the name, the name, members after it
-        flat = self.zero_or_more(self.choice([args, other(name_key, "name")]) + comma()) + name \
-            + self.zero_or_more(comma() + self.choice([args, other()]))
-        wrapper = self.zero_or_more(other("function") + comma()) \
+        flat = self.zero_or_more(self.choice([args, call_id, other(name_key, "name")]) + comma()) + name \
+            + self.zero_or_more(comma() + self.choice([args, call_id, other()]))
+        wrapper = self.zero_or_more(self.choice([call_id, other("function")]) + comma()) \
             + self.repair("call_wrapper", key(self.literal('"function"'))) + self.literal("{") + ws + flat + ws \
-            + self.literal("}") + self.zero_or_more(comma() + other())
+            + self.literal("}") + self.zero_or_more(comma() + self.choice([call_id, other()]))
         return self.tool(self.tool_open(self.literal("{")) + ws + self.choice([flat, wrapper]) + ws
                          + self.tool_close(self.literal("}")))

@@ -133,6 +133,12 @@ class RelaxedBuilder(LooseCalls):
         return close | self.repair("reasoning_ended_by_call", self.peek(self.choice([self.literal(o)
                                                                                     for o in openers])))
 
+    def reasoning_between(self, strict: Callable[[], P], start: str, end: str, calls: Sequence[str], *,
+                        spaced: bool = False) -> P:
+        if not calls:
+            return strict()
+        return self.literal(start) + (self.space() if spaced else self.eps()) + self._reasoning_body(end, calls)
+
     def derived_reasoning(self, strict: Callable[[], P], block: DerivedReasoning) -> P:
         if not block.shown and block.extracted:
             return self._undeclared_reasoning(block.call_markers)
@@ -171,10 +177,11 @@ class RelaxedBuilder(LooseCalls):
         if not markers:
             return self.reasoning(self.until(end)) + closed + stray
         at_call = self.peek(self.choice([self.literal(m) for m in markers]))
+        # (the markers are markup there where the strict parser reads reasoning: the recovery plan's triggers)
         return self.reasoning(self.until_one_of([end, *markers])) + self.choice([
             closed,
             at_call + self.atomic(self.reasoning(self.until(end)) + closed),
-            self.repair("reasoning_ended_by_call", at_call)]) + stray
+            self.repair("reasoning_ended_by_call", self.peek(self.markup(markers)))]) + stray
 
     # --- calls ----------------------------------------------------------------------------------------------
 

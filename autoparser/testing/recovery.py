@@ -53,7 +53,7 @@ def check_mutations(params: ChatParams, output: str, expected: ChatMessage, case
             outcomes.append(MutationOutcome(name, f"raised {type(e).__name__}", (
                 f"{name}: parse() raised {type(e).__name__}: {e}",)))
             continue
-        lost = unaccounted(m.output, got, markup_spans(params, m.output))
+        lost = unaccounted(m.output, got, markup_spans(params, m.output, got))
         if lost:
             bugs.append(f"{name}: text lost: {dict(lost)} from {m.output!r} -> {got}")
         try:
@@ -70,10 +70,38 @@ def check_mutations(params: ChatParams, output: str, expected: ChatMessage, case
 
 
 
-def markup_spans(params: ChatParams, output: str) -> list[tuple[int, int]]:
+def markup_spans(params: ChatParams, output: str, message: ChatMessage | None = None) -> list[tuple[int, int]]:
     """The spans of `output` the relaxed parser reads as markup: consumed by its parse (of the longest prefix it
     can read, with the closers it waits for at the end) but inside no node whose text goes into a message
-    field."""
+    field. With the `message` the default parse gave: where it says it kept a text as content and read on
+    after it (`unparsed_text` followed by more than special tokens), the spans of the output read without
+    those texts, as the reading resumes."""
+    skipped = sorted((d.position, d.position + len(d.raw)) for d in (message.diagnostics if message else ())
+                     if d.kind == "unparsed_text" and d.raw and output.startswith(d.raw, d.position)
+                     and SPECIAL_TOKEN.sub("", output[d.position + len(d.raw):]).strip())
+    if not skipped:
+        return _markup_spans(params, output)
+    kept: list[str] = []  # the output without the skipped texts
+    where: list[int] = []  # where each of its characters is in the output
+    pos = 0
+    for start, end in skipped:
+        if start >= pos:
+            kept.append(output[pos:start])
+            where.extend(range(pos, start))
+            pos = end
+    kept.append(output[pos:])
+    where.extend(range(pos, len(output) + 1))
+    spans: list[tuple[int, int]] = []
+    for a, b in _markup_spans(params, "".join(kept)):  # (a span the cut splits is split there)
+        for i in range(a, b):
+            if spans and spans[-1][1] == where[i]:
+                spans[-1] = (spans[-1][0], where[i] + 1)
+            else:
+                spans.append((where[i], where[i] + 1))
+    return spans
+
+
+def _markup_spans(params: ChatParams, output: str) -> list[tuple[int, int]]:
     reader = params.reader
     arena, offset = reader.plan.relaxed, reader.offset
     effective = reader.generation_prompt + output

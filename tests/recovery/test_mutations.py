@@ -105,7 +105,7 @@ def test_well_formed_outputs_lose_no_text_and_parse_as_strictly(template: str) -
         except Exception:
             continue
         got = params.parse(row["output"])
-        spans = markup_spans(params, row["output"])
+        spans = markup_spans(params, row["output"], got)
         lost = unaccounted(row["output"], got, spans)
         if lost:
             bugs.append(f"{row_id(row)}: text lost: {dict(lost)} from {row['output']!r} -> {got}")

@@ -132,7 +132,7 @@ def test_random_outputs_of_the_templates_markers_lose_no_text(template: str) -> 
         except Exception as e:
             problems.append(f"{output!r}: parse() raised {type(e).__name__}: {e}")
             continue
-        lost = unaccounted(output, got, markup_spans(params, output)) - marker_words
+        lost = unaccounted(output, got, markup_spans(params, output, got)) - marker_words
         if lost:
             problems.append(f"{output!r}: text lost: {dict(lost)} -> {got}")
         broken, waited = _stream_problems(params, output, got)

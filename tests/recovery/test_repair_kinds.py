@@ -70,7 +70,7 @@ def check(test: PegTestCase, message: dict[str, Any], repairs: list[str], *, spa
     request = dict(test.request, messages=[{"role": "user", "content": "Hey there!"}], now=test.tester.now)
     params = generate(test.tester.source, request)
     assert params.recovery is not None
-    lost = unaccounted(test.input, got, markup_spans(params, test.input))
+    lost = unaccounted(test.input, got, markup_spans(params, test.input, got))
     assert not lost, f"text lost: {dict(lost)}"
     for space in TRAILING_SPACE if space_after else ():  # (a model may end its output with whitespace: the same repairs, no others)
         spaced = params.parse(test.input + space)
@@ -233,6 +233,18 @@ def test_openai_wrapper_around_the_call() -> None:
     check(case(QWEN25, out), {"tool_calls": [PARIS]}, ["call_wrapper"])
 
 
+def test_a_json_calls_id_is_read_and_a_member_without_a_field_is_kept_in_its_diagnostic() -> None:
+    """Templates that render the whole OpenAI call (`message.tool_calls | tojson`) write each call's `id` and
+    `type` beside its `function`: a model that writes that shape where the template writes `{"name": ...,
+    "arguments": ...}` (Qwen2.5) gives the call's id; a member a call has no field for is dropped, its text kept
+    in the diagnostic, never lost silently."""
+    out = ('<tool_call>\n{"id": "call_7", "type": "function", "function": {"name": "get_weather", "arguments": '
+           '{"city": "Paris"}}, "confidence": "high"}\n</tool_call>')
+    got = case(QWEN25, out).expect_diagnostics(["call_wrapper", "extra_member"]).expect(
+        {"tool_calls": [dict(PARIS, id="call_7")]})
+    assert [d.raw for d in got.diagnostics if d.kind == "extra_member"] == ['"confidence": "high"']
+
+
 @pytest.mark.parametrize("template", [QWEN25, QWEN35])
 def test_call_to_an_undeclared_tool_is_kept(template: str) -> None:
     out = ('<tool_call>\n{"name": "get_time", "arguments": {"tz": "UTC"}}\n</tool_call>' if template == QWEN25 else
@@ -341,6 +353,37 @@ def test_call_inside_reasoning_that_is_closed_later_stays_reasoning() -> None:
     assert not msg.diagnostics
 
 
+# Formats written by hand whose reasoning block llama.cpp reads up to its end marker only: the reasoning start
+# (written by the model, or opened by the prompt), then a call, and no end marker (ggml-org/llama.cpp#21118).
+HAND_WRITTEN_REASONING = [
+    # MiniCPM5: the prompt opens `<think>`; calls `<function name="NAME"><param name="K">v</param></function>`
+    ("llama.cpp__openbmb-MiniCPM5-1B", "", '<function name="get_weather"><param name="city">Paris</param></function>',
+     {"enable_thinking": True}),
+    # LFM2.5: `<think>...</think>`, calls `<|tool_call_start|>[NAME(k="v")]<|tool_call_end|>`
+    ("llama.cpp__LFM2.5-8B-A1B", "<think>", '<|tool_call_start|>[get_weather(city="Paris")]<|tool_call_end|>',
+     {"enable_thinking": True}),
+    # Ministral 3 Reasoning: `[THINK]...[/THINK]`, calls `[TOOL_CALLS]NAME[ARGS]{json}`
+    ("mistralai__Ministral-3-3B-Reasoning-2512", "[THINK]", '[TOOL_CALLS]get_weather[ARGS]{"city": "Paris"}', {}),
+]
+
+
+@pytest.mark.parametrize(("template", "start", "call_text", "request_"), HAND_WRITTEN_REASONING)
+def test_call_while_reasoning_is_open_ends_the_reasoning_of_a_hand_written_format(
+        template: str, start: str, call_text: str, request_: dict[str, Any]) -> None:
+    check(case(template, f"{start}I need the weather.\n{call_text}", **request_),
+          {"reasoning_content": "I need the weather.\n", "tool_calls": [PARIS]}, ["reasoning_ended_by_call"])
+
+
+@pytest.mark.parametrize(("template", "start", "call_text", "request_"), HAND_WRITTEN_REASONING)
+def test_a_draft_call_in_closed_reasoning_of_a_hand_written_format_stays_reasoning(
+        template: str, start: str, call_text: str, request_: dict[str, Any]) -> None:
+    end = {"[THINK]": "[/THINK]"}.get(start, "</think>")
+    out = f"{start}Draft: {call_text} - no.{end}It is sunny."
+    msg = case(template, out, **request_).expect({"reasoning_content": f"Draft: {call_text} - no.",
+                                                  "content": "It is sunny."})
+    assert not msg.diagnostics
+
+
 def test_stray_reasoning_end() -> None:
     check(case(MELLUM, "<think>\nok\n</think>\n</think>\n\nHello.", reasoning_format="auto"),
           {"reasoning_content": "ok", "content": "Hello."}, ["stray_reasoning_end"])
@@ -443,7 +486,7 @@ def test_text_between_two_sections_is_content_in_its_place() -> None:
     assert (got.content, [(c.name, json.loads(c.arguments)) for c in got.tool_calls]) == \
         ("Checking. Then: ", [("get_weather", {"city": "Paris"}), ("get_weather", {"city": "London"})])
     assert [d.kind for d in got.diagnostics] == ["unparsed_text", "section_repeated"]
-    assert not unaccounted(out, got, markup_spans(params, out))
+    assert not unaccounted(out, got, markup_spans(params, out, got))
 
 
 def test_several_calls_in_the_wrapper_of_one() -> None:
@@ -679,10 +722,7 @@ def test_text_between_two_calls_is_content_and_both_calls_are_read(template: str
     assert (got.content, [json.loads(c.arguments)["city"] for c in got.tool_calls]) == ("And then:\n",
                                                                                       ["Paris", "London"])
     assert [d.kind for d in got.diagnostics] == ["unparsed_text"]
-    # (the markup of each call, as the parse of that call alone reads it)
-    at = len(out) - len(second)
-    spans = [*markup_spans(params, first), *((a + at, b + at) for a, b in markup_spans(params, second))]
-    assert not unaccounted(out, got, spans)
+    assert not unaccounted(out, got, markup_spans(params, out, got))
     stream = params.stream()
     for i in range(0, len(out), 7):
         stream.feed(out[i:i + 7])
@@ -709,7 +749,7 @@ def test_an_unreadable_call_before_a_good_one() -> None:
     got = params.parse(out)
     assert [(c.name, json.loads(c.arguments)) for c in got.tool_calls] == [("get_weather", {"city": "London"})]
     assert "{city: Paris}" in got.content and "truncated_arguments" not in [d.kind for d in got.diagnostics]
-    assert not unaccounted(out, got, markup_spans(params, out))
+    assert not unaccounted(out, got, markup_spans(params, out, got))
 
 
 @pytest.mark.parametrize(("template", "output"), [
@@ -806,7 +846,7 @@ def test_a_markers_whitespace_is_formatting(space: str) -> None:
     assert [(c.name, json.loads(c.arguments)) for c in got.tool_calls] == [("get_weather", {"city": "Paris"})]
     assert got.content == ""
     assert [d.kind for d in got.diagnostics] == ([] if space.startswith("\n") else ["call_opener_spelling"])
-    assert not unaccounted(out, got, markup_spans(params, out))
+    assert not unaccounted(out, got, markup_spans(params, out, got))
 
 
 @pytest.mark.parametrize("space", ["", "\n\n  "])

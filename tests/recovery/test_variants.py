@@ -54,7 +54,7 @@ def _failure(params: ChatParams, variant: Variant, marker_words: Counter[str]) -
     except Exception as e:  # (never: a complete output always parses)
         return f"gap: parse() raises {type(e).__name__}"
     problems = [_short(p) for p in kept(variant, got)]
-    lost = unaccounted(variant.output, got, markup_spans(params, variant.output)) - marker_words
+    lost = unaccounted(variant.output, got, markup_spans(params, variant.output, got)) - marker_words
     if lost:
         problems.append("text lost: " + " ".join(sorted(lost)))
     stream = params.stream()

@@ -50,7 +50,8 @@ def _build(b: Build) -> P:
     p = b.p
     gen_prompt = p.literal(GEN_PROMPT)
     end = p.end()
-    reasoning = p.think(THINK_START, THINK_END) if b.extract_reasoning else p.eps()
+    reasoning = p.think(THINK_START, THINK_END, [TOOL_CALL_START] if b.tool_calls else []) if b.extract_reasoning \
+        else p.eps()
 
     if not b.tool_calls:
         if b.response_format:

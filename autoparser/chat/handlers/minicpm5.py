@@ -27,7 +27,10 @@ def _build(b: Build) -> P:
     gen_prompt = p.literal(ASSISTANT_START)
     reasoning = p.eps()
     if b.extract_reasoning:
-        reasoning = p.cpp_sum(lambda: ("<think>" << p.reasoning(p.until("</think>"))) << "</think>", p.space)
+        calls = ["<function"] if b.tool_calls else []
+        reasoning = p.cpp_sum(lambda: p.reasoning_between(
+            lambda: ("<think>" << p.reasoning(p.until("</think>"))) << "</think>", "<think>", "</think>", calls,
+            spaced=True), p.space)
 
     if b.response_format:
         return gen_prompt + reasoning + p.content(p.schema(p.json(), "response-format", b.inputs.json_schema))

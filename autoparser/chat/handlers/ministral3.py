@@ -48,7 +48,8 @@ def adjusted_messages(messages: Sequence[Mapping[str, Any]]) -> list[Mapping[str
 def _build(b: Build) -> P:
     p = b.p
     gp = p.eps()  # the generation prompt is empty for this template
-    reasoning = p.think("[THINK]", "[/THINK]") if b.extract_reasoning else p.eps()
+    reasoning = p.think("[THINK]", "[/THINK]", ["[TOOL_CALLS]"] if b.tool_calls else []) if b.extract_reasoning \
+        else p.eps()
 
     if b.response_format:
         # the model fences its JSON answer in a ```json block
