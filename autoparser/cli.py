@@ -166,6 +166,22 @@ def cmd_export(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_export_constrained(args: argparse.Namespace) -> int:
+    """Print a request's xgrammar structural tag (`structural-tag`) or llguidance Lark grammar (`lark`)."""
+    import json
+
+    from autoparser.export.constrained import constraint, to_lark, to_structural_tag
+    from autoparser.params.cli import read_tools
+
+    tools = [t for t in read_tools(args.tools) if isinstance(t, dict)]
+    c = constraint(_template(args).source, tools, args.tool_choice, args.thinking == "on", args.parallel_tool_calls)
+    if args.export_command == "lark":
+        sys.stdout.write(to_lark(c))
+    else:
+        print(json.dumps(to_structural_tag(c), ensure_ascii=False, indent=2))
+    return 0
+
+
 def cmd_render(args: argparse.Namespace) -> int:
     """Print the prompt llama.cpp's built-in format NAME renders for a conversation file, exactly (no newline
     added)."""
@@ -283,7 +299,21 @@ def build_parser() -> argparse.ArgumentParser:
     _template_arguments(er)
     er.add_argument("--write", metavar="TOKENIZER_CONFIG",
                     help="merge it into this tokenizer_config.json instead (other keys untouched)")
-    e.set_defaults(func=cmd_export)
+    er.set_defaults(func=cmd_export)
+    for command, what in (("structural-tag", "the xgrammar structural tag (vLLM, SGLang, TensorRT-LLM)"),
+                          ("lark", "the llguidance Lark grammar (vLLM's guidance backend, llama.cpp's %llguidance)")):
+        ec = esub.add_parser(command, help=f"{what} of a request", description=(
+            f"Print {what} that constrains a model's output to what the template writes for this request: "
+            "reasoning, text, and tool calls whose arguments follow each tool's JSON schema; exit 2 with the "
+            "reason when the template's form cannot be expressed."))
+        _template_arguments(ec)
+        ec.add_argument("--tools", required=True, metavar="TOOLS_JSON", help="the request's tools (a JSON array)")
+        ec.add_argument("--tool-choice", choices=("auto", "required", "none"), default="auto",
+                        help="auto: text and calls; required: calls only (xgrammar's reading); none: text only")
+        ec.add_argument("--thinking", choices=("on", "off"), default="on", help="enable_thinking (default: on)")
+        ec.add_argument("--parallel-tool-calls", action=argparse.BooleanOptionalAction, default=True,
+                        help="allow several calls (default: on)")
+        ec.set_defaults(func=cmd_export_constrained)
 
     k = sub.add_parser("conformance", help="run the corpus through a llama.cpp build and report every divergence",
                        description="Run every corpus template (analysis) and round-trip scenario (prompt, grammar, "

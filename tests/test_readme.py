@@ -136,3 +136,24 @@ def test_readme_structured_output_table_is_the_formats_specs() -> None:
             if specs[name].response_format is not SchemaRule.IGNORED:
                 assert specs[name].laziness is lazy[cells[3]], name
     assert named == set(specs)
+
+
+def test_readme_lark_example_is_what_the_command_prints(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                         capsys: pytest.CaptureFixture[str]) -> None:
+    """The Qwen3 Lark grammar the README shows is what `autoparser export lark` prints for its tool."""
+    import json
+
+    from autoparser.cli import main
+
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    [shown] = re.findall(r"```lark\n(.*?)```", readme, re.DOTALL)
+    command = next(line for line in readme.splitlines() if line.startswith("autoparser export lark Qwen__"))
+    # the tool the text around it names: get_weather(city, days?)
+    tools = tmp_path / "tools.json"
+    tools.write_text(json.dumps([{"type": "function", "function": {"name": "get_weather", "parameters": {
+        "type": "object", "properties": {"city": {"type": "string"}, "days": {"type": "integer"}},
+        "required": ["city"]}}}]), encoding="utf-8")
+    args = shlex.split(command.split("#")[0])[1:]
+    args[args.index("tools.json")] = str(tools)
+    assert main(args) == 0
+    assert capsys.readouterr().out == shown

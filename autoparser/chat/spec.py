@@ -201,6 +201,11 @@ class FormatSpec:
     relaxed_build: Callable[[Build], P] | None = None
     """The relaxed parser's build, where it reads what the strict build cannot ask a hook for (a derived
     format's reasoning block the prompt leaves open); None: `build`."""
+    calls_as_analysed: bool = False
+    """The calls are as the template's analysis describes them (the handler is for how they are read: values
+    typed per parameter, arguments in any order), so that the structural tag and Lark exports
+    (export/constrained.py) derive them from the analysis, as for a derived format; checked by the exports'
+    consumers over the corpus (tests/export/test_consumers.py)."""
     response_fields: Mapping[str, Any] | None = None
     """A hand-written format's Hugging Face response_template fields (`response_fields`; autoparser/export adds
     the template's start anchor), where that language can say it (None: it cannot, or nobody has written it);

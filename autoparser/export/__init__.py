@@ -1,4 +1,5 @@
-"""What the analysis derives, in the formats other engines consume: a Hugging Face `response_template`.
+"""What the analysis derives, in the formats other engines consume: a Hugging Face `response_template` (here), and
+per request an xgrammar structural tag and an llguidance Lark grammar (export/constrained.py).
 
 Since transformers 5.13 a model may ship, in its tokenizer_config.json, a declarative description of where its
 output puts reasoning, content and tool calls (`transformers.utils.chat_parsing`); transformers' `parse_response`
@@ -56,7 +57,7 @@ from autoparser.peg.nodes import C_SPACE
 from autoparser.template.render import normalize_source
 from autoparser.template.sandbox import time_budget
 
-__all__ = ["ExportError", "response_template", "transformers_message"]
+__all__ = ["ExportError", "lark_grammar", "response_template", "structural_tag", "transformers_message"]
 
 # A tool's name as templates write it; `name` is the capture the transform reads.
 _NAME = r"(?P<name>[A-Za-z0-9_.:\-]+)"
@@ -312,3 +313,7 @@ def transformers_message(parsed: Mapping[str, Any]) -> dict[str, Any]:
         calls.append({"name": fn.get("name", ""), "arguments": fn.get("arguments", {})})
     return {"content": parsed.get("content") or "", "reasoning_content": parsed.get("thinking") or "",
             "tool_calls": calls}
+
+
+# (after ExportError, which they raise: the request's structural tag and Lark grammar, export/constrained.py)
+from autoparser.export.constrained import lark_grammar, structural_tag  # noqa: E402

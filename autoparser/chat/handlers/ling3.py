@@ -130,7 +130,7 @@ _CALLS = {"open_pattern": r"<tool_call>\s*(?P<name>[^<\s]+)", "close": CALL_END,
 
 SPEC = FormatSpec(
     "ling3", _build, Prefill(ROLE + "\n", THINK_START, THINK_END), triggers=(word(CALL_START),), relaxes=True,
-    response_fields=response_fields(_CALLS, thinking=(THINK_START, THINK_END)),
+    response_fields=response_fields(_CALLS, thinking=(THINK_START, THINK_END)), calls_as_analysed=True,
     preserved_tokens=(THINK_START, THINK_END, CALL_START, CALL_END, ARG_KEY, ARG_KEY_END, ARG_VAL, ARG_VAL_END,
                       ROLE_END),
     additional_stops=(ROLE_END,), supports_thinking=True, thinking_start_tag=THINK_START,

@@ -71,7 +71,7 @@ def _build(b: Build) -> P:
 
 SPEC = FormatSpec(
     "minicpm5", _build, Prefill(ASSISTANT_START, "<think>\n", "\n</think>\n\n"), triggers=(word("<function"),),
-    relaxes=True,
+    relaxes=True, calls_as_analysed=True,
     preserved_tokens=("<function", "<param", "</function>", "</param>", "<think>", "</think>"),
     supports_thinking=True, thinking_start_tag="<think>", thinking_end_tags=("</think>",),
     # a tool response is a user turn starting with <tool_response>: its delimiter must come first

@@ -121,7 +121,7 @@ _CALLS = {"open_pattern": r"(?:<tool_call>\s*)?<function=(?P<name>[^>\s]+)>",
 THINKING = FormatSpec(
     "qwen3_coder", partial(_build, coder=False), Prefill(GEN_PREFIX, "<think>\n", "\n</think>\n\n"),
     laziness=Laziness.TOOLS_AUTO, relaxes=True, triggers=(word("<tool_call>"),), triggers_only_when_lazy=True,
-    response_fields=response_fields(_CALLS, thinking=("<think>", "</think>")),
+    response_fields=response_fields(_CALLS, thinking=("<think>", "</think>")), calls_as_analysed=True,
     preserved_tokens=("<tool_call>", "</tool_call>", "<think>", "</think>"), supports_thinking=True,
     # the newline variant first, so a forced close writes it
     thinking_start_tag="<think>", thinking_end_tags=("\n</think>", "</think>", "<tool_call>"),

@@ -1,0 +1,105 @@
+"""The structural tag and Lark exports of a template checked by their consumers themselves: xgrammar's matcher and
+llguidance's.
+
+For each round-trip scenario with tools the template can express (corpus/roundtrip), the request's constraint
+(export/constrained.py) is compiled by xgrammar (`Grammar.from_structural_tag`) and by llguidance (its Lark
+front end, over a byte-level tokenizer, so that any text can be fed): each must accept the intended output,
+and must reject the mutations that break the format (the last closer cut, the first call's opener left out:
+corpus/mutations.py). Used by the consumers' test (tests/export/test_consumers.py, `tox -e consumers`, where
+xgrammar and llguidance are installed).
+"""
+
+from __future__ import annotations
+
+import json
+from functools import cache
+from typing import Any, ClassVar
+
+from autoparser.chat.compare import as_message
+from autoparser.corpus.mutations import mutations
+from autoparser.corpus.roundtrip import expressible_scenarios
+from autoparser.errors import AutoparserError
+from autoparser.export.constrained import Constraint, ToolChoice, constraint, to_lark, to_structural_tag
+
+__all__ = ["BREAKING", "CONSUMERS", "consumer_results", "lark_accepts", "xgrammar_accepts"]
+
+CONSUMERS = ("xgrammar", "llguidance")
+# The mutations that break the format: a constrained decoder must never let them through.
+BREAKING = ("cut_last_closer", "missing_call_opener")
+
+
+def xgrammar_accepts(tag: dict[str, Any], text: str) -> bool:
+    """Whether xgrammar's matcher accepts `text`, whole, under a structural tag."""
+    import xgrammar
+    from xgrammar.testing import _is_grammar_accept_string
+
+    return bool(_is_grammar_accept_string(xgrammar.Grammar.from_structural_tag(json.dumps(tag)), text))
+
+
+@cache
+def _byte_tokenizer() -> Any:
+    """An llguidance tokenizer of the 256 bytes (and an end token): any text is a token sequence."""
+    import llguidance
+
+    class Bytes:
+        eos_token_id: ClassVar[int] = 256
+        bos_token_id: ClassVar[None] = None
+        tokens: ClassVar[list[bytes]] = [bytes([i]) for i in range(256)] + [b"<|end|>"]
+        special_token_ids: ClassVar[list[int]] = [256]
+
+        def __call__(self, text: bytes | str) -> list[int]:
+            return list(text if isinstance(text, bytes) else text.encode())
+
+    return llguidance.LLTokenizer(llguidance.TokenizerWrapper(Bytes()))
+
+
+def lark_accepts(grammar: str, text: str) -> bool:
+    """Whether llguidance's matcher accepts `text`, whole, under a Lark grammar; AutoparserError when llguidance
+    refuses the grammar."""
+    import llguidance
+
+    matcher = llguidance.LLMatcher(_byte_tokenizer(), llguidance.grammar_from("lark", grammar), log_level=0)
+    if matcher.is_error():
+        raise AutoparserError(f"llguidance refuses the grammar: {matcher.get_error().splitlines()[0]}")
+    return bool(matcher.consume_tokens(list(text.encode()))) and not matcher.is_error() and matcher.is_accepting()
+
+
+def _accepts(consumer: str, c: Constraint, text: str) -> bool:
+    return xgrammar_accepts(to_structural_tag(c), text) if consumer == "xgrammar" else lark_accepts(to_lark(c), text)
+
+
+def consumer_results(name: str, source: str) -> dict[str, str | None]:
+    """Case id -> None (as it should be) or what went wrong, for every scenario with a tool call the template can
+    express: `name::export` (the constraint of each such request exists), `name::scenario::consumer` (it accepts
+    the output), `name::scenario::mutation::consumer` (it rejects the broken one). {} for a template whose
+    scenarios hold no call."""
+    scenarios = [(b, p) for b, p in expressible_scenarios(source) if b.request.get("tools")]
+    if not any(as_message(b.expected).tool_calls for b, _ in scenarios):
+        return {}
+    results: dict[str, str | None] = {}
+    refused: list[str] = []
+    for built, params in scenarios:
+        request, expected = built.request, as_message(built.expected)
+        # (calls without content are checked under `required`, which xgrammar reads as "the output is calls": so
+        # they are accepted as calls, not as text that holds no trigger)
+        choice: ToolChoice = "required" if expected.tool_calls and not expected.content.strip() else \
+            "none" if request.get("tool_choice") == "none" else "auto"
+        try:
+            c = constraint(source, request["tools"], choice, bool(request.get("enable_thinking", True)),
+                           bool(request.get("parallel_tool_calls")))
+        except AutoparserError as e:
+            refused.append(f"{built.scenario}: {e}")
+            continue
+        broken = [m for m in mutations(params, built.output, expected, kinds=BREAKING)]
+        for consumer in CONSUMERS:
+            case = f"{name}::{built.scenario}::{consumer}"
+            try:
+                results[case] = None if _accepts(consumer, c, built.output) else \
+                    f"rejects the intended output {built.output!r}"
+                for m in broken:
+                    results[f"{name}::{built.scenario}::{m.kind}::{consumer}"] = \
+                        f"accepts the broken output {m.output!r}" if _accepts(consumer, c, m.output) else None
+            except (AutoparserError, RuntimeError, ValueError) as e:  # (a grammar the consumer refuses)
+                results[case] = f"{consumer} refuses the export: {str(e).splitlines()[0]}"
+    results[f"{name}::export"] = "; ".join(dict.fromkeys(r.split(": ", 1)[1] for r in refused)) or None
+    return results

@@ -1,0 +1,525 @@
+"""What a request's output may be, for the engines that constrain decoding with xgrammar structural tags (vLLM,
+SGLang, TensorRT-LLM) and llguidance Lark grammars (vLLM's `guidance` backend, llama.cpp's `%llguidance`).
+
+One pass over the template's analysis (the record llama.cpp's autoparser builds its parser from) gives a
+`Constraint`: the reasoning block, and the tool calls as the template writes them -- the marker that starts
+them (the trigger), each tool's call with its arguments under the tool's JSON schema, the markers that close
+them. Two writers turn it into each engine's language (`to_structural_tag`, `to_lark`; `structural_tag` and `lark_grammar` do both steps). Markers are written as the template
+writes them but for the whitespace around them, which models vary and which both languages leave free (as
+the parser does). Where the form cannot be said (a hand-written format, Python calls, calls without a marker
+to trigger on), `ExportError` says why in one line.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from autoparser.analysis.model import CallIdPosition, ReasoningMode, TemplateAnalysis, ToolFormat
+from autoparser.chat.handlers import find_handler
+from autoparser.chat.tools import Function, Parameter, functions, parameters
+from autoparser.export import ExportError
+from autoparser.params import generate, strict_analysis
+from autoparser.peg.nodes import C_SPACE
+from autoparser.template.render import normalize_source
+from autoparser.template.sandbox import time_budget
+
+__all__ = ["Constraint", "ToolChoice", "constraint", "lark_grammar", "structural_tag", "to_lark", "to_structural_tag"]
+
+ToolChoice = Literal["auto", "required", "none"]
+
+
+# --- what an output may be ------------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class Lit:
+    """Markup, as the template writes it."""
+    text: str
+
+
+@dataclass(frozen=True)
+class Space:
+    """Whitespace, any or none (around markers, where models vary it)."""
+
+
+@dataclass(frozen=True)
+class Json:
+    """A JSON value under a schema (a tool's arguments, a typed argument's value)."""
+    schema: Any
+
+
+@dataclass(frozen=True)
+class Text:
+    """Any text, up to the end of the tag it is in (a string argument's value)."""
+
+
+@dataclass(frozen=True)
+class Seq:
+    items: tuple[Piece, ...]
+
+
+@dataclass(frozen=True)
+class Alt:
+    items: tuple[Piece, ...]
+
+
+@dataclass(frozen=True)
+class Opt:
+    item: Piece
+
+
+@dataclass(frozen=True)
+class Many:
+    """One or more."""
+    item: Piece
+
+
+@dataclass(frozen=True)
+class Tag:
+    """`begin content end`, the markers literal (a call, an argument, a reasoning block)."""
+    begin: str
+    content: Piece
+    end: str
+
+
+Piece = Lit | Space | Json | Text | Seq | Alt | Opt | Many | Tag
+
+
+@dataclass(frozen=True)
+class Reasoning:
+    start: str
+    """"" where the generation prompt opened the block: the output starts inside it."""
+    end: str
+    required: bool
+
+
+@dataclass(frozen=True)
+class Calls:
+    trigger: str
+    """The text every call (or the calls' section) begins with: free text runs until it."""
+    tags: tuple[Tag, ...]
+    """One call, or one section holding the calls: each begins with `trigger`."""
+    at_least_one: bool
+    stop_after_first: bool
+    excludes: tuple[str, ...]
+    """Markers free text may not hold (the calls' closers): an output that lost a call's opener is rejected."""
+
+
+@dataclass(frozen=True)
+class Constraint:
+    """What one request's output may be: reasoning (or none), then text and calls as the template writes them
+    (`calls` None: text only)."""
+    reasoning: Reasoning | None
+    calls: Calls | None
+
+
+# --- from the analysis ----------------------------------------------------------------------------------------
+
+def constraint(source: str, tools: Sequence[Mapping[str, Any]], tool_choice: ToolChoice = "auto",
+               thinking: bool = True, parallel_tool_calls: bool = True) -> Constraint:
+    """The constraint of a request (its tools, tool choice, thinking, parallel calls) on a template's output;
+    ExportError where the template's form cannot be said."""
+    with time_budget(phase="exporting"):
+        return _constraint(normalize_source(source), list(tools), tool_choice, thinking, parallel_tool_calls)
+
+
+def structural_tag(source: str, tools: Sequence[Mapping[str, Any]], tool_choice: ToolChoice = "auto",
+                   thinking: bool = True, parallel_tool_calls: bool = True) -> dict[str, Any]:
+    """The xgrammar structural tag of a request on a template's output (vLLM's `response_format:
+    {"type": "structural_tag", ...}`, SGLang); ExportError where the template's form cannot be said."""
+    return to_structural_tag(constraint(source, tools, tool_choice, thinking, parallel_tool_calls))
+
+
+def lark_grammar(source: str, tools: Sequence[Mapping[str, Any]], tool_choice: ToolChoice = "auto",
+                 thinking: bool = True, parallel_tool_calls: bool = True) -> str:
+    """The llguidance Lark grammar of a request on a template's output (vLLM's `guidance` backend, llama.cpp's
+    `%llguidance`); ExportError where the template's form cannot be said."""
+    return to_lark(constraint(source, tools, tool_choice, thinking, parallel_tool_calls))
+
+
+def _constraint(source: str, tools: list[Mapping[str, Any]], tool_choice: ToolChoice, thinking: bool,
+                parallel: bool) -> Constraint:
+    handler = find_handler(source)
+    if handler is not None and not handler.calls_as_analysed:
+        # (its analysis may miss what the handler knows: `[ARGS]`, a call's index)
+        raise ExportError(f"the format is hand-written ({handler.name}): its structural tag is not derived "
+                          "yet (chat/handlers/)")
+    analysis = strict_analysis(source).effective
+    params = generate(source, {"messages": [{"role": "user", "content": "Hi"}], "tools": tools or None,
+                               "reasoning_format": "auto", "enable_thinking": thinking})
+    reasoning = _reasoning(analysis, params.generation_prompt, thinking)
+    if tool_choice == "none" or not tools:
+        return Constraint(reasoning, None)
+    if analysis.call_form is None and analysis.tools.format.mode is ToolFormat.NONE:
+        raise ExportError("the template shows no tool-call format")
+    if analysis.call_form is not None:
+        raise ExportError("calls are Python calls (`name(k=v)`): their arguments are no JSON a schema "
+                              "constrains")
+    fns = functions(tools)
+    match analysis.tools.format.mode:
+        case ToolFormat.JSON_NATIVE:
+            calls = _json_calls(analysis, fns, parallel)
+        case ToolFormat.TAG_WITH_JSON:
+            calls = _tagged_calls(analysis, fns, parallel, json_arguments=True)
+        case _:
+            calls = _tagged_calls(analysis, fns, parallel, json_arguments=False)
+    trigger, tags, excludes = calls
+    return Constraint(reasoning, Calls(trigger, tags, at_least_one=tool_choice == "required",
+                                       stop_after_first=not parallel, excludes=excludes))
+
+
+def _t(s: str) -> str:
+    return s.strip(C_SPACE)
+
+
+def _reasoning(a: TemplateAnalysis, generation_prompt: str, thinking: bool) -> Reasoning | None:
+    r = a.prompt_reasoning if a.prompt_reasoning is not None and not _t(a.reasoning.end) else a.reasoning
+    start, end = _t(r.start), _t(r.end)
+    if (r.mode is ReasoningMode.NONE and a.prompt_reasoning is None) or not end:
+        return None
+    tail = generation_prompt.rstrip(C_SPACE)
+    if start and tail.endswith(start):  # the prompt opened it: the output starts inside it
+        return Reasoning("", end, required=True)
+    if start and start in generation_prompt:  # (closed by the prompt: `<think></think>`)
+        return None
+    # (thinking off, a template may still write an empty block: `<think>\n\n</think>`)
+    return Reasoning(start, end, required=False) if start else None
+
+
+def _args_schema(f: Function) -> Any:
+    return f.schema if isinstance(f.schema, Mapping) and f.schema else {"type": "object"}
+
+
+def _json_calls(a: TemplateAnalysis, fns: list[Function], parallel: bool) -> tuple[str, tuple[Tag, ...],
+                                                                                       tuple[str, ...]]:
+    """`{"name": NAME, "arguments": {...}}` calls: one per marker pair, or a list (or one) in a section, or bare
+    (the object's first key is then the trigger)."""
+    fmt = a.tools.format
+    if fmt.fun_name_is_key:
+        raise ExportError("a call is `{NAME: arguments}`: not expressed yet")
+    if (fmt.function_field and fmt.function_field != "function") or "." in fmt.name_field:
+        raise ExportError(f"the name is nested under {fmt.function_field!r}: not expressed yet")
+    order = list(fmt.parameter_order) or [fmt.name_field, fmt.args_field]
+
+    def call(f: Function, head: bool = True) -> Piece:
+        """One call object; without its `{"first key"` where that is the tag's begin (`head` False)."""
+        members: list[Piece] = []
+        for key in order:
+            if key == fmt.name_field:
+                value: Piece = Lit(json.dumps(f.name, ensure_ascii=False))
+            elif key == fmt.args_field:
+                value = Json(_args_schema(f))
+            elif key in (fmt.id_field, fmt.gen_id_field):
+                value = Json({"type": "string"})
+            else:
+                raise ExportError(f"a call's member {key!r} is not expressed yet")
+            if members:
+                members += [Space(), Lit(","), Space()]
+            members += [Lit(json.dumps(key)), Space(), Lit(":"), Space(), value]
+        if not head:
+            return Seq((*members[1:], Space(), Lit("}")))
+        return Seq((Lit("{"), Space(), *members, Space(), Lit("}")))
+
+    def calls(head: bool) -> Piece:
+        return Alt(tuple(call(f, head) for f in fns)) if len(fns) > 1 else call(fns[0], head)
+
+    first_key = "{" + json.dumps(order[0])
+    section_start, section_end = _t(fmt.section_start), _t(fmt.section_end)
+    per_call = not section_start and bool(_t(fmt.per_call_start))
+    if per_call:
+        tag = Tag(_t(fmt.per_call_start), Seq((Space(), calls(True), Space())), _t(fmt.per_call_end))
+        return tag.begin, (tag,), tuple(e for e in (tag.end,) if e)
+    begin = section_start
+    if fmt.tools_array_wrapped:
+        # (a list without a section marker begins with its bracket and the first call's first key)
+        begin = begin or "[" + first_key
+        first = calls(head=bool(section_start))
+        more = Opt(Many(Seq((Space(), Lit(","), Space(), calls(True))))) if parallel else Seq(())
+        lead = (Space(), Lit("["), Space()) if section_start else ()
+        # (the list's bracket ends the calls where the template writes no section end)
+        body: Piece = Seq((*lead, first, more, Space(), *((Lit("]"), Space()) if section_end else ())))
+        return begin, (Tag(begin, body, section_end or "]"),), tuple(e for e in (section_end,) if e)
+    if not section_start:  # bare calls: each begins with its first key
+        return first_key, (Tag(first_key, calls(head=False), ""),), ()
+    body = Seq((Space(), calls(True), Space()))
+    return begin, (Tag(begin, body, section_end),), tuple(e for e in (section_end,) if e)
+
+
+def _tagged_calls(a: TemplateAnalysis, fns: list[Function], parallel: bool, *, json_arguments: bool
+                  ) -> tuple[str, tuple[Tag, ...], tuple[str, ...]]:
+    """`<marker>NAME ... </marker>` calls, the arguments one JSON object or one tag per argument."""
+    t = a.tools
+    fmt, fn, args = t.format, t.function, t.arguments
+    if t.call_id.pos is not CallIdPosition.NONE:
+        raise ExportError("calls carry an id between their markers: not expressed yet")
+    # (calls in a section with no marker of their own each begin with their name's prefix, inside the section)
+    in_section = bool(_t(fmt.section_start)) and not _t(fmt.per_call_start)
+    opener = _t(fmt.per_call_start) or ("" if in_section else _t(fn.name_prefix))
+    if not opener and not (in_section and _t(fn.name_prefix)):
+        raise ExportError("a call begins with its bare name: no marker to trigger on")
+
+    def head(f: Function) -> list[Piece]:
+        parts: list[Piece] = []
+        prefix = _t(fn.name_prefix)
+        if prefix and prefix != opener:
+            parts += [Space(), Lit(prefix)]
+        parts += [Lit(f.name) if prefix else Seq((Space(), Lit(f.name)))]
+        for marker in (fn.name_suffix, fn.args_separator):
+            if _t(marker):
+                parts += [Space(), Lit(_t(marker))]
+        return parts
+
+    def tagged(f: Function) -> list[Piece]:
+        out: list[Piece] = []
+        for param in parameters(f):
+            arg = _argument(a, f, param)
+            out.append(Seq((Space(), arg)) if param.required else Opt(Seq((Space(), arg))))
+        return out
+
+    def marker(text: str) -> list[Piece]:  # (a marker the template writes, after whitespace; none if it writes none)
+        return [Space(), Lit(_t(text))] if _t(text) else []
+
+    def call(f: Function) -> Piece:
+        parts = head(f)
+        if json_arguments:
+            parts += [*marker(args.start), Space(), Json(_args_schema(f)), *marker(args.end)]
+        else:
+            parts += [*marker(args.start), *tagged(f), *marker(args.end)]
+        return Seq((*parts, *marker(fn.close), Space()))
+
+    one = Alt(tuple(call(f) for f in fns)) if len(fns) > 1 else call(fns[0])
+    end = _t(fmt.per_call_end)
+    section_end = _t(fmt.section_end) if _t(fmt.section_start) else ""  # (an end alone is no marker of ours)
+    excludes = tuple(dict.fromkeys(m for m in (end, _t(fn.close), section_end) if m))
+    if in_section:
+        if not section_end:
+            raise ExportError(f"the calls' section {_t(fmt.section_start)!r} has no end marker: a tag needs one")
+        more = Opt(Many(one)) if parallel else Seq(())
+        return _t(fmt.section_start), (Tag(_t(fmt.section_start), Seq((one, more, Space())), section_end),), excludes
+    if not end:  # (the name's prefix opens the call, its close ends it; without one, it ends with its arguments)
+        close = _t(fn.close)
+        return opener, (Tag(opener, _without_close(one, close), close) if close else Tag(opener, one, ""),), \
+            excludes
+    tag = Tag(opener, one, end)
+    if _t(fmt.section_start):
+        section = Tag(_t(fmt.section_start), Seq((Space(), tag, Opt(Many(Seq((Space(), tag)))) if parallel
+                                                   else Seq(()), Space())), _t(fmt.section_end))
+        if not section.end:
+            raise ExportError(f"the calls' section {section.begin!r} has no end marker: a tag needs one")
+        return section.begin, (section,), excludes
+    return opener, (tag,), excludes
+
+
+def _without_close(p: Piece, close: str) -> Piece:
+    """A call's pieces without its closing literal (the tag's end says it)."""
+    if isinstance(p, Alt):
+        return Alt(tuple(_without_close(i, close) for i in p.items))
+    if isinstance(p, Seq):
+        items = list(p.items)
+        for i in range(len(items) - 1, -1, -1):
+            if items[i] == Lit(close):
+                del items[i]
+                break
+        return Seq(tuple(items))
+    return p
+
+
+def _argument(a: TemplateAnalysis, f: Function, param: Parameter) -> Piece:
+    """One tagged argument: `<name marker>KEY<suffix><value prefix> value <value suffix>`, the value any text
+    for a string, JSON under its schema otherwise."""
+    args = a.tools.arguments
+    begin = _t(args.name_prefix) + param.name + args.name_suffix.rstrip(C_SPACE)
+    between = _t(args.value_prefix)
+    end = _t(args.value_suffix)
+    if not _t(args.name_prefix) or not end:
+        raise ExportError("a tagged argument without a name marker or a value closer: not expressed yet")
+    schema = param.schema if isinstance(param.schema, Mapping) else {}
+    string = param.types <= {"string"} and bool(param.types)
+    value: Piece = Text() if string else Seq((Space(), Json(schema), Space()))
+    if between:
+        return Tag(begin, Seq((Space(), Lit(between), value if not string else Text())), end) if not string \
+            else Seq((Lit(begin), Space(), Tag(between, Text(), end)))
+    return Tag(begin, value, end)
+
+
+# --- xgrammar structural tag ----------------------------------------------------------------------------------
+
+_WS = r"[ \t\r\n]*"
+
+
+def to_structural_tag(c: Constraint) -> dict[str, Any]:
+    """The xgrammar structural tag of a constraint (`{"type": "structural_tag", "format": ...}`)."""
+    elements: list[dict[str, Any]] = []
+    if c.reasoning is not None:
+        if c.reasoning.start:
+            elements.append({"type": "regex", "pattern": _WS})  # (a line break before the block)
+        think = {"type": "tag", "begin": c.reasoning.start,
+                 "content": {"type": "any_text", "excludes": [m for m in (c.reasoning.start, c.reasoning.end) if m]},
+                 "end": c.reasoning.end}
+        elements.append(think if c.reasoning.required else {"type": "optional", "content": think})
+    if (c.calls is not None and c.calls.at_least_one) or c.reasoning is not None:
+        elements.append({"type": "regex", "pattern": _WS})  # (the blank line before the calls)
+    if c.calls is None:
+        elements.append({"type": "any_text"})
+    else:
+        calls = c.calls
+        elements.append({"type": "triggered_tags", "triggers": [calls.trigger],
+                         "tags": [_st(tag) for tag in calls.tags], "at_least_one": calls.at_least_one,
+                         "stop_after_first": calls.stop_after_first, "excludes": list(calls.excludes)})
+        if calls.stop_after_first:  # (the grammar ends at the call's end: but for the whitespace after it)
+            elements.append({"type": "regex", "pattern": _WS})
+    return {"type": "structural_tag", "format": {"type": "sequence", "elements": elements}
+            if len(elements) > 1 else elements[0]}
+
+
+def _st(p: Piece) -> dict[str, Any]:
+    if isinstance(p, Lit):
+        return {"type": "const_string", "value": p.text}
+    if isinstance(p, Space):
+        return {"type": "regex", "pattern": _WS}
+    if isinstance(p, Json):
+        return {"type": "json_schema", "json_schema": p.schema}
+    if isinstance(p, Text):
+        return {"type": "any_text"}
+    if isinstance(p, Seq):
+        elements = _markup_runs(_flat(p))
+        if len(elements) == 1:
+            return elements[0]
+        return {"type": "sequence", "elements": elements} if elements else {"type": "const_string", "value": ""}
+    if isinstance(p, Alt):
+        return {"type": "or", "elements": [_st(i) for i in p.items]}
+    if isinstance(p, Opt):
+        return {"type": "optional", "content": _st(p.item)}
+    if isinstance(p, Many):
+        return {"type": "plus", "content": _st(p.item)}
+    return {"type": "tag", "begin": p.begin, "content": _st(p.content), "end": p.end}
+
+
+def _markup_runs(items: list[Piece]) -> list[dict[str, Any]]:
+    """A sequence's elements, each run of markup with whitespace in it said as one regex (`\\{[ \\t\\r\\n]*"name"`)."""
+    out: list[dict[str, Any]] = []
+    run: list[Lit | Space] = []
+
+    def flush() -> None:
+        if len(run) > 1 and any(isinstance(i, Space) for i in run):
+            out.append({"type": "regex", "pattern": "".join(_WS if isinstance(i, Space) else _regex_escape(i.text)
+                                                            for i in run)})
+        else:
+            out.extend(_st(i) for i in run)
+        run.clear()
+
+    for item in items:
+        if isinstance(item, (Lit, Space)):
+            if not (isinstance(item, Space) and run and isinstance(run[-1], Space)):
+                run.append(item)
+            continue
+        flush()
+        out.append(_st(item))
+    flush()
+    return out
+
+
+def _regex_escape(text: str) -> str:
+    """A text as a regex matching it (only the metacharacters escaped: a consumer's regex reads no other escape)."""
+    escaped = re.sub(r"([\\.^$|?*+()\[\]{}])", r"\\\1", text)
+    return escaped.replace("\n", "\\n").replace("\t", "\\t").replace("\r", "\\r")
+
+
+def _flat(p: Seq) -> list[Piece]:
+    """A sequence's pieces, the sequences inside it spliced in."""
+    out: list[Piece] = []
+    for item in p.items:
+        out.extend(_flat(item) if isinstance(item, Seq) else [item])
+    return out
+
+
+# --- llguidance Lark ------------------------------------------------------------------------------------------
+
+def to_lark(c: Constraint) -> str:
+    """The llguidance Lark grammar of a constraint."""
+    rules: dict[str, str] = {}
+    counter = [0]
+
+    def name(prefix: str) -> str:
+        counter[0] += 1
+        return f"{prefix}_{counter[0]}"
+
+    def lark(p: Piece) -> str:
+        if isinstance(p, Lit):
+            return json.dumps(p.text, ensure_ascii=False) if p.text else '""'
+        if isinstance(p, Space):
+            return "WS?"
+        if isinstance(p, Json):
+            rule = name("json")
+            rules[rule] = "%json " + json.dumps(p.schema, ensure_ascii=False)
+            return rule
+        if isinstance(p, Text):
+            raise ExportError("free text outside a tag")  # (a Text is always a tag's content)
+        if isinstance(p, Seq):
+            parts = [lark(i) for i in p.items]
+            return " ".join(x for x in parts if x) or '""'
+        if isinstance(p, Alt):
+            return "(" + " | ".join(lark(i) for i in p.items) + ")"
+        if isinstance(p, Opt):
+            return "(" + lark(p.item) + ")?"
+        if isinstance(p, Many):
+            return "(" + lark(p.item) + ")+"
+        if isinstance(p.content, Text):
+            rule = name("text")
+            rules[rule] = f"[suffix={json.dumps(p.end, ensure_ascii=False)}]: /(?s:.*)/"
+            return f"{json.dumps(p.begin, ensure_ascii=False)} {rule}"
+        return " ".join(x for x in (_lark_lit(p.begin), lark(p.content), _lark_lit(p.end)) if x)
+
+    start: list[str] = []
+    if c.reasoning is not None:
+        body = name("think_text")
+        rules[body] = f"[suffix={json.dumps(c.reasoning.end, ensure_ascii=False)}]: /(?s:.*)/"
+        think = (json.dumps(c.reasoning.start, ensure_ascii=False) + " " if c.reasoning.start else "") + body
+        rules["think"] = think
+        start.append("think" if c.reasoning.required else "WS? think?")
+    if c.calls is None:
+        start.append("TEXT")
+    else:
+        calls = c.calls
+        head = "call_head"
+        rules[head + "[lazy]"] = "TEXT " + json.dumps(calls.trigger, ensure_ascii=False)
+        alternatives = []
+        for tag in calls.tags:
+            rest = tag.begin[len(calls.trigger):]
+            inner = lark(tag.content)
+            alternatives.append(" ".join(x for x in (_lark_lit(rest), inner, _lark_lit(tag.end)) if x))
+        body = "(" + " | ".join(alternatives) + ")" if len(alternatives) > 1 else alternatives[0]
+        rules["call"] = f"{head} {body}"
+        if calls.at_least_one:  # the output is calls (as xgrammar reads `at_least_one`): the first one at once
+            rules["first_call"] = f"WS? {_lark_lit(calls.trigger)} {body}"
+            start.append("first_call" if calls.stop_after_first else "first_call call*")
+        else:
+            start.append("call?" if calls.stop_after_first else "call*")
+        start.append("TEXT")
+    lines = ["%llguidance {}", "start: " + " ".join(start)]
+    for rule, body in rules.items():  # (`name[suffix="..."]: /regex/`: a rule with attributes)
+        lines.append(f"{rule}{body}" if body.startswith("[") else f"{rule}: {body}")
+    lines += [f"TEXT: {_text_regex(c)}", r"WS: /[ \t\r\n]+/"]
+    return "\n".join(lines) + "\n"
+
+
+def _lark_lit(text: str) -> str:
+    """A literal in Lark ("" for no text: Lark has no empty literal)."""
+    return json.dumps(text, ensure_ascii=False) if text else ""
+
+
+def _text_regex(c: Constraint) -> str:
+    """Free text: anything (the closers excluded, so that an output that lost a call's opener is rejected)."""
+    if c.calls is None or not c.calls.excludes:
+        return "/(?s:.*)/"
+    words = "|".join(_lark_escape(e) for e in c.calls.excludes)
+    return f"/(?s:.*)/ & ~/(?s:.*({words}).*)/"
+
+
+def _lark_escape(text: str) -> str:
+    """A text as a Lark regex matching it (`/` ends the regex, a line break cannot stand in it)."""
+    special = {"\n": "\\n", "\r": "\\r", "\t": "\\t", "/": "\\/"}
+    return "".join(special.get(ch) or re.escape(ch) for ch in text)

@@ -1,0 +1,129 @@
+"""The structural tag and Lark exports (autoparser/export/constrained.py): what each says for the request, from the
+template's own analysis. Whether xgrammar and llguidance accept the intended outputs and reject broken ones is
+tests/export/test_consumers.py (`tox -e consumers`); here, the shape each engine reads, without them."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from autoparser.cli import main
+from autoparser.corpus import Corpus
+from autoparser.export import ExportError, lark_grammar, structural_tag
+
+CORPUS = Corpus.load()
+WEATHER = {"type": "function", "function": {"name": "get_weather", "parameters": {
+    "type": "object", "properties": {"city": {"type": "string"}, "days": {"type": "integer"}}, "required": ["city"]}}}
+# Qwen3 writes `<think>...</think>`, then calls `<tool_call>\n{"name": ..., "arguments": ...}\n</tool_call>`; its
+# generation prompt closes an empty think block when thinking is off
+QWEN3 = "Qwen__Qwen3-0.6B"
+# the same calls; its generation prompt opens `<think>\n`, so the output starts inside the reasoning
+QWEN3_THINKING = "Qwen__Qwen3-4B-Thinking-2507"
+MINISTRAL = "mistralai__Ministral-3-3B-Instruct-2512"
+
+
+def _source(name: str) -> str:
+    return CORPUS.by_name(name).read_text()
+
+
+def _elements(tag: dict[str, Any]) -> list[dict[str, Any]]:
+    fmt = tag["format"]
+    return fmt["elements"] if fmt["type"] == "sequence" else [fmt]
+
+
+def _of_type(tag: dict[str, Any], kind: str) -> list[dict[str, Any]]:
+    return [e for e in _elements(tag) if e["type"] == kind]
+
+
+def test_a_json_call_in_markers_is_a_triggered_tag_with_the_tools_schema() -> None:
+    tag = structural_tag(_source(QWEN3), [WEATHER])
+    assert tag["type"] == "structural_tag"
+    [calls] = _of_type(tag, "triggered_tags")
+    assert calls["triggers"] == ["<tool_call>"]
+    [call] = calls["tags"]
+    assert (call["begin"], call["end"]) == ("<tool_call>", "</tool_call>")
+    schemas = [e["json_schema"] for e in call["content"]["elements"] if e["type"] == "json_schema"]
+    assert schemas == [WEATHER["function"]["parameters"]]
+    # the markup before the arguments, as one regex: whitespace free around each piece, as models vary it
+    head = call["content"]["elements"][0]["pattern"]
+    assert re.fullmatch(head, '\n{"name": "get_weather", "arguments": ')
+    assert re.fullmatch(head, '{"name":"get_weather","arguments":')
+    assert not re.fullmatch(head, '{"name": "search", "arguments": ')
+    # free text may not hold the closer: an output that lost a call's opener is rejected
+    assert calls["excludes"] == ["</tool_call>"]
+    assert (calls["at_least_one"], calls["stop_after_first"]) == (False, False)
+
+
+def test_reasoning_is_optional_unless_the_prompt_opened_it() -> None:
+    [optional] = _of_type(structural_tag(_source(QWEN3), [WEATHER]), "optional")
+    assert (optional["content"]["begin"], optional["content"]["end"]) == ("<think>", "</think>")
+    [opened] = _of_type(structural_tag(_source(QWEN3_THINKING), [WEATHER]), "tag")
+    assert (opened["begin"], opened["end"]) == ("", "</think>")
+    # thinking off: Qwen3's prompt closes the block, the output has none
+    off = structural_tag(_source(QWEN3), [WEATHER], thinking=False)
+    assert not _of_type(off, "optional") and not _of_type(off, "tag")
+
+
+def test_tool_choice_and_parallel_calls() -> None:
+    [required] = _of_type(structural_tag(_source(QWEN3), [WEATHER], "required"), "triggered_tags")
+    assert required["at_least_one"]
+    [single] = _of_type(structural_tag(_source(QWEN3), [WEATHER], parallel_tool_calls=False), "triggered_tags")
+    assert single["stop_after_first"]
+    none = structural_tag(_source(QWEN3), [WEATHER], "none")
+    assert not _of_type(none, "triggered_tags") and _of_type(none, "any_text")
+
+
+def test_tagged_arguments_are_one_tag_each() -> None:
+    """GLM-4.6 writes `<tool_call>NAME\\n<arg_key>K</arg_key>\\n<arg_value>V</arg_value>\\n</tool_call>`: a string
+    value is any text up to its closer, another value JSON under its schema; an optional argument may be left out."""
+    tag = structural_tag(_source("zai-org__GLM-4.6"), [WEATHER])
+    text = json.dumps(tag)
+    assert '"begin": "<arg_value>", "content": {"type": "any_text"}, "end": "</arg_value>"' in text
+    assert '{"type": "json_schema", "json_schema": {"type": "integer"}}' in text
+    assert '"type": "optional"' in text
+
+
+def test_the_lark_grammar_says_the_same_with_json_lexemes() -> None:
+    grammar = lark_grammar(_source(QWEN3), [WEATHER], thinking=False)
+    assert grammar.startswith("%llguidance {}\n")
+    assert 'call_head[lazy]: TEXT "<tool_call>"' in grammar
+    assert "%json " + json.dumps(WEATHER["function"]["parameters"]) in grammar
+    assert '"</tool_call>"' in grammar and "think" not in grammar
+    # the closer is no text: `/` escaped in the regex
+    assert r"~/(?s:.*(<\/tool_call>).*)/" in grammar
+
+
+def test_a_hand_written_format_whose_calls_are_as_analysed() -> None:
+    """Qwen3.5's handler reads the calls the analysis describes (`calls_as_analysed`), `<tool_call>\n<function=NAME>
+    \n<parameter=K>\nV\n</parameter>\n</function>\n</tool_call>`; its generation prompt opens `<think>\n`."""
+    tag = structural_tag(_source("llama.cpp__Qwen3.5-4B"), [WEATHER])
+    [reasoning] = _of_type(tag, "tag")
+    assert (reasoning["begin"], reasoning["end"]) == ("", "</think>")
+    [calls] = _of_type(tag, "triggered_tags")
+    [call] = calls["tags"]
+    assert (call["begin"], call["end"]) == ("<tool_call>", "</tool_call>")
+    text = json.dumps(call)
+    assert "<function=get_weather" in text
+    assert '"begin": "<parameter=city>", "content": {"type": "any_text"}, "end": "</parameter>"' in text
+
+
+def test_a_form_that_cannot_be_said_is_refused_with_the_reason() -> None:
+    # Ministral 3 writes `[TOOL_CALLS]NAME[ARGS]{...}`, which its handler knows and its analysis does not
+    with pytest.raises(ExportError, match=r"hand-written \(ministral3\)"):
+        structural_tag(_source(MINISTRAL), [WEATHER])
+
+
+def test_the_commands(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    tools = tmp_path / "tools.json"
+    tools.write_text(json.dumps([WEATHER]), encoding="utf-8")
+    assert main(["export", "structural-tag", QWEN3, "--tools", str(tools), "--tool-choice", "required"]) == 0
+    printed = json.loads(capsys.readouterr().out)
+    assert printed == structural_tag(_source(QWEN3), [WEATHER], "required")
+    assert main(["export", "lark", QWEN3, "--tools", str(tools), "--thinking", "off"]) == 0
+    assert capsys.readouterr().out == lark_grammar(_source(QWEN3), [WEATHER], thinking=False)
+    assert main(["export", "lark", MINISTRAL, "--tools", str(tools)]) == 2
+    assert "hand-written (ministral3)" in capsys.readouterr().err

@@ -1,0 +1,83 @@
+"""The structural tag and Lark exports (autoparser/export/constrained.py), checked by xgrammar and llguidance
+themselves, not by us: for every corpus template whose scenarios call a tool, each consumer must accept every
+intended output under the request's export and reject the outputs that break the format (the last closer cut,
+the first call's opener left out). Exceptions, and templates without an export, are in
+ratchet/consumers.json with their reasons.
+
+xgrammar and llguidance are not in the test extra (xgrammar imports torch): `tox -e consumers` installs them
+(torch's CPU build) and sets AUTOPARSER_REQUIRE_CONSUMERS=1, so that a missing consumer fails there; elsewhere
+these tests are skipped, and say why.
+"""
+
+from __future__ import annotations
+
+import importlib
+import os
+from pathlib import Path
+
+import pytest
+
+from autoparser.corpus import Corpus
+from autoparser.testing.ratchet import Ratchet
+
+for _module in ("xgrammar", "llguidance"):
+    try:
+        importlib.import_module(_module)
+    except ImportError:
+        if os.environ.get("AUTOPARSER_REQUIRE_CONSUMERS") == "1":
+            raise
+        pytest.skip(f"{_module} is not installed: `tox -e consumers` runs these checks", allow_module_level=True)
+
+from autoparser.corpus.constrained import consumer_results  # noqa: E402 (after the consumers are found)
+
+CORPUS = Corpus.load()
+RATCHET = Ratchet(Path(__file__).resolve().parents[1] / "data" / "ratchet" / "consumers.json")
+
+
+@pytest.mark.corpus
+@pytest.mark.parametrize("name", CORPUS.names())
+def test_the_consumers_accept_the_intended_outputs_and_reject_broken_ones(name: str) -> None:
+    RATCHET.check_many(consumer_results(name, CORPUS.by_name(name).read_text()))
+
+
+def test_the_ratchet_names_corpus_templates() -> None:
+    names = set(CORPUS.names())
+    assert not [case for case in RATCHET.entries if case.split("::")[0] not in names]
+
+
+def _results(name: str) -> dict[str, str | None]:
+    return consumer_results(name, CORPUS.by_name(name).read_text())
+
+
+def main() -> None:
+    import argparse
+    import json
+    from collections import Counter
+    from concurrent.futures import ProcessPoolExecutor
+
+    parser = argparse.ArgumentParser(description="the consumers' checks over the corpus, summed up")
+    parser.add_argument("--jobs", type=int, default=os.cpu_count() or 1)
+    parser.add_argument("--write-ratchet", action="store_true", help=f"rewrite {RATCHET.path.name} from the results")
+    args = parser.parse_args()
+    with ProcessPoolExecutor(args.jobs) as pool:
+        results = {case: failure for r in pool.map(_results, CORPUS.names(), chunksize=4) for case, failure in r.items()}
+    exports = {case: failure for case, failure in results.items() if case.endswith("::export")}
+    print(f"templates whose scenarios call a tool: {len(exports)}; exported: "
+          f"{sum(f is None for f in exports.values())}")
+    for consumer in ("xgrammar", "llguidance"):
+        accepted = Counter(f is None for case, f in results.items() if case.endswith(f"::{consumer}")
+                           and case.count("::") == 2)
+        rejected = Counter(f is None for case, f in results.items() if case.endswith(f"::{consumer}")
+                           and case.count("::") == 3)
+        print(f"{consumer}: accepts {accepted[True]} of {accepted[True] + accepted[False]} intended outputs, "
+              f"rejects {rejected[True]} of {rejected[True] + rejected[False]} broken ones")
+    if args.write_ratchet:
+        # (a reason written by hand, `policy: ...`, stays; a gap's is the failure as it is now)
+        entries = {case: listed if (listed := RATCHET.entries.get(case, "")).startswith("policy:")
+                   else f"gap: {failure}"[:400] for case, failure in sorted(results.items()) if failure is not None}
+        RATCHET.path.write_text(json.dumps(entries, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
+        print(f"{RATCHET.path}: {len(entries)} entries")
+
+
+if __name__ == "__main__":
+    main()
