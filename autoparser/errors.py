@@ -15,6 +15,7 @@ __all__ = [
     "AnalysisError",
     "AutoparserError",
     "CorpusError",
+    "ExportError",
     "GGUFError",
     "GrammarError",
     "HubError",
@@ -67,6 +68,11 @@ class SchemaError(GrammarError):
     def __init__(self, message: str, path: str = "") -> None:
         self.path = path
         super().__init__(f"JSON schema error at {path or '/'}: {message}" if path else message)
+
+
+class ExportError(AutoparserError):
+    """What the analysis derives cannot be said in another engine's language (a response_template, a structural
+    tag, a Lark grammar); the message says why."""
 
 
 class CorpusError(AutoparserError):

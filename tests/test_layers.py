@@ -18,7 +18,7 @@ RANK = {name: i for i, name in enumerate(LAYERS)}
 
 # Inside chat/, the same rule between modules: the formats (spec, handlers, generic) build on the prepared
 # request (inputs), the builder, the mapper and the stream.
-CHAT = ["__init__", "request", "tools", "compare", "tags", "builder", "mapper", "growth", "stream", "inputs", "spec",
+CHAT = ["__init__", "request", "tools", "constraint", "compare", "tags", "builder", "mapper", "growth", "stream", "inputs", "spec",
         "handlers", "generic"]
 CHAT_RANK = {name: i for i, name in enumerate(CHAT)}
 

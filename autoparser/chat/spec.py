@@ -20,9 +20,10 @@ from enum import IntEnum
 from typing import Any
 
 from autoparser.chat.builder import ChatBuilder
+from autoparser.chat.constraint import CallTags
 from autoparser.chat.inputs import GenerationInputs, generation_prompt, render_prompt
 from autoparser.chat.request import Continuation, ToolChoice, render_content
-from autoparser.chat.tools import functions
+from autoparser.chat.tools import Function, functions
 from autoparser.errors import TemplateError
 from autoparser.peg.builder import P
 from autoparser.template.render import ChatTemplate
@@ -206,6 +207,10 @@ class FormatSpec:
     typed per parameter, arguments in any order), so that the structural tag and Lark exports
     (export/constrained.py) derive them from the analysis, as for a derived format; checked by the exports'
     consumers over the corpus (tests/export/test_consumers.py)."""
+    call_tags: Callable[[Sequence[Function], bool], CallTags] | None = None
+    """How a hand-written format writes a request's calls (its functions; parallel calls or not), for the
+    structural tag and Lark exports, where its analysis does not describe them (None: it cannot be said, or
+    `calls_as_analysed`)."""
     response_fields: Mapping[str, Any] | None = None
     """A hand-written format's Hugging Face response_template fields (`response_fields`; autoparser/export adds
     the template's start anchor), where that language can say it (None: it cannot, or nobody has written it);

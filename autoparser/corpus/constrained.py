@@ -16,10 +16,11 @@ from functools import cache
 from typing import Any, ClassVar
 
 from autoparser.chat.compare import as_message
+from autoparser.chat.request import ToolChoice
 from autoparser.corpus.mutations import mutations
 from autoparser.corpus.roundtrip import expressible_scenarios
 from autoparser.errors import AutoparserError
-from autoparser.export.constrained import Constraint, ToolChoice, constraint, to_lark, to_structural_tag
+from autoparser.export.constrained import Constraint, constraint, to_lark, to_structural_tag
 
 __all__ = ["BREAKING", "CONSUMERS", "consumer_results", "lark_accepts", "xgrammar_accepts"]
 
@@ -82,8 +83,8 @@ def consumer_results(name: str, source: str) -> dict[str, str | None]:
         request, expected = built.request, as_message(built.expected)
         # (calls without content are checked under `required`, which xgrammar reads as "the output is calls": so
         # they are accepted as calls, not as text that holds no trigger)
-        choice: ToolChoice = "required" if expected.tool_calls and not expected.content.strip() else \
-            "none" if request.get("tool_choice") == "none" else "auto"
+        choice = ToolChoice.REQUIRED if expected.tool_calls and not expected.content.strip() else \
+            ToolChoice.NONE if request.get("tool_choice") == "none" else ToolChoice.AUTO
         try:
             c = constraint(source, request["tools"], choice, bool(request.get("enable_thinking", True)),
                            bool(request.get("parallel_tool_calls")))

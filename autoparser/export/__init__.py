@@ -51,7 +51,8 @@ from autoparser.chat.spec import (
     markup_field,
     thinking_field,
 )
-from autoparser.errors import AutoparserError
+from autoparser.errors import ExportError
+from autoparser.export.constrained import lark_grammar, structural_tag
 from autoparser.params import generate, strict_analysis
 from autoparser.peg.nodes import C_SPACE
 from autoparser.template.render import normalize_source
@@ -61,10 +62,6 @@ __all__ = ["ExportError", "lark_grammar", "response_template", "structural_tag",
 
 # A tool's name as templates write it; `name` is the capture the transform reads.
 _NAME = r"(?P<name>[A-Za-z0-9_.:\-]+)"
-
-
-class ExportError(AutoparserError):
-    """The template's format cannot be expressed as a response_template; the message says why."""
 
 
 def _lit(marker: str) -> str:
@@ -313,7 +310,3 @@ def transformers_message(parsed: Mapping[str, Any]) -> dict[str, Any]:
         calls.append({"name": fn.get("name", ""), "arguments": fn.get("arguments", {})})
     return {"content": parsed.get("content") or "", "reasoning_content": parsed.get("thinking") or "",
             "tool_calls": calls}
-
-
-# (after ExportError, which they raise: the request's structural tag and Lark grammar, export/constrained.py)
-from autoparser.export.constrained import lark_grammar, structural_tag  # noqa: E402

@@ -16,77 +16,33 @@ import json
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any
 
 from autoparser.analysis.model import CallIdPosition, ReasoningMode, TemplateAnalysis, ToolFormat
+from autoparser.chat.constraint import (
+    Alt,
+    CallTags,
+    Json,
+    Lit,
+    Many,
+    Opt,
+    Pattern,
+    Piece,
+    Seq,
+    Space,
+    Tag,
+    Text,
+)
 from autoparser.chat.handlers import find_handler
+from autoparser.chat.request import ToolChoice
 from autoparser.chat.tools import Function, Parameter, functions, parameters
-from autoparser.export import ExportError
+from autoparser.errors import ExportError
 from autoparser.params import generate, strict_analysis
 from autoparser.peg.nodes import C_SPACE
 from autoparser.template.render import normalize_source
 from autoparser.template.sandbox import time_budget
 
-__all__ = ["Constraint", "ToolChoice", "constraint", "lark_grammar", "structural_tag", "to_lark", "to_structural_tag"]
-
-ToolChoice = Literal["auto", "required", "none"]
-
-
-# --- what an output may be ------------------------------------------------------------------------------------
-
-@dataclass(frozen=True)
-class Lit:
-    """Markup, as the template writes it."""
-    text: str
-
-
-@dataclass(frozen=True)
-class Space:
-    """Whitespace, any or none (around markers, where models vary it)."""
-
-
-@dataclass(frozen=True)
-class Json:
-    """A JSON value under a schema (a tool's arguments, a typed argument's value)."""
-    schema: Any
-
-
-@dataclass(frozen=True)
-class Text:
-    """Any text, up to the end of the tag it is in (a string argument's value)."""
-
-
-@dataclass(frozen=True)
-class Seq:
-    items: tuple[Piece, ...]
-
-
-@dataclass(frozen=True)
-class Alt:
-    items: tuple[Piece, ...]
-
-
-@dataclass(frozen=True)
-class Opt:
-    item: Piece
-
-
-@dataclass(frozen=True)
-class Many:
-    """One or more."""
-    item: Piece
-
-
-@dataclass(frozen=True)
-class Tag:
-    """`begin content end`, the markers literal (a call, an argument, a reasoning block)."""
-    begin: str
-    content: Piece
-    end: str
-
-
-Piece = Lit | Space | Json | Text | Seq | Alt | Opt | Many | Tag
-
+__all__ = ["Constraint", "constraint", "lark_grammar", "structural_tag", "to_lark", "to_structural_tag"]
 
 @dataclass(frozen=True)
 class Reasoning:
@@ -98,14 +54,11 @@ class Reasoning:
 
 @dataclass(frozen=True)
 class Calls:
-    trigger: str
-    """The text every call (or the calls' section) begins with: free text runs until it."""
-    tags: tuple[Tag, ...]
-    """One call, or one section holding the calls: each begins with `trigger`."""
+    form: CallTags
+    """How the calls are written."""
     at_least_one: bool
+    """`tool_choice` required: the output is calls (xgrammar's reading of `at_least_one`)."""
     stop_after_first: bool
-    excludes: tuple[str, ...]
-    """Markers free text may not hold (the calls' closers): an output that lost a call's opener is rejected."""
 
 
 @dataclass(frozen=True)
@@ -118,22 +71,23 @@ class Constraint:
 
 # --- from the analysis ----------------------------------------------------------------------------------------
 
-def constraint(source: str, tools: Sequence[Mapping[str, Any]], tool_choice: ToolChoice = "auto",
+def constraint(source: str, tools: Sequence[Mapping[str, Any]], tool_choice: ToolChoice | str = "auto",
                thinking: bool = True, parallel_tool_calls: bool = True) -> Constraint:
     """The constraint of a request (its tools, tool choice, thinking, parallel calls) on a template's output;
     ExportError where the template's form cannot be said."""
+    choice = tool_choice if isinstance(tool_choice, ToolChoice) else ToolChoice[tool_choice.upper()]
     with time_budget(phase="exporting"):
-        return _constraint(normalize_source(source), list(tools), tool_choice, thinking, parallel_tool_calls)
+        return _constraint(normalize_source(source), list(tools), choice, thinking, parallel_tool_calls)
 
 
-def structural_tag(source: str, tools: Sequence[Mapping[str, Any]], tool_choice: ToolChoice = "auto",
+def structural_tag(source: str, tools: Sequence[Mapping[str, Any]], tool_choice: ToolChoice | str = "auto",
                    thinking: bool = True, parallel_tool_calls: bool = True) -> dict[str, Any]:
     """The xgrammar structural tag of a request on a template's output (vLLM's `response_format:
     {"type": "structural_tag", ...}`, SGLang); ExportError where the template's form cannot be said."""
     return to_structural_tag(constraint(source, tools, tool_choice, thinking, parallel_tool_calls))
 
 
-def lark_grammar(source: str, tools: Sequence[Mapping[str, Any]], tool_choice: ToolChoice = "auto",
+def lark_grammar(source: str, tools: Sequence[Mapping[str, Any]], tool_choice: ToolChoice | str = "auto",
                  thinking: bool = True, parallel_tool_calls: bool = True) -> str:
     """The llguidance Lark grammar of a request on a template's output (vLLM's `guidance` backend, llama.cpp's
     `%llguidance`); ExportError where the template's form cannot be said."""
@@ -143,58 +97,71 @@ def lark_grammar(source: str, tools: Sequence[Mapping[str, Any]], tool_choice: T
 def _constraint(source: str, tools: list[Mapping[str, Any]], tool_choice: ToolChoice, thinking: bool,
                 parallel: bool) -> Constraint:
     handler = find_handler(source)
-    if handler is not None and not handler.calls_as_analysed:
+    if handler is not None and not handler.calls_as_analysed and handler.call_tags is None:
         # (its analysis may miss what the handler knows: `[ARGS]`, a call's index)
         raise ExportError(f"the format is hand-written ({handler.name}): its structural tag is not derived "
                           "yet (chat/handlers/)")
     analysis = strict_analysis(source).effective
     params = generate(source, {"messages": [{"role": "user", "content": "Hi"}], "tools": tools or None,
                                "reasoning_format": "auto", "enable_thinking": thinking})
-    reasoning = _reasoning(analysis, params.generation_prompt, thinking)
-    if tool_choice == "none" or not tools:
+    reasoning = _reasoning(analysis, params.generation_prompt)
+    if reasoning is None and handler is not None and handler.reasoning and handler.thinking_end_tags:
+        # (a handler's reasoning markers, where the analysis sees none: `[THINK]` in typed blocks)
+        reasoning = _block(handler.thinking_start_tag, handler.thinking_end_tags[0], params.generation_prompt)
+    if tool_choice is ToolChoice.NONE or not tools:
         return Constraint(reasoning, None)
-    if analysis.call_form is None and analysis.tools.format.mode is ToolFormat.NONE:
-        raise ExportError("the template shows no tool-call format")
-    if analysis.call_form is not None:
-        raise ExportError("calls are Python calls (`name(k=v)`): their arguments are no JSON a schema "
-                              "constrains")
     fns = functions(tools)
-    match analysis.tools.format.mode:
+    if handler is not None and handler.call_tags is not None:
+        form = handler.call_tags(fns, parallel)
+    else:
+        form = _analysed_calls(analysis, fns, parallel)
+    return Constraint(reasoning, Calls(form, at_least_one=tool_choice is ToolChoice.REQUIRED,
+                                       stop_after_first=not parallel))
+
+
+def _analysed_calls(a: TemplateAnalysis, fns: list[Function], parallel: bool) -> CallTags:
+    if a.call_form is None and a.tools.format.mode is ToolFormat.NONE:
+        raise ExportError("the template shows no tool-call format")
+    if a.call_form is not None:
+        raise ExportError("calls are Python calls (`name(k=v)`): their arguments are no JSON a schema constrains")
+    match a.tools.format.mode:
         case ToolFormat.JSON_NATIVE:
-            calls = _json_calls(analysis, fns, parallel)
+            return _json_calls(a, fns, parallel)
         case ToolFormat.TAG_WITH_JSON:
-            calls = _tagged_calls(analysis, fns, parallel, json_arguments=True)
+            return _tagged_calls(a, fns, parallel, json_arguments=True)
         case _:
-            calls = _tagged_calls(analysis, fns, parallel, json_arguments=False)
-    trigger, tags, excludes = calls
-    return Constraint(reasoning, Calls(trigger, tags, at_least_one=tool_choice == "required",
-                                       stop_after_first=not parallel, excludes=excludes))
+            return _tagged_calls(a, fns, parallel, json_arguments=False)
 
 
 def _t(s: str) -> str:
     return s.strip(C_SPACE)
 
 
-def _reasoning(a: TemplateAnalysis, generation_prompt: str, thinking: bool) -> Reasoning | None:
+def _reasoning(a: TemplateAnalysis, generation_prompt: str) -> Reasoning | None:
     r = a.prompt_reasoning if a.prompt_reasoning is not None and not _t(a.reasoning.end) else a.reasoning
-    start, end = _t(r.start), _t(r.end)
-    if (r.mode is ReasoningMode.NONE and a.prompt_reasoning is None) or not end:
+    if r.mode is ReasoningMode.NONE and a.prompt_reasoning is None:
         return None
-    tail = generation_prompt.rstrip(C_SPACE)
-    if start and tail.endswith(start):  # the prompt opened it: the output starts inside it
+    return _block(r.start, r.end, generation_prompt)
+
+
+def _block(start: str, end: str, generation_prompt: str) -> Reasoning | None:
+    """A reasoning block between two markers, as the generation prompt leaves it: opened (the output starts in
+    it), closed (none), or neither (optional: thinking off, a template may still write an empty one)."""
+    start, end = _t(start), _t(end)
+    if not start or not end:
+        return None
+    if generation_prompt.rstrip(C_SPACE).endswith(start):
         return Reasoning("", end, required=True)
-    if start and start in generation_prompt:  # (closed by the prompt: `<think></think>`)
+    if start in generation_prompt:  # (closed by the prompt: `<think></think>`)
         return None
-    # (thinking off, a template may still write an empty block: `<think>\n\n</think>`)
-    return Reasoning(start, end, required=False) if start else None
+    return Reasoning(start, end, required=False)
 
 
 def _args_schema(f: Function) -> Any:
     return f.schema if isinstance(f.schema, Mapping) and f.schema else {"type": "object"}
 
 
-def _json_calls(a: TemplateAnalysis, fns: list[Function], parallel: bool) -> tuple[str, tuple[Tag, ...],
-                                                                                       tuple[str, ...]]:
+def _json_calls(a: TemplateAnalysis, fns: list[Function], parallel: bool) -> CallTags:
     """`{"name": NAME, "arguments": {...}}` calls: one per marker pair, or a list (or one) in a section, or bare
     (the object's first key is then the trigger)."""
     fmt = a.tools.format
@@ -231,7 +198,7 @@ def _json_calls(a: TemplateAnalysis, fns: list[Function], parallel: bool) -> tup
     per_call = not section_start and bool(_t(fmt.per_call_start))
     if per_call:
         tag = Tag(_t(fmt.per_call_start), Seq((Space(), calls(True), Space())), _t(fmt.per_call_end))
-        return tag.begin, (tag,), tuple(e for e in (tag.end,) if e)
+        return CallTags(tag.begin, (tag,), tuple(e for e in (tag.end,) if e))
     begin = section_start
     if fmt.tools_array_wrapped:
         # (a list without a section marker begins with its bracket and the first call's first key)
@@ -241,15 +208,14 @@ def _json_calls(a: TemplateAnalysis, fns: list[Function], parallel: bool) -> tup
         lead = (Space(), Lit("["), Space()) if section_start else ()
         # (the list's bracket ends the calls where the template writes no section end)
         body: Piece = Seq((*lead, first, more, Space(), *((Lit("]"), Space()) if section_end else ())))
-        return begin, (Tag(begin, body, section_end or "]"),), tuple(e for e in (section_end,) if e)
+        return CallTags(begin, (Tag(begin, body, section_end or "]"),), tuple(e for e in (section_end,) if e))
     if not section_start:  # bare calls: each begins with its first key
-        return first_key, (Tag(first_key, calls(head=False), ""),), ()
+        return CallTags(first_key, (Tag(first_key, calls(head=False), ""),))
     body = Seq((Space(), calls(True), Space()))
-    return begin, (Tag(begin, body, section_end),), tuple(e for e in (section_end,) if e)
+    return CallTags(begin, (Tag(begin, body, section_end),), tuple(e for e in (section_end,) if e))
 
 
-def _tagged_calls(a: TemplateAnalysis, fns: list[Function], parallel: bool, *, json_arguments: bool
-                  ) -> tuple[str, tuple[Tag, ...], tuple[str, ...]]:
+def _tagged_calls(a: TemplateAnalysis, fns: list[Function], parallel: bool, *, json_arguments: bool) -> CallTags:
     """`<marker>NAME ... </marker>` calls, the arguments one JSON object or one tag per argument."""
     t = a.tools
     fmt, fn, args = t.format, t.function, t.arguments
@@ -298,19 +264,20 @@ def _tagged_calls(a: TemplateAnalysis, fns: list[Function], parallel: bool, *, j
         if not section_end:
             raise ExportError(f"the calls' section {_t(fmt.section_start)!r} has no end marker: a tag needs one")
         more = Opt(Many(one)) if parallel else Seq(())
-        return _t(fmt.section_start), (Tag(_t(fmt.section_start), Seq((one, more, Space())), section_end),), excludes
+        return CallTags(_t(fmt.section_start), (Tag(_t(fmt.section_start), Seq((one, more, Space())), section_end),),
+                        excludes)
     if not end:  # (the name's prefix opens the call, its close ends it; without one, it ends with its arguments)
         close = _t(fn.close)
-        return opener, (Tag(opener, _without_close(one, close), close) if close else Tag(opener, one, ""),), \
-            excludes
+        return CallTags(opener, (Tag(opener, _without_close(one, close), close) if close else Tag(opener, one, ""),),
+                        excludes)
     tag = Tag(opener, one, end)
     if _t(fmt.section_start):
         section = Tag(_t(fmt.section_start), Seq((Space(), tag, Opt(Many(Seq((Space(), tag)))) if parallel
                                                    else Seq(()), Space())), _t(fmt.section_end))
         if not section.end:
             raise ExportError(f"the calls' section {section.begin!r} has no end marker: a tag needs one")
-        return section.begin, (section,), excludes
-    return opener, (tag,), excludes
+        return CallTags(section.begin, (section,), excludes)
+    return CallTags(opener, (tag,), excludes)
 
 
 def _without_close(p: Piece, close: str) -> Piece:
@@ -365,12 +332,13 @@ def to_structural_tag(c: Constraint) -> dict[str, Any]:
     if c.calls is None:
         elements.append({"type": "any_text"})
     else:
-        calls = c.calls
-        elements.append({"type": "triggered_tags", "triggers": [calls.trigger],
-                         "tags": [_st(tag) for tag in calls.tags], "at_least_one": calls.at_least_one,
-                         "stop_after_first": calls.stop_after_first, "excludes": list(calls.excludes)})
-        if calls.stop_after_first:  # (the grammar ends at the call's end: but for the whitespace after it)
-            elements.append({"type": "regex", "pattern": _WS})
+        calls, form = c.calls, c.calls.form
+        elements.append({"type": "triggered_tags", "triggers": [form.trigger],
+                         "tags": [_st(tag) for tag in form.tags], "at_least_one": calls.at_least_one,
+                         "stop_after_first": calls.stop_after_first, "excludes": list(form.excludes)})
+        if calls.stop_after_first:  # (the grammar ends at the call's end: but for whitespace and the hand-over)
+            elements.append({"type": "regex", "pattern": _WS + "(" + "|".join(
+                _regex_escape(m) for m in form.hand_over) + ")?" + _WS if form.hand_over else _WS})
     return {"type": "structural_tag", "format": {"type": "sequence", "elements": elements}
             if len(elements) > 1 else elements[0]}
 
@@ -382,6 +350,8 @@ def _st(p: Piece) -> dict[str, Any]:
         return {"type": "regex", "pattern": _WS}
     if isinstance(p, Json):
         return {"type": "json_schema", "json_schema": p.schema}
+    if isinstance(p, Pattern):
+        return {"type": "regex", "pattern": p.regex}
     if isinstance(p, Text):
         return {"type": "any_text"}
     if isinstance(p, Seq):
@@ -390,7 +360,7 @@ def _st(p: Piece) -> dict[str, Any]:
             return elements[0]
         return {"type": "sequence", "elements": elements} if elements else {"type": "const_string", "value": ""}
     if isinstance(p, Alt):
-        return {"type": "or", "elements": [_st(i) for i in p.items]}
+        return _st(p.items[0]) if len(p.items) == 1 else {"type": "or", "elements": [_st(i) for i in p.items]}
     if isinstance(p, Opt):
         return {"type": "optional", "content": _st(p.item)}
     if isinstance(p, Many):
@@ -456,6 +426,8 @@ def to_lark(c: Constraint) -> str:
             rule = name("json")
             rules[rule] = "%json " + json.dumps(p.schema, ensure_ascii=False)
             return rule
+        if isinstance(p, Pattern):
+            return "/" + p.regex.replace("/", "\\/") + "/"
         if isinstance(p, Text):
             raise ExportError("free text outside a tag")  # (a Text is always a tag's content)
         if isinstance(p, Seq):
@@ -485,16 +457,16 @@ def to_lark(c: Constraint) -> str:
     else:
         calls = c.calls
         head = "call_head"
-        rules[head + "[lazy]"] = "TEXT " + json.dumps(calls.trigger, ensure_ascii=False)
+        rules[head + "[lazy]"] = "TEXT " + json.dumps(calls.form.trigger, ensure_ascii=False)
         alternatives = []
-        for tag in calls.tags:
-            rest = tag.begin[len(calls.trigger):]
+        for tag in calls.form.tags:
+            rest = tag.begin[len(calls.form.trigger):]
             inner = lark(tag.content)
             alternatives.append(" ".join(x for x in (_lark_lit(rest), inner, _lark_lit(tag.end)) if x))
         body = "(" + " | ".join(alternatives) + ")" if len(alternatives) > 1 else alternatives[0]
         rules["call"] = f"{head} {body}"
         if calls.at_least_one:  # the output is calls (as xgrammar reads `at_least_one`): the first one at once
-            rules["first_call"] = f"WS? {_lark_lit(calls.trigger)} {body}"
+            rules["first_call"] = f"WS? {_lark_lit(calls.form.trigger)} {body}"
             start.append("first_call" if calls.stop_after_first else "first_call call*")
         else:
             start.append("call?" if calls.stop_after_first else "call*")
@@ -513,9 +485,9 @@ def _lark_lit(text: str) -> str:
 
 def _text_regex(c: Constraint) -> str:
     """Free text: anything (the closers excluded, so that an output that lost a call's opener is rejected)."""
-    if c.calls is None or not c.calls.excludes:
+    if c.calls is None or not c.calls.form.excludes:
         return "/(?s:.*)/"
-    words = "|".join(_lark_escape(e) for e in c.calls.excludes)
+    words = "|".join(_lark_escape(e) for e in c.calls.form.excludes)
     return f"/(?s:.*)/ & ~/(?s:.*({words}).*)/"
 
 

@@ -23,7 +23,7 @@ WEATHER = {"type": "function", "function": {"name": "get_weather", "parameters":
 QWEN3 = "Qwen__Qwen3-0.6B"
 # the same calls; its generation prompt opens `<think>\n`, so the output starts inside the reasoning
 QWEN3_THINKING = "Qwen__Qwen3-4B-Thinking-2507"
-MINISTRAL = "mistralai__Ministral-3-3B-Instruct-2512"
+GPT_OSS = "openai__gpt-oss-120b"
 
 
 def _source(name: str) -> str:
@@ -111,10 +111,23 @@ def test_a_hand_written_format_whose_calls_are_as_analysed() -> None:
     assert '"begin": "<parameter=city>", "content": {"type": "any_text"}, "end": "</parameter>"' in text
 
 
+def test_a_hand_written_format_says_how_it_writes_calls() -> None:
+    """Ministral 3 writes `[TOOL_CALLS]NAME[ARGS]{...}`, which its handler knows and its analysis does not: the
+    handler's `call_tags` (chat/handlers/ministral3.py) gives the calls, its reasoning markers the block."""
+    tag = structural_tag(_source("mistralai__Ministral-3-3B-Reasoning-2512"), [WEATHER])
+    [optional] = _of_type(tag, "optional")
+    assert (optional["content"]["begin"], optional["content"]["end"]) == ("[THINK]", "[/THINK]")
+    [calls] = _of_type(tag, "triggered_tags")
+    assert calls["triggers"] == ["[TOOL_CALLS]"] and calls["excludes"] == ["[ARGS]"]
+    [call] = calls["tags"]
+    assert (call["begin"], call["end"]) == ("[TOOL_CALLS]", "")
+    assert re.fullmatch(call["content"]["elements"][0]["pattern"], "get_weather[ARGS]")
+
+
 def test_a_form_that_cannot_be_said_is_refused_with_the_reason() -> None:
-    # Ministral 3 writes `[TOOL_CALLS]NAME[ARGS]{...}`, which its handler knows and its analysis does not
-    with pytest.raises(ExportError, match=r"hand-written \(ministral3\)"):
-        structural_tag(_source(MINISTRAL), [WEATHER])
+    # gpt-oss's harmony channels are written by hand (chat/handlers/gpt_oss.py), with no call_tags yet
+    with pytest.raises(ExportError, match=r"hand-written \(gpt_oss\)"):
+        structural_tag(_source(GPT_OSS), [WEATHER])
 
 
 def test_the_commands(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -125,5 +138,5 @@ def test_the_commands(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> Non
     assert printed == structural_tag(_source(QWEN3), [WEATHER], "required")
     assert main(["export", "lark", QWEN3, "--tools", str(tools), "--thinking", "off"]) == 0
     assert capsys.readouterr().out == lark_grammar(_source(QWEN3), [WEATHER], thinking=False)
-    assert main(["export", "lark", MINISTRAL, "--tools", str(tools)]) == 2
-    assert "hand-written (ministral3)" in capsys.readouterr().err
+    assert main(["export", "lark", GPT_OSS, "--tools", str(tools)]) == 2
+    assert "hand-written (gpt_oss)" in capsys.readouterr().err

@@ -15,10 +15,12 @@ from dataclasses import replace
 from typing import Any
 
 from autoparser.chat.builder import ChatBuilder
+from autoparser.chat.constraint import Alt, CallTags, Json, Lit, Many, Opt, Piece, Seq, Tag, Text
 from autoparser.chat.inputs import GenerationInputs
 from autoparser.chat.request import Continuation, render_content
 from autoparser.chat.spec import CALL_TRANSFORM, Build, FormatSpec, Rendered, SchemaRule, response_fields, word
-from autoparser.chat.tools import functions
+from autoparser.chat.tools import Function, functions, parameters
+from autoparser.errors import ExportError
 from autoparser.peg.builder import P
 from autoparser.types import ChatFormat
 
@@ -210,12 +212,34 @@ _CALLS = {"open_pattern": r"<\|tool_call>call:(?P<name>[A-Za-z0-9_.\-]+)(?=\{)",
           "content": "json", "content_args": {"unquoted_keys": True, "string_delims": [['<|"|>', '<|"|>']]},
           "repeats": True, "transform": CALL_TRANSFORM}
 
+QUOTE = '<|"|>'
+
+
+def _call_tags(fns: Sequence[Function], parallel: bool) -> CallTags:
+    """For the structural tag and Lark exports: each call `<|tool_call>call:NAME{k:v,...}<tool_call|>`, its
+    arguments in any order, a string value between `<|"|>` quotes, a number or a boolean as JSON writes it.
+    (An object or a list value is in the format's own syntax, which no JSON schema constrains: not said.)"""
+    calls: list[Piece] = []
+    for f in fns:
+        args: list[Piece] = []
+        for param in parameters(f):
+            if param.types & {"object", "array"} or not param.types:
+                raise ExportError(f"{f.name}.{param.name}: an object or list value is written in Gemma 4's own "
+                                  "syntax, which a JSON schema does not constrain")
+            value = Tag(QUOTE, Text(), QUOTE) if param.types <= {"string"} else Json(param.schema or {})
+            args.append(Seq((Lit(f"{param.name}:"), value)))
+        listed = Opt(Seq((Alt(tuple(args)), Opt(Many(Seq((Lit(","), Alt(tuple(args))))))))) if args else Seq(())
+        calls.append(Seq((Lit(f"call:{f.name}{{"), listed, Lit("}"))))
+    return CallTags("<|tool_call>", (Tag("<|tool_call>", Alt(tuple(calls)), "<tool_call|>"),), ("<tool_call|>",),
+                    hand_over=("<|tool_response>",))
+
+
 SPEC = FormatSpec(
     "gemma4", _build, _prefill, format=ChatFormat.PEG_GEMMA4, response_format=SchemaRule.OBJECT,
     fix_prompt=_reopened_turn, triggers=(word("<|tool_call>"),), relaxes=True,
     # (the turn of a call ends by handing over to the tool: `<|tool_response>` is no content)
     response_fields=response_fields(_CALLS, thinking=("<|channel>thought", "<channel|>"),
-                                        markup=("<|tool_response>",)),
+                                        markup=("<|tool_response>",)), call_tags=_call_tags,
     preserved_tokens=("<|channel>", "<channel|>", "<|tool_call>", "<tool_call|>", "<|turn>"),
     supports_thinking=True, thinking_start_tag="<|channel>thought", thinking_end_tags=("<channel|>",),
     message_delimiters=(("user", "<|turn>user"), ("assistant", "<|turn>model")))

@@ -10,8 +10,10 @@ id embeds the function name, and the analyzer reads a call id as a separate fiel
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 
 from autoparser.analysis.reasoning import THINK_END, THINK_START
+from autoparser.chat.constraint import Alt, CallTags, Json, Lit, Many, Opt, Pattern, Seq, Space, Tag
 from autoparser.chat.spec import (
     CALL_TRANSFORM,
     Build,
@@ -22,7 +24,7 @@ from autoparser.chat.spec import (
     response_fields,
     word,
 )
-from autoparser.chat.tools import functions
+from autoparser.chat.tools import Function, functions
 from autoparser.peg.builder import P
 
 SECTION_BEGIN = "<|tool_calls_section_begin|>"
@@ -77,9 +79,20 @@ _CALLS = {"open_pattern": rf"(?:{re.escape(SECTION_BEGIN)}\s*)?{re.escape(CALL_B
           "close": CALL_END, "content": "json",
           "repeats": True, "transform": CALL_TRANSFORM}
 
+def _call_tags(fns: Sequence[Function], parallel: bool) -> CallTags:
+    """For the structural tag and Lark exports: a section of calls, each
+    `<|tool_call_begin|>functions.NAME:IDX<|tool_call_argument_begin|>{json}<|tool_call_end|>`."""
+    one = Tag(CALL_BEGIN, Alt(tuple(Seq((Space(), Lit(f"functions.{f.name}"), Pattern(":[0-9]+"), Lit(ARGS_BEGIN),
+                                         Space(), Json(f.schema or {"type": "object"}), Space())) for f in fns)),
+              CALL_END)
+    calls = Seq((Space(), one, Opt(Many(Seq((Space(), one)))) if parallel else Seq(()), Space()))
+    return CallTags(SECTION_BEGIN, (Tag(SECTION_BEGIN, calls, SECTION_END),), (CALL_END, SECTION_END))
+
+
 SPEC = FormatSpec(
     "kimi_k2", _build, Prefill(GEN_PROMPT, THINK_START, THINK_END), laziness=Laziness.TOOLS_AUTO,
     response_format=SchemaRule.IGNORED, triggers=(word(CALL_BEGIN),), relaxes=True,
     response_fields=response_fields(_CALLS, thinking=(THINK_START, THINK_END), markup=(SECTION_END,)),
+    call_tags=_call_tags,
     preserved_tokens=(SECTION_BEGIN, SECTION_END, CALL_BEGIN, ARGS_BEGIN, CALL_END, THINK_START, THINK_END),
     supports_thinking=True, thinking_start_tag=THINK_START, thinking_end_tags=(THINK_END,))

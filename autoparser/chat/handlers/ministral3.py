@@ -11,8 +11,9 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from autoparser.chat.constraint import Alt, CallTags, Json, Lit, Seq, Space, Tag
 from autoparser.chat.spec import CALL_TRANSFORM, Build, FormatSpec, Laziness, Prefill, response_fields, word
-from autoparser.chat.tools import functions
+from autoparser.chat.tools import Function, functions
 from autoparser.peg.builder import P
 
 
@@ -74,9 +75,17 @@ def _build(b: Build) -> P:
 _CALLS = {"open_pattern": r"\[TOOL_CALLS\](?P<name>[A-Za-z0-9_.\-]+)\[ARGS\]", "close_pattern": r"(?=\[TOOL_CALLS\])",
           "content": "json", "repeats": True, "transform": CALL_TRANSFORM}
 
+def _call_tags(fns: Sequence[Function], parallel: bool) -> CallTags:
+    """For the structural tag and Lark exports: each call `[TOOL_CALLS]NAME[ARGS]{json}` (no closer: the call
+    ends with its arguments); text may not hold `[ARGS]`, so that a call without its `[TOOL_CALLS]` is refused."""
+    calls = tuple(Seq((Lit(f.name), Space(), Lit("[ARGS]"), Space(), Json(f.schema or {"type": "object"})))
+                  for f in fns)
+    return CallTags("[TOOL_CALLS]", (Tag("[TOOL_CALLS]", Alt(calls), ""),), ("[ARGS]",))
+
+
 SPEC = FormatSpec(
     "ministral3", _build, Prefill("", "[THINK]", "[/THINK]"), laziness=Laziness.TOOLS_AUTO, relaxes=True,
     triggers=(word("[TOOL_CALLS]"),), messages=adjusted_messages,
-    response_fields=response_fields(_CALLS, thinking=("[THINK]", "[/THINK]")),
+    response_fields=response_fields(_CALLS, thinking=("[THINK]", "[/THINK]")), call_tags=_call_tags,
     preserved_tokens=("[THINK]", "[/THINK]", "[TOOL_CALLS]", "[ARGS]"), supports_thinking=True,
     thinking_start_tag="[THINK]", thinking_end_tags=("[/THINK]",))
