@@ -339,7 +339,7 @@ class ChatBuilder(ChatTags):
                                                   calls))
 
     def reasoning_between(self, strict: Callable[[], P], start: str, end: str, calls: Sequence[str], *,
-                        spaced: bool = False) -> P:
+                          spaced: bool = False) -> P:
         """A reasoning block from `start` to `end` as llama.cpp reads it (`strict()`; `spaced`: whitespace after
         the start is skipped). Relaxed: where a call begins inside it (one of `calls`, the texts calls begin
         with) and no end marker follows, the reasoning ends at the call (`reasoning_ended_by_call`); a call the

@@ -134,7 +134,7 @@ class RelaxedBuilder(LooseCalls):
                                                                                     for o in openers])))
 
     def reasoning_between(self, strict: Callable[[], P], start: str, end: str, calls: Sequence[str], *,
-                        spaced: bool = False) -> P:
+                          spaced: bool = False) -> P:
         if not calls:
             return strict()
         return self.literal(start) + (self.space() if spaced else self.eps()) + self._reasoning_body(end, calls)

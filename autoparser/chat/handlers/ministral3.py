@@ -75,6 +75,7 @@ def _build(b: Build) -> P:
 _CALLS = {"open_pattern": r"\[TOOL_CALLS\](?P<name>[A-Za-z0-9_.\-]+)\[ARGS\]", "close_pattern": r"(?=\[TOOL_CALLS\])",
           "content": "json", "repeats": True, "transform": CALL_TRANSFORM}
 
+
 def _call_tags(fns: Sequence[Function], parallel: bool) -> CallTags:
     """For the structural tag and Lark exports: each call `[TOOL_CALLS]NAME[ARGS]{json}` (no closer: the call
     ends with its arguments); text may not hold `[ARGS]`, so that a call without its `[TOOL_CALLS]` is refused."""
