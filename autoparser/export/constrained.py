@@ -4,10 +4,12 @@ SGLang, TensorRT-LLM) and llguidance Lark grammars (vLLM's `guidance` backend, l
 One pass over the template's analysis (the record llama.cpp's autoparser builds its parser from) gives a
 `Constraint`: the reasoning block, and the tool calls as the template writes them -- the marker that starts
 them (the trigger), each tool's call with its arguments under the tool's JSON schema, the markers that close
-them. Two writers turn it into each engine's language (`to_structural_tag`, `to_lark`; `structural_tag` and `lark_grammar` do both steps). Markers are written as the template
-writes them but for the whitespace around them, which models vary and which both languages leave free (as
-the parser does). Where the form cannot be said (a hand-written format, Python calls, calls without a marker
-to trigger on), `ExportError` says why in one line.
+them. Two writers turn it into each engine's language (`to_structural_tag`, `to_lark`; `structural_tag` and
+`lark_grammar` do both steps). Markers are written as the template writes them but for the whitespace around
+them, which models vary and which both languages leave free (as the parser does). A hand-written format says
+how it writes calls (`FormatSpec.call_tags`) or that they are as analysed (`calls_as_analysed`). Where the form
+cannot be said (another hand-written format, Python calls, calls without a marker to trigger on),
+`ExportError` says why in one line.
 """
 
 from __future__ import annotations
@@ -44,6 +46,7 @@ from autoparser.template.sandbox import time_budget
 
 __all__ = ["Constraint", "constraint", "lark_grammar", "structural_tag", "to_lark", "to_structural_tag"]
 
+
 @dataclass(frozen=True)
 class Reasoning:
     start: str
@@ -75,7 +78,10 @@ def constraint(source: str, tools: Sequence[Mapping[str, Any]], tool_choice: Too
                thinking: bool = True, parallel_tool_calls: bool = True) -> Constraint:
     """The constraint of a request (its tools, tool choice, thinking, parallel calls) on a template's output;
     ExportError where the template's form cannot be said."""
-    choice = tool_choice if isinstance(tool_choice, ToolChoice) else ToolChoice[tool_choice.upper()]
+    try:
+        choice = tool_choice if isinstance(tool_choice, ToolChoice) else ToolChoice[tool_choice.strip().upper()]
+    except KeyError:
+        raise ExportError(f"unknown tool_choice {tool_choice!r}: auto, required or none") from None
     with time_budget(phase="exporting"):
         return _constraint(normalize_source(source), list(tools), choice, thinking, parallel_tool_calls)
 
@@ -306,10 +312,11 @@ def _argument(a: TemplateAnalysis, f: Function, param: Parameter) -> Piece:
     schema = param.schema if isinstance(param.schema, Mapping) else {}
     string = param.types <= {"string"} and bool(param.types)
     value: Piece = Text() if string else Seq((Space(), Json(schema), Space()))
-    if between:
-        return Tag(begin, Seq((Space(), Lit(between), value if not string else Text())), end) if not string \
-            else Seq((Lit(begin), Space(), Tag(between, Text(), end)))
-    return Tag(begin, value, end)
+    if not between:
+        return Tag(begin, value, end)
+    if string:  # (the value's own opener begins the tag its text runs in: `<arg_value>` ... `</arg_value>`)
+        return Seq((Lit(begin), Space(), Tag(between, Text(), end)))
+    return Tag(begin, Seq((Space(), Lit(between), value)), end)
 
 
 # --- xgrammar structural tag ----------------------------------------------------------------------------------

@@ -130,6 +130,11 @@ def test_a_form_that_cannot_be_said_is_refused_with_the_reason() -> None:
         structural_tag(_source(GPT_OSS), [WEATHER])
 
 
+def test_an_unknown_tool_choice_is_a_clear_error() -> None:
+    with pytest.raises(ExportError, match="unknown tool_choice 'any': auto, required or none"):
+        structural_tag(_source(QWEN3), [WEATHER], "any")
+
+
 def test_the_commands(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     tools = tmp_path / "tools.json"
     tools.write_text(json.dumps([WEATHER]), encoding="utf-8")
