@@ -10,6 +10,7 @@ import enum
 from dataclasses import dataclass, field, fields
 from typing import Any, ClassVar
 
+from autoparser.peg.nodes import C_SPACE
 from autoparser.template.caps import TemplateCaps
 
 __all__ = [
@@ -229,6 +230,15 @@ class TemplateAnalysis:
     arguments as their JSON text), where llama.cpp renders no conversation of it, no call, or calls its tag
     reading takes apart wrongly, and this reading finds calls (analysis/analyzer.py, template/cpp.py
     `transformers_reading`). The record (`to_dict()`) stays the C++'s; parsers are made from `effective`."""
+
+    @property
+    def output_reasoning(self) -> ReasoningAnalysis:
+        """The reasoning block the template's output holds: this analysis's, or the one the generation prompt
+        opens where the analysis finds no end (`prompt_reasoning`: OLMo 3 Think's `<think>`). The exports read
+        the latter like any other."""
+        if self.prompt_reasoning is not None and not self.reasoning.end.strip(C_SPACE):
+            return self.prompt_reasoning
+        return self.reasoning
 
     @property
     def effective(self) -> TemplateAnalysis:

@@ -12,6 +12,7 @@ xgrammar and llguidance are installed).
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from functools import cache
 from typing import Any, ClassVar
 
@@ -22,19 +23,20 @@ from autoparser.corpus.roundtrip import expressible_scenarios
 from autoparser.errors import AutoparserError
 from autoparser.export.constrained import Constraint, constraint, to_lark, to_structural_tag
 
-__all__ = ["BREAKING", "CONSUMERS", "consumer_results", "lark_accepts", "xgrammar_accepts"]
+__all__ = ["BREAKING", "CONSUMERS", "consumer_results", "lark_acceptor", "xgrammar_acceptor"]
 
 CONSUMERS = ("xgrammar", "llguidance")
 # The mutations that break the format: a constrained decoder must never let them through.
 BREAKING = ("cut_last_closer", "missing_call_opener")
 
 
-def xgrammar_accepts(tag: dict[str, Any], text: str) -> bool:
-    """Whether xgrammar's matcher accepts `text`, whole, under a structural tag."""
+def xgrammar_acceptor(tag: dict[str, Any]) -> Callable[[str], bool]:
+    """Whether xgrammar's matcher accepts a text, whole, under a structural tag (compiled once)."""
     import xgrammar
     from xgrammar.testing import _is_grammar_accept_string
 
-    return bool(_is_grammar_accept_string(xgrammar.Grammar.from_structural_tag(json.dumps(tag)), text))
+    grammar = xgrammar.Grammar.from_structural_tag(json.dumps(tag))
+    return lambda text: bool(_is_grammar_accept_string(grammar, text))
 
 
 @cache
@@ -54,19 +56,25 @@ def _byte_tokenizer() -> Any:
     return llguidance.LLTokenizer(llguidance.TokenizerWrapper(Bytes()))
 
 
-def lark_accepts(grammar: str, text: str) -> bool:
-    """Whether llguidance's matcher accepts `text`, whole, under a Lark grammar; AutoparserError when llguidance
-    refuses the grammar."""
+def lark_acceptor(grammar: str) -> Callable[[str], bool]:
+    """Whether llguidance's matcher accepts a text, whole, under a Lark grammar (a matcher per text, over the
+    grammar compiled once); AutoparserError when llguidance refuses the grammar."""
     import llguidance
 
-    matcher = llguidance.LLMatcher(_byte_tokenizer(), llguidance.grammar_from("lark", grammar), log_level=0)
-    if matcher.is_error():
-        raise AutoparserError(f"llguidance refuses the grammar: {matcher.get_error().splitlines()[0]}")
-    return bool(matcher.consume_tokens(list(text.encode()))) and not matcher.is_error() and matcher.is_accepting()
+    compiled = llguidance.grammar_from("lark", grammar)
+
+    def accepts(text: str) -> bool:
+        matcher = llguidance.LLMatcher(_byte_tokenizer(), compiled, log_level=0)
+        if matcher.is_error():
+            raise AutoparserError(f"llguidance refuses the grammar: {matcher.get_error().splitlines()[0]}")
+        return bool(matcher.consume_tokens(list(text.encode()))) and not matcher.is_error() \
+            and matcher.is_accepting()
+
+    return accepts
 
 
-def _accepts(consumer: str, c: Constraint, text: str) -> bool:
-    return xgrammar_accepts(to_structural_tag(c), text) if consumer == "xgrammar" else lark_accepts(to_lark(c), text)
+def _acceptor(consumer: str, c: Constraint) -> Callable[[str], bool]:
+    return xgrammar_acceptor(to_structural_tag(c)) if consumer == "xgrammar" else lark_acceptor(to_lark(c))
 
 
 def consumer_results(name: str, source: str) -> dict[str, str | None]:
@@ -91,15 +99,15 @@ def consumer_results(name: str, source: str) -> dict[str, str | None]:
         except AutoparserError as e:
             refused.append(f"{built.scenario}: {e}")
             continue
-        broken = [m for m in mutations(params, built.output, expected, kinds=BREAKING)]
+        broken = list(mutations(params, built.output, expected, kinds=BREAKING))
         for consumer in CONSUMERS:
             case = f"{name}::{built.scenario}::{consumer}"
             try:
-                results[case] = None if _accepts(consumer, c, built.output) else \
-                    f"rejects the intended output {built.output!r}"
+                accepts = _acceptor(consumer, c)
+                results[case] = None if accepts(built.output) else f"rejects the intended output {built.output!r}"
                 for m in broken:
                     results[f"{name}::{built.scenario}::{m.kind}::{consumer}"] = \
-                        f"accepts the broken output {m.output!r}" if _accepts(consumer, c, m.output) else None
+                        f"accepts the broken output {m.output!r}" if accepts(m.output) else None
             except (AutoparserError, RuntimeError, ValueError) as e:  # (a grammar the consumer refuses)
                 results[case] = f"{consumer} refuses the export: {str(e).splitlines()[0]}"
     results[f"{name}::export"] = "; ".join(dict.fromkeys(r.split(": ", 1)[1] for r in refused)) or None

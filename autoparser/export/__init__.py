@@ -86,7 +86,7 @@ def _response_template(source: str) -> dict[str, Any]:
         return _with_anchor(source, _hand_written(handler), (handler.thinking_start_tag,))
     analysis = strict_analysis(source).effective  # (the generator's, analysed once per source)
     fields: dict[str, Any] = {}
-    reasoning = _reasoning(analysis)
+    reasoning = analysis.output_reasoning  # (transformers reads a block the prompt opens like any other)
     thinking = _thinking(reasoning)
     if thinking:
         fields["thinking"] = thinking
@@ -149,13 +149,6 @@ def _hand_written(spec: FormatSpec) -> dict[str, Any]:
     if not spec.reasoning:
         fields.pop("thinking", None)
     return fields
-
-
-def _reasoning(a: TemplateAnalysis) -> ReasoningAnalysis:
-    """The reasoning block the template's output holds: the analysis's, or the one the generation prompt opens
-    where the analysis finds no end (`TemplateAnalysis.prompt_reasoning`: OLMo 3 Think's `<think>`). transformers
-    reads the latter like any other: the anchor stops before its opener, which the prompt then opens for it."""
-    return a.prompt_reasoning if a.prompt_reasoning is not None and not a.reasoning.end.strip(C_SPACE) else a.reasoning
 
 
 def _thinking(r: ReasoningAnalysis) -> dict[str, Any]:

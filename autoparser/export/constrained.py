@@ -144,7 +144,7 @@ def _t(s: str) -> str:
 
 
 def _reasoning(a: TemplateAnalysis, generation_prompt: str) -> Reasoning | None:
-    r = a.prompt_reasoning if a.prompt_reasoning is not None and not _t(a.reasoning.end) else a.reasoning
+    r = a.output_reasoning
     if r.mode is ReasoningMode.NONE and a.prompt_reasoning is None:
         return None
     return _block(r.start, r.end, generation_prompt)
@@ -161,6 +161,11 @@ def _block(start: str, end: str, generation_prompt: str) -> Reasoning | None:
     if start in generation_prompt:  # (closed by the prompt: `<think></think>`)
         return None
     return Reasoning(start, end, required=False)
+
+
+def _markers(*texts: str) -> tuple[str, ...]:
+    """The markers among `texts` (none for ""), each once: what free text may not hold."""
+    return tuple(dict.fromkeys(t for t in texts if t))
 
 
 def _args_schema(f: Function) -> Any:
@@ -197,14 +202,14 @@ def _json_calls(a: TemplateAnalysis, fns: list[Function], parallel: bool) -> Cal
         return Seq((Lit("{"), Space(), *members, Space(), Lit("}")))
 
     def calls(head: bool) -> Piece:
-        return Alt(tuple(call(f, head) for f in fns)) if len(fns) > 1 else call(fns[0], head)
+        return Alt(tuple(call(f, head) for f in fns))
 
     first_key = "{" + json.dumps(order[0])
     section_start, section_end = _t(fmt.section_start), _t(fmt.section_end)
     per_call = not section_start and bool(_t(fmt.per_call_start))
     if per_call:
         tag = Tag(_t(fmt.per_call_start), Seq((Space(), calls(True), Space())), _t(fmt.per_call_end))
-        return CallTags(tag.begin, (tag,), tuple(e for e in (tag.end,) if e))
+        return CallTags(tag.begin, (tag,), _markers(tag.end))
     begin = section_start
     if fmt.tools_array_wrapped:
         # (a list without a section marker begins with its bracket and the first call's first key)
@@ -214,11 +219,11 @@ def _json_calls(a: TemplateAnalysis, fns: list[Function], parallel: bool) -> Cal
         lead = (Space(), Lit("["), Space()) if section_start else ()
         # (the list's bracket ends the calls where the template writes no section end)
         body: Piece = Seq((*lead, first, more, Space(), *((Lit("]"), Space()) if section_end else ())))
-        return CallTags(begin, (Tag(begin, body, section_end or "]"),), tuple(e for e in (section_end,) if e))
+        return CallTags(begin, (Tag(begin, body, section_end or "]"),), _markers(section_end))
     if not section_start:  # bare calls: each begins with its first key
         return CallTags(first_key, (Tag(first_key, calls(head=False), ""),))
     body = Seq((Space(), calls(True), Space()))
-    return CallTags(begin, (Tag(begin, body, section_end),), tuple(e for e in (section_end,) if e))
+    return CallTags(begin, (Tag(begin, body, section_end),), _markers(section_end))
 
 
 def _tagged_calls(a: TemplateAnalysis, fns: list[Function], parallel: bool, *, json_arguments: bool) -> CallTags:
@@ -262,10 +267,10 @@ def _tagged_calls(a: TemplateAnalysis, fns: list[Function], parallel: bool, *, j
             parts += [*marker(args.start), *tagged(f), *marker(args.end)]
         return Seq((*parts, *marker(fn.close), Space()))
 
-    one = Alt(tuple(call(f) for f in fns)) if len(fns) > 1 else call(fns[0])
+    one = Alt(tuple(call(f) for f in fns))
     end = _t(fmt.per_call_end)
     section_end = _t(fmt.section_end) if _t(fmt.section_start) else ""  # (an end alone is no marker of ours)
-    excludes = tuple(dict.fromkeys(m for m in (end, _t(fn.close), section_end) if m))
+    excludes = _markers(end, _t(fn.close), section_end)
     if in_section:
         if not section_end:
             raise ExportError(f"the calls' section {_t(fmt.section_start)!r} has no end marker: a tag needs one")
@@ -406,9 +411,11 @@ def _regex_escape(text: str) -> str:
 
 
 def _flat(p: Seq) -> list[Piece]:
-    """A sequence's pieces, the sequences inside it spliced in."""
+    """A sequence's pieces, the sequences inside it (and a choice of one) spliced in."""
     out: list[Piece] = []
     for item in p.items:
+        while isinstance(item, Alt) and len(item.items) == 1:
+            item = item.items[0]
         out.extend(_flat(item) if isinstance(item, Seq) else [item])
     return out
 
@@ -441,7 +448,7 @@ def to_lark(c: Constraint) -> str:
             parts = [lark(i) for i in p.items]
             return " ".join(x for x in parts if x) or '""'
         if isinstance(p, Alt):
-            return "(" + " | ".join(lark(i) for i in p.items) + ")"
+            return lark(p.items[0]) if len(p.items) == 1 else "(" + " | ".join(lark(i) for i in p.items) + ")"
         if isinstance(p, Opt):
             return "(" + lark(p.item) + ")?"
         if isinstance(p, Many):
