@@ -259,8 +259,8 @@ class ChatBuilder(ChatTags):
 
     def omissible(self, full: Callable[[], P], without: Callable[[], P], marks: str, kind: str) -> P:
         """A piece with a part a model may leave out (`full()`; `without()`: the piece without that part, which
-        holds `marks`). Relaxed: either, the piece without the part a `repair:<kind>` node, and `marks` markup
-        where llama.cpp reads it as text (so that a strict reading holding it does not stand)."""
+        holds `marks`, if any). Relaxed: either, the piece without the part a `repair:<kind>` node, and `marks`
+        markup where llama.cpp reads it as text (so that a strict reading holding it does not stand)."""
         return full()
 
     def labelled_marker(self, token: str, label: str) -> P:
@@ -315,6 +315,17 @@ class ChatBuilder(ChatTags):
         name). Relaxed: with any whitespace, or none, where the template writes some (`LooseCalls.call_part_marker`)."""
         return self.literal(text)
 
+    def joined_markers(self, text: str) -> P:
+        """Markers the template writes together, as one text (`<|message|><atem:function_calls>`). Relaxed: with
+        whitespace between them, as models write them."""
+        return self.literal(text)
+
+    def spaced_marker(self, text: str) -> P:
+        """A marker the template writes right after what precedes it, where alone llama.cpp reads it (a value
+        that begins with whitespace and then the marker is text to it). Relaxed: whitespace before it, the
+        marker tagged as markup (a strict message whose text holds it is read again: `RecoveryPlan.triggers`)."""
+        return self.literal(text)
+
     def space_then(self, piece: P) -> P:
         """`piece`, where the template writes no whitespace before it (between two markers, a marker and a
         call's id or arguments). Relaxed: whitespace before it, as models write it."""
@@ -339,11 +350,11 @@ class ChatBuilder(ChatTags):
                                                   calls))
 
     def reasoning_between(self, strict: Callable[[], P], start: str, end: str, calls: Sequence[str], *,
-                          spaced: bool = False) -> P:
+                          spaced: bool = False, opener: Callable[[], P] | None = None) -> P:
         """A reasoning block from `start` to `end` as llama.cpp reads it (`strict()`; `spaced`: whitespace after
-        the start is skipped). Relaxed: where a call begins inside it (one of `calls`, the texts calls begin
-        with) and no end marker follows, the reasoning ends at the call (`reasoning_ended_by_call`); a call the
-        end marker follows is reasoning."""
+        the start is skipped; `opener()`: how the start is read, where not as its literal text). Relaxed: where
+        a call begins inside it (one of `calls`, the texts calls begin with) and no end marker follows, the
+        reasoning ends at the call (`reasoning_ended_by_call`); a call the end marker follows is reasoning."""
         return strict()
 
     def args_by_requirement(self, f: Function, arg: Callable[[Function, Parameter], P]) -> tuple[list[P], list[P]]:

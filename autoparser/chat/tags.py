@@ -15,6 +15,7 @@ __all__ = [
     "FIELD_TAGS",
     "REASONING",
     "REASONING_BLOCK",
+    "SCAN_TO_CALLS",
     "TOOL",
     "TOOL_ARG",
     "TOOL_ARGS",
@@ -58,6 +59,10 @@ TOOL_ARGS_STRING = "tool-args-string"  # a call's arguments written as a JSON st
 VALUE_TOKEN = "value-token"  # JSON text as written: a number, true/false/null, a bracket, a comma, a colon
 VALUE_STRING = "value-string"  # the body of a string between the format's own quotes
 VALUE_KEY = "value-key"  # an object's key written without quotes
+
+# The rule llama.cpp's parsers step over text with, to the first call (Gemma 4's, where the reasoning before the
+# call is never closed): its text reaches no field, so the default parse does not let it stand.
+SCAN_TO_CALLS = "scan-to-toolcall"
 
 # The tags whose text goes into a message field: content, reasoning, a call's name, id or arguments.
 FIELD_TAGS = frozenset({CONTENT, REASONING, TOOL_NAME, TOOL_NAME_STRING, TOOL_ID, TOOL_ARGS, TOOL_ARG_NAME, TOOL_ARG_VALUE,

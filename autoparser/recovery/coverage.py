@@ -5,28 +5,31 @@ A character is accounted for when it lies in markup the parser consumed (a marke
 between), in a field node whose text reached the message (content, reasoning, a call's name, id or
 arguments), or in a text the recovery itself keeps (text after the format ends, text it cannot read: both
 content with a diagnostic). What is not (a call the mapper dropped for want of a name, arguments that are no
-object, a name or a draft an `atomic` had not finished where the output ends) is put into the content where
-it stands in the output, with an `unparsed_text` diagnostic. Whitespace and the special tokens an output ends
-with are formatting, not text. The spans come from the parse the message was mapped from, its mapping and
-its end-of-input records: the check costs nothing where the parse read the output whole.
+object, a name or a draft an `atomic` had not finished where the output ends, the text a scan to the first
+call stepped over: `skipped_by`) is put into the content where it stands in the output, with an
+`unparsed_text` diagnostic. Whitespace and the special tokens an output ends with are formatting, not text. The
+spans come from the parse the message was mapped from, its mapping and its end-of-input records: the check
+costs little where the parse read the output whole.
 """
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
 
 from autoparser.chat.growth import run_at_end
-from autoparser.chat.tags import CONTENT
-from autoparser.peg import ParseResult
+from autoparser.chat.tags import CONTENT, SCAN_TO_CALLS
+from autoparser.peg import Arena, ParseResult
+from autoparser.peg import nodes as N
 from autoparser.peg.engine import OBS_DROPPED
 from autoparser.peg.nodes import C_SPACE
 from autoparser.recovery.checks import diagnostic
 from autoparser.types import ChatMessage
 
 __all__ = ["SPECIAL_TOKEN", "Reading", "Span", "content_ends", "covered_by", "guaranteed", "holes_in", "merged",
-           "special_tail", "without_trailing_special"]
+           "skipped_by", "special_tail", "without_trailing_special"]
 
 Span = tuple[int, int]
 
@@ -104,6 +107,38 @@ def holes_in(result: ParseResult, dropped: Iterable[Span] = (), partial: bool = 
         end = result.end
         holes.extend((pos, end) for kind, _pid, pos in result.observed if kind == OBS_DROPPED)
     return holes
+
+
+@functools.lru_cache(maxsize=256)
+def _markup_of(arena: Arena) -> re.Pattern[str]:
+    """A run of a parser's markup: its literal texts (its markers), special tokens and whitespace."""
+    texts = {node.literal.strip(C_SPACE) for node in arena.parsers
+             if isinstance(node, N.Literal) and node.literal.strip(C_SPACE)}
+    alternatives = [*map(re.escape, sorted(texts, key=len, reverse=True)), _SPECIAL_TOKEN, f"[{C_SPACE}]+"]
+    return re.compile(f"(?:{'|'.join(alternatives)})*")
+
+
+def skipped_by(result: ParseResult, arena: Arena, offset: int) -> list[Span]:
+    """The texts (spans of the parsed text, from `offset` on) a parse of `arena` stepped over: what a rule that
+    scans to the first call (`SCAN_TO_CALLS`) consumed, but whitespace around it, where it is more than markup
+    (a stray end marker it steps over is markup). llama.cpp's Gemma 4 parser scans there where the text before
+    the call fits no message (a thought never closed): its text reaches no field. A scan that reaches the end of
+    the text is undecided: more may come."""
+    if result.fail or SCAN_TO_CALLS not in arena.rules:  # (the common case: a parser without such a scan)
+        return []
+    out, text = [], result.text
+    for node in result.ast.walk(result.nodes):
+        if node.rule != SCAN_TO_CALLS or node.end <= max(node.start, offset) or node.end >= len(text):
+            continue
+        start, end = max(node.start, offset), node.end
+        if _markup_of(arena).fullmatch(text, start, end):
+            continue
+        while text[start] in C_SPACE:
+            start += 1
+        while text[end - 1] in C_SPACE:
+            end -= 1
+        out.append((start, end))
+    return out
 
 
 def covered_by(result: ParseResult, offset: int, dropped: Iterable[Span] = (), partial: bool = False) -> list[Span]:

@@ -10,6 +10,7 @@ nothing is accumulated on the builder while it builds.
 from __future__ import annotations
 
 import functools
+import itertools
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -80,13 +81,17 @@ class RecoveryPlan:
     triggered_by: re.Pattern[str] | None = field(default=None, repr=False, compare=False)
 
     def triggered(self, msg: ChatMessage) -> bool:
-        """Whether the strict message's text holds a trigger, where the relaxed parser may read otherwise."""
+        """Whether the strict message's text holds a trigger, where the relaxed parser may read otherwise (in
+        its content, its reasoning or a call's arguments: a tagged value)."""
         content, reasoning = msg.content, msg.reasoning_content
         if self.prompt_reasoning and content:
             return True
         for t in self.triggers:  # (a loop, not any(): this runs on every accepted parse)
             if t in content or t in reasoning:
                 return True
+            for call in msg.tool_calls:
+                if t in call.arguments:
+                    return True
         lead = self.triggered_by
         return lead is not None and lead.match(content, lead_end(content)) is not None
 
@@ -152,8 +157,10 @@ def closers(arena: Arena) -> frozenset[str]:
         if isinstance(node, N.Tag) and node.tag in (TOOL_CLOSE, TOOL_ARG_CLOSE, TOOL_ARG_STRING_VALUE):
             out.update(s for s in _literals(arena, node.child) if s.strip(C_SPACE))
         elif isinstance(node, N.Sequence):
-            # the literal right after a call (`</tool_call>` after `<function=...>...</function>`)
-            for before, after in zip(node.children, node.children[1:]):
+            # the literal right after a call (`</tool_call>` after `<function=...>...</function>`; whitespace
+            # between, where the relaxed parser reads it: `space_then`)
+            children = [c for c in node.children if not isinstance(parsers[c], N.Space)]
+            for before, after in itertools.pairwise(children):
                 lit = parsers[after]
                 if isinstance(lit, N.Literal) and lit.literal.strip(C_SPACE) and holds_call(before):
                     out.add(lit.literal)

@@ -43,6 +43,7 @@ from autoparser.recovery.coverage import (
     covered_by,
     guaranteed,
     holes_in,
+    skipped_by,
     special_tail,
     without_trailing_special,
 )
@@ -56,6 +57,9 @@ __all__ = ["Reader", "pending_space_held", "with_unparsed"]
 _MAX_SKIPS = 8
 
 _UNREADABLE_CALL = REPAIR + "unreadable_call"
+
+# The diagnostics of text a reading cannot place.
+_UNREAD = frozenset({"unparsed_text", "trailing_text"})
 
 
 class StrictParse(NamedTuple):
@@ -105,7 +109,8 @@ class Reader:
         if strict.reads_all:
             # (the accepted path: llama.cpp's message, and nothing left to account for)
             return self.completed(strict.message, output)
-        msg = self.completed(guaranteed(self.reading(output, strict=strict), output), output)
+        msg = self.with_reasoning_opened(self.completed(guaranteed(self.reading(output, strict=strict), output),
+                                                        output), output)
         # (a recovered message's calls are closed where their JSON is cut, whichever reading made them; the
         # strict reading's are llama.cpp's)
         if msg.diagnostics and any(not _json(c.arguments) for c in msg.tool_calls):
@@ -129,16 +134,41 @@ class Reader:
         shows it so: it waits where the marker comes.)"""
         start, end = self.plan.reasoning_start, self.plan.reasoning_end
         content = msg.content
-        if not end or msg.reasoning_content or end not in content or not start or start in output \
+        if not end or msg.reasoning_content or end not in output or not start or start in output \
                 or end in self.generation_prompt:  # (a prompt that closed the reasoning turned thinking off)
             return msg
-        at = content.find(end)
-        before = content[:at]
+        if end in content:
+            at = content.find(end)
+            before, after = content[:at], content[at + len(end):]
+        else:  # the parse read the marker as markup (a format that drops a stray end marker)
+            text = output[:output.find(end)].strip(C_SPACE)
+            at = len(content) - len(content.lstrip(C_SPACE)) + len(text)
+            before, after = content[:at], content[at:]
+            if not content.lstrip(C_SPACE).startswith(text) or not (after.strip(C_SPACE) or msg.tool_calls):
+                return msg  # (nothing after it: the marker ends the message, as such formats end one)
         if not before.strip(C_SPACE) or not output.lstrip(C_SPACE).startswith(before.lstrip(C_SPACE)):
             return msg  # (the marker does not end the text the output begins with)
         pos = output.find(end, len(before) - len(before.lstrip(C_SPACE)))
-        return replace(msg, reasoning_content=before, content=content[at + len(end):], diagnostics=tuple(sorted(
+        return replace(msg, reasoning_content=before, content=after, diagnostics=tuple(sorted(
             (*msg.diagnostics, diagnostic("missing_reasoning_start", pos, end)), key=lambda d: d.position)))
+
+    def with_reasoning_opened(self, msg: ChatMessage, output: str) -> ChatMessage:
+        """`msg`, where it holds reasoning without its start (`missing_reasoning_start`) and text it cannot read
+        after it, as the output reads with the reasoning start before it, where that reading reads it all and
+        the same reasoning: a format whose every message has a header reads what follows the end marker only
+        after a start (gpt-oss: `reasoning<|end|><|start|>assistant<|channel|>final<|message|>answer`)."""
+        start = self.plan.reasoning_start
+        kinds = {d.kind for d in msg.diagnostics}
+        if not start or "missing_reasoning_start" not in kinds or not kinds & _UNREAD:
+            return msg
+        again = self.read(start + output)
+        if any(d.kind in _UNREAD for d in again.diagnostics) \
+                or again.reasoning_content.strip(C_SPACE) != msg.reasoning_content.strip(C_SPACE):
+            return msg
+        shift = len(start)
+        diags = [moved(d, -shift) for d in again.diagnostics if d.position >= shift]
+        diags.extend(d for d in msg.diagnostics if d.kind == "missing_reasoning_start")
+        return replace(again, diagnostics=tuple(sorted(diags, key=lambda d: d.position)))
 
     def without_turn_end(self, msg: ChatMessage, output: str) -> ChatMessage:
         """`msg` without the end-of-turn tokens the output ends with (`plan.turn_end`: `answer<|im_end|>`, where a
@@ -160,8 +190,10 @@ class Reader:
             return StrictParse(result, ChatMessage(), [], False, False)
         msg, dropped = map_accounted(result, self.format)
         whole = self._read_whole(result, output, msg)
-        if not whole or self.plan.triggered(msg):
-            return StrictParse(result, msg, dropped, whole, False)
+        skipped = skipped_by(result, self.strict, self.offset)
+        if not whole or skipped or self.plan.triggered(msg):
+            # (a text the parse stepped over reached no field: the relaxed parser may read it)
+            return StrictParse(result, msg, dropped + skipped, whole, False)
         msg = drop_repeated_start(msg, self.plan.reasoning_start, output, False)
         return StrictParse(result, msg, dropped, True, True)
 
@@ -172,7 +204,7 @@ class Reader:
         if not partial:
             strict = strict or self.strict_parse(output)
             if strict.stands:
-                return self.reading_of(strict.message, strict.result, strict.dropped, partial)
+                return self.reading_of(strict.message, strict.result, strict.dropped, partial, self.strict)
         strict_whole = strict is not None and strict.whole
         relaxed = parse_text(plan.relaxed, effective) if partial else self.complete_parse(effective)
         if strict is not None and strict.result.success and relaxed.success and relaxed.end < strict.result.end \
@@ -184,7 +216,7 @@ class Reader:
             shown = without_open_calls(relaxed) if partial else relaxed
             msg, dropped = map_accounted(shown, self.format)
             msg = with_repairs(msg, shown, plan, output, offset, partial, recovered=not strict_whole)
-            return self.rest_after(self.reading_of(msg, shown, dropped, partial), relaxed, output, partial, skips)
+            return self.rest_after(self.reading_of(msg, shown, dropped, partial, plan.relaxed), relaxed, output, partial, skips)
         if not relaxed.fail:  # a complete output ending inside a structure
             head, ended = self._head(effective, len(output), partial)
             if ended.success or ended.end >= len(effective):  # (not stuck in a lookahead short of the end)
@@ -193,13 +225,16 @@ class Reader:
             # the relaxations found nothing to repair: the strict reading stands (where it drops no text)
             msg = with_repairs(strict.message, strict.result, plan, output, offset, partial, recovered=False,
                                relaxed=False)
-            return self.rest_after(self.reading_of(msg, strict.result, [], partial), strict.result, output,
+            return self.rest_after(self.reading_of(msg, strict.result, [], partial, self.strict), strict.result, output,
                                    skips=skips)
         head, cut = self.split_unparsed(effective)
         return self.after_unparsed(output, head, cut, partial, skips)
 
-    def reading_of(self, msg: ChatMessage, result: ParseResult, dropped: list[Span], partial: bool) -> Reading:
-        """The reading of a message mapped from `result` (the mapping having `dropped` these spans)."""
+    def reading_of(self, msg: ChatMessage, result: ParseResult, dropped: list[Span], partial: bool,
+                   arena: Arena) -> Reading:
+        """The reading of a message mapped from `result`, the parse of `arena` (the mapping having `dropped`
+        these spans; what the parse stepped over is not accounted for either: `skipped_by`)."""
+        dropped = [*dropped, *skipped_by(result, arena, self.offset)]
         return Reading(msg, tuple(covered_by(result, self.offset, dropped, partial)), result, self.offset)
 
     def _read_whole(self, result: ParseResult, output: str, msg: ChatMessage | None = None) -> bool:
@@ -251,14 +286,14 @@ class Reader:
         if partial:
             result = parse_text(relaxed, effective)
             msg, dropped = map_accounted(result, self.format)
-            return self.reading_of(msg, result, dropped, partial), result
+            return self.reading_of(msg, result, dropped, partial, relaxed), result
         result, added = complete_at_end(relaxed, self.plan.closers, effective, self.format)
         msg, dropped = map_accounted(result, self.format)
         if added:
             pos = len(effective) - self.offset
             msg = replace(msg, diagnostics=(*msg.diagnostics, Diagnostic(
                 "missing_closer", pos, f"missing {added!r} at {pos}: closed at end of output", "")))
-        return self.reading_of(closed_calls(msg, output_len), result, dropped, partial), result
+        return self.reading_of(closed_calls(msg, output_len), result, dropped, partial, relaxed), result
 
     def split_unparsed(self, effective: str) -> tuple[Reading, int]:
         """For a text the relaxed parser rejects: the reading of the part it can read (the longest prefix it can

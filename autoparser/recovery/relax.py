@@ -134,10 +134,12 @@ class RelaxedBuilder(LooseCalls):
                                                                                     for o in openers])))
 
     def reasoning_between(self, strict: Callable[[], P], start: str, end: str, calls: Sequence[str], *,
-                          spaced: bool = False) -> P:
+                          spaced: bool = False, opener: Callable[[], P] | None = None) -> P:
         if not calls:
             return strict()
-        return self.literal(start) + (self.space() if spaced else self.eps()) + self._reasoning_body(end, calls)
+        # (where it does not read so, as llama.cpp reads it: a block it reads without its start, or to the end)
+        return self.choice([(opener() if opener else self.literal(start)) + (self.space() if spaced else self.eps())
+                            + self._reasoning_body(end, calls), strict()])
 
     def derived_reasoning(self, strict: Callable[[], P], block: DerivedReasoning) -> P:
         if not block.shown and block.extracted:
@@ -233,7 +235,8 @@ class RelaxedBuilder(LooseCalls):
         return calls + self.optional(self.repair("message_after_calls", message()))
 
     def omissible(self, full: Callable[[], P], without: Callable[[], P], marks: str, kind: str) -> P:
-        self.markup([marks])  # (a node no parser refers to: data for the recovery plan's triggers)
+        if marks:
+            self.markup([marks])  # (a node no parser refers to: data for the recovery plan's triggers)
         return full() | self.repair(kind, without())
 
     def labelled_marker(self, token: str, label: str) -> P:
@@ -292,6 +295,12 @@ class RelaxedBuilder(LooseCalls):
 
     def space_then(self, piece: P) -> P:
         return self.space() + piece
+
+    def joined_markers(self, text: str) -> P:
+        return self.marker_spaced(text)
+
+    def spaced_marker(self, text: str) -> P:
+        return self.space() + self.markup([text])
 
     def optionally_closed_call(self, head: P, closer: str) -> P:
         return self.tool(head + self.tool_close(self.eps())) + self.optional(self.space_then(self.literal(closer)))

@@ -75,7 +75,16 @@ def markup_spans(params: ChatParams, output: str, message: ChatMessage | None = 
     can read, with the closers it waits for at the end) but inside no node whose text goes into a message
     field. With the `message` the default parse gave: where it says it kept a text as content and read on
     after it (`unparsed_text` followed by more than special tokens), the spans of the output read without
-    those texts, as the reading resumes."""
+    those texts, as the reading resumes; where it says the reasoning start was left out and the relaxed parser
+    cannot read the output to its end, the spans of the output read with that start before it, as the reading
+    does (`Reader.with_reasoning_opened`)."""
+    opener, reader = params.reader.plan.reasoning_start, params.reader
+    if message is not None and opener and any(d.kind == "missing_reasoning_start" for d in message.diagnostics):
+        effective = reader.generation_prompt + output
+        result = reader.complete_parse(effective)
+        if not result.success or result.end < len(effective):
+            n = len(opener)
+            return [(max(a - n, 0), b - n) for a, b in markup_spans(params, opener + output) if b > n]
     skipped = sorted((d.position, d.position + len(d.raw)) for d in (message.diagnostics if message else ())
                      if d.kind == "unparsed_text" and d.raw and output.startswith(d.raw, d.position)
                      and SPECIAL_TOKEN.sub("", output[d.position + len(d.raw):]).strip())

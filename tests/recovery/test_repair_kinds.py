@@ -384,6 +384,49 @@ def test_a_draft_call_in_closed_reasoning_of_a_hand_written_format_stays_reasoni
     assert not msg.diagnostics
 
 
+# Formats whose prompt opens no reasoning: the model opens the block itself, then calls without closing it. (The
+# outputs that found these are the variants of other templates of the same formats, or of other calls.)
+REASONING_THE_MODEL_OPENS = [
+    # Gemma 4: `<|channel>thought\n...<channel|>`, calls `<|tool_call>call:NAME{k:<|"|>v<|"|>}<tool_call|>`; where
+    # the thought is never closed, llama.cpp's parser scans to the call and its text reaches no field
+    ("google__gemma-4-26B-A4B-it", "<|channel>thought\n",
+     '<|tool_call>call:get_weather{city:<|"|>Paris<|"|>}<tool_call|>', {"enable_thinking": True}),
+    # MiniMax M3: `<mm:think>...</mm:think>`, every tag behind the namespace prefix `]<]minimax[>[`
+    ("llama.cpp__MiniMax-M3", "<mm:think>",
+     ']<]minimax[>[<tool_call>\n]<]minimax[>[<invoke name="get_weather">]<]minimax[>[<city>Paris]<]minimax[>['
+     '</city>]<]minimax[>[</invoke>\n]<]minimax[>[</tool_call>', {"enable_thinking": True}),
+    # Muse Glimmer: the chain of thought is a message ` to=self<|message|>...<|eom|>`, a call the next message
+    ("llama.cpp__muse-glimmer", " to=self<|message|>",
+     '<|start|>assistant to=get_weather<|message|><atem:function_calls><atem:invoke name="get_weather">'
+     '<atem:parameter name="city">Paris</atem:parameter></atem:invoke></atem:function_calls>', {}),
+    # Ling 3's format (Ring 2.6): the prompt opens no `<think>` there; a call ends the block the model opened
+    ("inclusionAI__Ring-2.6-1T", "<think>\n",
+     "<tool_call>get_weather\n<arg_key>city</arg_key>\n<arg_value>Paris</arg_value>\n</tool_call>", {}),
+]
+
+
+@pytest.mark.parametrize(("template", "start", "call_text", "request_"), REASONING_THE_MODEL_OPENS)
+def test_call_while_reasoning_the_model_opened_is_open_ends_the_reasoning(
+        template: str, start: str, call_text: str, request_: dict[str, Any]) -> None:
+    check(case(template, f"{start}I need the weather.\n{call_text}", **request_),
+          {"reasoning_content": "I need the weather.\n", "tool_calls": [PARIS]}, ["reasoning_ended_by_call"])
+
+
+def test_text_a_scan_to_the_call_steps_over_is_not_lost() -> None:
+    """Gemma 4's parser (llama.cpp's `scan-to-toolcall`) skips to the first call where the text before it fits
+    no message: its text reaches no field. With reasoning not extracted, the complete output's reading steps
+    over a thought never closed: the text is kept as content, said by a diagnostic. (The whole output only:
+    while more may come, the thought may still close, and a stream shows it as content.)"""
+    out = '<|channel>thought\nI need the weather.\n<|tool_call>call:get_weather{city:<|"|>Paris<|"|>}<tool_call|>'
+    test = case("google__gemma-4-31B-it", out, reasoning_format="none")
+    params = generate(test.tester.source, dict(test.request, messages=[{"role": "user", "content": "Hey there!"}],
+                                               now=test.tester.now))
+    got = params.parse(out)
+    assert (got.content, got.tool_calls[0].name) == ("<|channel>thought\nI need the weather.", "get_weather")
+    assert [(d.kind, d.position) for d in got.diagnostics] == [("unparsed_text", 0)]
+    assert not unaccounted(out, got, markup_spans(params, out, got))
+
+
 def test_stray_reasoning_end() -> None:
     check(case(MELLUM, "<think>\nok\n</think>\n</think>\n\nHello.", reasoning_format="auto"),
           {"reasoning_content": "ok", "content": "Hello."}, ["stray_reasoning_end"])
@@ -645,6 +688,100 @@ def test_reasoning_before_a_stray_end_marker(thinking: bool) -> None:
     assert stream.finish() == got
     plain = params.parse("The answer is 4.")
     assert (plain.reasoning_content, plain.content, plain.diagnostics) == ("", "The answer is 4.", ())
+
+
+@pytest.mark.parametrize(("template", "out", "reasoning", "content"), [
+    # gpt-oss's harmony, llm-jp's dialect of it: every message has a header; the first one's left out, what
+    # follows its `<|end|>` is read as the messages it is
+    ("llm-jp__llm-jp-4.1-8b-thinking", "The user asks.<|end|><|start|>assistant<|channel|>final<|message|>Paris.",
+     "The user asks.", "Paris."),
+    # Gemma 4: its parser reads a stray `<channel|>` as markup, so the text before it is content there
+    ("google__gemma-4-26B-A4B-it", "The user asks.<channel|>Paris.", "The user asks.", "Paris."),
+])
+def test_reasoning_before_a_stray_end_marker_where_the_parse_reads_on_after_a_start(
+        template: str, out: str, reasoning: str, content: str) -> None:
+    """The start of the reasoning left out: the text before the end marker is reasoning, and the rest is read
+    as it reads after a start (vLLM's and SGLang's reading of `reasoning</think>answer`)."""
+    params = generate(CORPUS.by_name(template).read_text(), {"messages": [{"role": "user", "content": "Hi"}],
+                                                            "enable_thinking": True, "reasoning_format": "auto"})
+    got = params.parse(out)
+    assert (got.reasoning_content, got.content) == (reasoning, content)
+    end = params.thinking_end_tags[0]
+    assert [(d.kind, d.position) for d in got.diagnostics] == [("missing_reasoning_start", out.index(end))]
+    assert not unaccounted(out, got, markup_spans(params, out, got))
+    stream = params.stream()
+    for i in range(0, len(out), 5):
+        stream.feed(out[i:i + 5])
+    assert stream.finish() == got
+    # a lone end marker that ends the message is the format's own ending, not a reasoning's
+    if template.startswith("google"):
+        assert params.parse("Paris.<channel|>").content == "Paris."
+
+
+MINICPM5 = "llama.cpp__openbmb-MiniCPM5-1B"
+
+
+def test_reasoning_block_left_out_where_the_format_writes_one() -> None:
+    """MiniCPM5's format writes `<think>...</think>` in every answer, and llama.cpp's parser requires it; the
+    MiniCPM-SALA template's prompt does not open it (the only one of the format's templates whose prompt does
+    not), so the model writes it: an answer without it is content (and the text before an end marker
+    reasoning), the repair named."""
+    call_text = '<function name="get_weather"><param name="city">Paris</param></function>'
+    check(case("openbmb__MiniCPM-SALA", "It is sunny.", enable_thinking=True), {"content": "It is sunny."},
+          ["missing_reasoning_block"])
+    # (a stream, which sent the text as content before the end marker came, ends on the same message)
+    test = case("openbmb__MiniCPM-SALA", f"I need the weather.\n</think>\n\n{call_text}", enable_thinking=True)
+    params = generate(test.tester.source, dict(test.request, messages=[{"role": "user", "content": "Hey there!"}],
+                                               now=test.tester.now))
+    got = params.parse(test.input)
+    assert (got.reasoning_content, got.content.strip(C_SPACE), [c.name for c in got.tool_calls]) == \
+        ("I need the weather.\n", "", ["get_weather"])
+    assert [d.kind for d in got.diagnostics] == ["missing_reasoning_block", "missing_reasoning_start"]
+    assert not unaccounted(test.input, got, markup_spans(params, test.input, got))
+    stream = params.stream()
+    for i in range(0, len(test.input), 5):
+        stream.feed(test.input[i:i + 5])
+    assert stream.finish() == got
+
+
+def test_cdata_value_with_whitespace_around_it() -> None:
+    """MiniCPM5 writes a value holding markup as `<param name="K"><![CDATA[v]]></param>`; a model puts newlines
+    and indentation around the CDATA section: the value is what it holds (llama.cpp's parser reads the raw
+    text, markers and all)."""
+    out = ('<function name="get_weather">\n  <param name="city">\n    <![CDATA[Zürich "center"]]>\n  </param>\n'
+           '</function>')
+    check(case(MINICPM5, out, enable_thinking=False),
+          {"tool_calls": [call("get_weather", '{"city": "Zürich \\"center\\""}')]}, [])
+
+
+def test_marker_leaked_into_content_before_a_call_section() -> None:
+    """Kimi K2 writes calls in `<|tool_calls_section_begin|>...`, each `<|tool_call_begin|>...`: a call opener
+    mentioned in the content cannot be read; the reading resumes at the section's opener, so that opener is
+    no content."""
+    out = ("Use <|tool_call_begin|> to call.<|tool_calls_section_begin|><|tool_call_begin|>functions.get_weather:0"
+           '<|tool_call_argument_begin|>{"city": "Paris"}<|tool_call_end|><|tool_calls_section_end|>')
+    got = case("moonshotai__Kimi-K2-Instruct", out).expect_diagnostics(["unparsed_text"]).expect(
+        {"content": "Use <|tool_call_begin|> to call.", "tool_calls": [PARIS | {"id": "functions.get_weather:0"}]})
+    assert got.diagnostics[0].position == out.index("<|tool_call_begin|>")
+
+
+@pytest.mark.parametrize(("template", "out", "calls"), [
+    # Mistral's `[TOOL_CALLS]NAME[ARGS]{json}`: whitespace before the arguments and before the next call
+    ("mistralai__Ministral-3-8B-Instruct-2512",
+     '[TOOL_CALLS]get_weather[ARGS]\n  {"city": "Paris"}\n\n[TOOL_CALLS]get_weather[ARGS] {"city": "Rome"}',
+     [PARIS, call("get_weather", '{"city": "Rome"}')]),
+    # Muse Glimmer: whitespace before the `<|eom|>` that ends a call, and between `<|message|>` and the call's
+    # `<atem:function_calls>`
+    ("llama.cpp__muse-glimmer",
+     ' to=get_weather<|message|>\n<atem:function_calls><atem:invoke name="get_weather"><atem:parameter name="city">'
+     'Paris</atem:parameter></atem:invoke></atem:function_calls>\n<|eom|><|start|>assistant to=get_weather'
+     '<|message|><atem:function_calls><atem:invoke name="get_weather"><atem:parameter name="city">Rome'
+     '</atem:parameter></atem:invoke></atem:function_calls>', [PARIS, call("get_weather", '{"city": "Rome"}')]),
+])
+def test_whitespace_between_the_markers_of_a_hand_written_format(template: str, out: str,
+                                                                  calls: list[dict[str, str]]) -> None:
+    # (formatting, not a repair; the grammar constrains to the template's own whitespace and rejects it)
+    check(case(template, out, grammar_check=False), {"tool_calls": calls}, [])
 
 
 # --- sibling dialects and values the peers' tests show (issue 35, second pass) -------------------------------

@@ -19,6 +19,7 @@ from autoparser.chat.constraint import Alt, CallTags, Json, Lit, Many, Opt, Piec
 from autoparser.chat.inputs import GenerationInputs
 from autoparser.chat.request import Continuation, render_content
 from autoparser.chat.spec import CALL_TRANSFORM, Build, FormatSpec, Rendered, SchemaRule, response_fields, word
+from autoparser.chat.tags import SCAN_TO_CALLS
 from autoparser.chat.tools import Function, functions, parameters
 from autoparser.errors import ExportError
 from autoparser.peg.builder import P
@@ -156,11 +157,19 @@ def _build(b: Build) -> P:
 
     # Nodes are made in the order GCC builds the C++ expressions (the operands of `a + b`, `a | b`, `a << b`
     # right to left), as grammar rule names embed node ids.
-    close = p.literal("<channel|>")
-    body = p.reasoning(p.until("<channel|>")) if b.extract_reasoning else p.until("<channel|>")
-    space = p.space()
-    opened = p.labelled_marker("<|channel>", "thought") + space + body + close
-    p.rule("thought", opened if b.extract_reasoning else p.content(opened))
+    def thought_block() -> P:
+        close = p.literal("<channel|>")
+        body = p.reasoning(p.until("<channel|>")) if b.extract_reasoning else p.until("<channel|>")
+        space = p.space()
+        return p.labelled_marker("<|channel>", "thought") + space + body + close
+
+    if b.extract_reasoning:  # (relaxed: a call ends a thought never closed, also one without its opener)
+        starts = ["<|tool_call>", *p.bare_call_starts([f"call:{f.name}{{" for f in functions(b.inputs.tools)])]
+        p.rule("thought", p.reasoning_between(thought_block, "<|channel>thought", "<channel|>",
+                                              starts if b.tool_calls else [], spaced=True,
+                                              opener=lambda: p.labelled_marker("<|channel>", "thought")))
+    else:
+        p.rule("thought", p.content(thought_block()))
 
     # empty `<|channel>` openers the model sometimes repeats before the thought; the grammar ignores them
     consume_empty_channels = p.gbnf(p.empty_markers("<|channel>", "thought"), "")
@@ -184,8 +193,9 @@ def _build(b: Build) -> P:
             ])))
         # (relaxed: the model may leave out the first `<|tool_call>`: that call then begins with `call:NAME{`;
         # and write several calls in one `<|tool_call>...<tool_call|>`)
+        # (relaxed, space_then: whitespace before the closer)
         def call() -> P:
-            return p.grouped_calls(p.literal("call:") + tool_choice) + "<tool_call|>"
+            return p.grouped_calls(p.literal("call:") + tool_choice) + p.space_then(p.literal("<tool_call|>"))
 
         tool_call = p.trigger_rule("tool-call", p.calls_with_first_opener(
             lambda: p.repeat("<|tool_call>call:" + tool_choice + "<tool_call|>", *b.call_counts),
@@ -193,7 +203,7 @@ def _build(b: Build) -> P:
         bare = [f"call:{f.name}{{" for f in functions(b.inputs.tools)]
         if b.required:
             return start + thought + tool_call
-        scan_to_toolcall = p.rule("scan-to-toolcall", p.until_one_of(["<|tool_call>", *p.bare_call_starts(bare)]))
+        scan_to_toolcall = p.rule(SCAN_TO_CALLS, p.until_one_of(["<|tool_call>", *p.bare_call_starts(bare)]))
         content = p.rule("content", p.content_until_calls(["<|channel>", "<channel|>", "<|tool_call>"], bare, call))
         message = p.rule("message", thought + content)
         return start + p.zero_or_more(message) + scan_to_toolcall + tool_call

@@ -63,8 +63,10 @@ def _build(b: Build) -> P:
     tool_calls = p.rule("tool-calls", p.optional(p.literal(SECTION_BEGIN))
                         + p.trigger_rule("tool-call", p.calls_opened(CALL_BEGIN, tool_choice, *b.call_counts)
                                          + p.optional(p.space_then(p.literal(SECTION_END)))))
-    # (relaxed: a section for each call, where the template writes one for all)
+    # (relaxed: a section for each call, where the template writes one for all; after text it cannot read, the
+    # reading resumes at a section's opener, which precedes its calls' own)
     tool_calls = p.call_sections(tool_calls, lambda: p.ref("tool-calls"), [SECTION_BEGIN])
+    p.calls_begin_at([SECTION_BEGIN])
     # (relaxed: a call follows where its id and the arguments marker do, whatever the optional closer becomes)
     bare = [f"functions.{f.name}:" for f in functions(b.inputs.tools)]
     content_before_tools = p.content_until_calls([SECTION_BEGIN, CALL_BEGIN], bare, lambda: p.choice(

@@ -67,7 +67,15 @@ def _build(b: Build) -> P:
     body_end = p.until_one_of([THINK_END, CALL_START, *p.bare_call_starts(bare)]) if think_open \
         else p.until_one_of([THINK_END])
     think_body = p.reasoning(body_end) if b.extract_reasoning else p.content(body_end)
-    reasoning = p.optional(p.optional(p.literal(THINK_START)) + think_body + p.optional(p.literal(THINK_END)))
+
+    def think_block() -> P:
+        return p.optional(p.literal(THINK_START)) + think_body + p.optional(p.literal(THINK_END))
+
+    if think_open or not b.extract_reasoning:
+        reasoning = p.optional(think_block())
+    else:  # (relaxed: a block the model opens itself also ends at a call, as one the prompt opened does)
+        reasoning = p.optional(p.reasoning_between(think_block, THINK_START, THINK_END,
+                                                   [CALL_START, *p.bare_call_starts(bare)] if b.tool_calls else []))
 
     content = p.optional(p.content_until_calls([CALL_START], bare, lambda: p.ref(TOOLS_RULE)))
     # a trailing end-of-turn token is eaten rather than left in the content

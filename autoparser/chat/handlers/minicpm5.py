@@ -28,19 +28,23 @@ def _build(b: Build) -> P:
     reasoning = p.eps()
     if b.extract_reasoning:
         calls = ["<function"] if b.tool_calls else []
-        reasoning = p.cpp_sum(lambda: p.reasoning_between(
+        # (relaxed: the block left out, which llama.cpp's parser requires: the text is content, and reasoning up
+        # to an end marker, `missing_reasoning_start`)
+        reasoning = p.omissible(lambda: p.cpp_sum(lambda: p.reasoning_between(
             lambda: ("<think>" << p.reasoning(p.until("</think>"))) << "</think>", "<think>", "</think>", calls,
-            spaced=True), p.space)
+            spaced=True), p.space), p.eps, "", "missing_reasoning_block")
 
     if b.response_format:
         return gen_prompt + reasoning + p.content(p.schema(p.json(), "response-format", b.inputs.json_schema))
 
     if b.tool_calls:
         # CDATA lets a value contain "</param>"; only the text between the CDATA markers is the value.
-        cdata = p.cpp_sum(lambda: p.literal("<![CDATA["),
+        # (relaxed, spaced_marker and space_then: whitespace around the CDATA section, which the template
+        # writes without)
+        cdata = p.cpp_sum(lambda: p.spaced_marker("<![CDATA["),
                         lambda: p.ac(p.cpp_sum(lambda: p.tool_arg_string_value(p.until("]]>")),
                                              lambda: p.literal("]]>")), "]]>"),
-                        lambda: p.tool_arg_close(p.literal("</param>")))
+                        lambda: p.tool_arg_close(p.space_then(p.literal("</param>"))))
         plain = p.cpp_sum(lambda: p.negate(p.literal("<![CDATA[")),
                         lambda: p.ac(p.cpp_sum(lambda: p.tool_arg_string_value(p.until("</param>")),
                                              lambda: p.tool_arg_close(p.literal("</param>"))), "</param>"))

@@ -115,10 +115,15 @@ def _build(b: Build) -> P:
     reasoning = p.eps()
     if b.extract_reasoning:
         if b.inputs.enable_thinking:
-            close = p.literal(THINK_END)
-            body = p.ac(p.reasoning(p.until(THINK_END)) + close, THINK_END)
-            space = p.space()
-            block = p.literal(THINK_START) + space + body
+            def thought() -> P:
+                close = p.literal(THINK_END)
+                body = p.ac(p.reasoning(p.until(THINK_END)) + close, THINK_END)
+                space = p.space()
+                return p.literal(THINK_START) + space + body
+
+            # (relaxed: a call ends a block never closed)
+            block = p.reasoning_between(thought, THINK_START, THINK_END, [FC_START] if b.tool_calls else [],
+                                        spaced=True)
         else:
             close = p.literal(THINK_END)
             body = p.ac(p.until(THINK_END) + close, THINK_END)

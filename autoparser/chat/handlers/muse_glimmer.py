@@ -34,7 +34,10 @@ def _build(b: Build) -> P:
         return start + p.content(p.rest())
 
     if b.extract_reasoning:
-        p.rule("analysis", p.literal(" to=self<|message|>") + p.reasoning(p.until("<|eom|>")) + p.literal("<|eom|>"))
+        # (relaxed: a chain of thought whose `<|eom|>` is left out ends where the next message begins)
+        p.rule("analysis", p.reasoning_between(
+            lambda: p.literal(" to=self<|message|>") + p.reasoning(p.until("<|eom|>")) + p.literal("<|eom|>"),
+            " to=self<|message|>", "<|eom|>", ["<|start|>assistant"] if b.tool_calls else []))
     else:
         p.rule("analysis", p.literal(" to=self<|message|>") + p.content(p.until("<|eom|>")) + p.literal("<|eom|>"))
     analysis = p.ref("analysis")
@@ -63,8 +66,9 @@ def _build(b: Build) -> P:
             tool_choice |= p.rule(f"tool-{f.name}", _tool(p, f.name, args))
 
         if b.parallel:
+            # (relaxed, space_then: whitespace before the `<|eom|>` that ends a call)
             tool_calls = p.trigger_rule("tool-call", tool_choice
-                                        + p.zero_or_more(p.literal("<|eom|>") + start + tool_choice))
+                                        + p.zero_or_more(p.space_then(p.literal("<|eom|>")) + start + tool_choice))
         else:
             tool_calls = p.trigger_rule("tool-call", tool_choice)
 
@@ -82,7 +86,7 @@ def _tool(p: ChatBuilder, name: str, args: P) -> P:
     """` to=RECIPIENT<|message|><atem:function_calls><atem:invoke name="NAME">ARGS</atem:invoke>...`."""
     def head(*recipient: Callable[[], P]) -> P:
         return p.tool_open(p.cpp_sum(
-            *recipient, lambda: p.literal("<|message|><atem:function_calls>"), p.space,
+            *recipient, lambda: p.joined_markers("<|message|><atem:function_calls>"), p.space,
             lambda: p.literal('<atem:invoke name="'), lambda: p.tool_name(p.literal(name)), lambda: p.literal('">'),
             p.space))
 
