@@ -5,10 +5,14 @@ hand-written format can say how its calls are written (`FormatSpec.call_tags`) w
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["Alt", "CallTags", "Json", "Lit", "Many", "Opt", "Pattern", "Piece", "Seq", "Space", "Tag", "Text"]
+from autoparser.chat.tools import Function, Parameter, parameters
+
+__all__ = ["PYTHON_STRING", "Alt", "CallTags", "Json", "Lit", "Many", "Opt", "Pattern", "Piece", "Seq", "Space", "Tag",
+           "Text", "python_call"]
 
 
 @dataclass(frozen=True)
@@ -81,3 +85,38 @@ class CallTags:
     excludes: tuple[str, ...] = ()
     hand_over: tuple[str, ...] = ()
     """Markup the template writes after the calls, handing the turn over to the tool (`<|tool_response>`)."""
+    lead: tuple[str, ...] = ()
+    """Markup the template may write before the first call, after the reasoning (harmony's `<|start|>assistant`,
+    the role that opens the call's message): where the output is calls, nothing else may stand there."""
+
+
+# A Python string literal in either quote, its escapes any backslash and the character after it (a template's
+# `tojson` writes the double-quoted one, Python's `repr` the single-quoted one).
+PYTHON_STRING = r'"(?:[^"\\]|\\[\s\S])*"|' + r"'(?:[^'\\]|\\[\s\S])*'"
+_PYTHON_WORDS = {"boolean": "True|False", "null": "None"}
+
+
+def _python_value(param: Parameter) -> Piece:
+    """A keyword argument's value: a string literal for a string, else the JSON value under the parameter's
+    schema (a number, a list, an object, as JSON writes them), or Python's `True`, `False`, `None`."""
+    types = param.types
+    if types and types <= {"string"}:
+        return Pattern(PYTHON_STRING)
+    values: list[Piece] = [Json(param.schema if isinstance(param.schema, Mapping) else {})]
+    words = "|".join(_PYTHON_WORDS[t] for t in sorted(types) if t in _PYTHON_WORDS)
+    if words:
+        values.append(Pattern(words))
+    if "string" in types:
+        values.append(Pattern(PYTHON_STRING))
+    return Alt(tuple(values)) if len(values) > 1 else values[0]
+
+
+def python_call(f: Function) -> Piece:
+    """`NAME(k=v, k2=v2)`: a call as Python writes it, its keyword arguments the tool's, in any order (which are
+    required is not said), the comma between two optional (some templates leave it out)."""
+    kwargs = [Seq((Lit(f"{param.name}="), _python_value(param))) for param in parameters(f)]
+    if not kwargs:
+        return Seq((Lit(f"{f.name}("), Space(), Lit(")")))
+    one = Alt(tuple(kwargs))
+    listed = Opt(Seq((one, Opt(Many(Seq((Space(), Opt(Lit(",")), Space(), one)))))))
+    return Seq((Lit(f"{f.name}("), Space(), listed, Space(), Lit(")")))

@@ -12,7 +12,7 @@ xgrammar and llguidance are installed).
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from functools import cache
 from typing import Any, ClassVar
 
@@ -23,11 +23,16 @@ from autoparser.corpus.roundtrip import expressible_scenarios
 from autoparser.errors import AutoparserError
 from autoparser.export.constrained import Constraint, constraint, to_lark, to_structural_tag
 
-__all__ = ["BREAKING", "CONSUMERS", "consumer_results", "lark_acceptor", "xgrammar_acceptor"]
+__all__ = ["BREAKING", "CONSUMERS", "CONSUMERS_FILE", "consumer_record", "consumer_results", "lark_acceptor",
+           "record_text", "xgrammar_acceptor"]
 
 CONSUMERS = ("xgrammar", "llguidance")
 # The mutations that break the format: a constrained decoder must never let them through.
 BREAKING = ("cut_last_closer", "missing_call_opener")
+# A template's record of what the consumers made of its exports, in its snapshot folder (snapshots/<key>/): written
+# where xgrammar and llguidance are installed (`python -m tests.export.test_consumers --write-snapshots`), checked
+# there by the consumers' test, read by the corpus report.
+CONSUMERS_FILE = "consumers.json"
 
 
 def xgrammar_acceptor(tag: dict[str, Any]) -> Callable[[str], bool]:
@@ -112,3 +117,26 @@ def consumer_results(name: str, source: str) -> dict[str, str | None]:
                 results[case] = f"{consumer} refuses the export: {str(e).splitlines()[0]}"
     results[f"{name}::export"] = "; ".join(dict.fromkeys(r.split(": ", 1)[1] for r in refused)) or None
     return results
+
+
+def consumer_record(results: Mapping[str, str | None]) -> dict[str, Any]:
+    """A template's record of its `consumer_results`: whether the requests of its scenarios export (`exported`,
+    or why not), and per consumer how many intended outputs it accepts and how many broken ones it rejects, of
+    how many. {} for a template whose scenarios hold no call."""
+    if not results:
+        return {}
+    record: dict[str, Any] = {}
+    for case, failure in results.items():
+        if case.endswith("::export"):
+            record["export"] = failure or "exported"
+    for consumer in CONSUMERS:
+        intended = [f for case, f in results.items() if case.endswith(f"::{consumer}") and case.count("::") == 2]
+        broken = [f for case, f in results.items() if case.endswith(f"::{consumer}") and case.count("::") == 3]
+        record[consumer] = {"accepted": sum(f is None for f in intended), "intended": len(intended),
+                            "rejected": sum(f is None for f in broken), "broken": len(broken)}
+    return record
+
+
+def record_text(record: Mapping[str, Any]) -> str:
+    """The record as its file holds it (canonical JSON, as every snapshot artefact)."""
+    return json.dumps(record, ensure_ascii=False, indent=2, sort_keys=True) + "\n"

@@ -41,6 +41,7 @@ from autoparser.corpus.artefacts import (
     snapshot_key,
     template_artefacts,
 )
+from autoparser.corpus.constrained import CONSUMERS, CONSUMERS_FILE
 from autoparser.corpus.exported import transformers_results
 from autoparser.corpus.manifest import atomic_write_bytes
 from autoparser.corpus.mutations import recovery_counts
@@ -106,6 +107,9 @@ class TemplateRow:
     recovered: tuple[int, int] | None = None  # mutated outputs read as meant, of how many (corpus/mutations.py)
     export: str = ""  # "exported", or why its response_template cannot be (autoparser/export)
     transformers: tuple[int, int] | None = None  # scenarios transformers parses right with the export, of how many
+    constrained: str = ""  # "exported", or why a structural tag / Lark export is not (its consumers' record)
+    # per consumer (xgrammar, llguidance): intended outputs it accepts, of how many; broken ones it rejects, of how many
+    consumers: tuple[tuple[str, int, int, int, int], ...] = ()
     snapshot: str = "unavailable"  # same | changed | none (no snapshot folder) | unavailable (not computed)
     changes: tuple[ArtefactChange, ...] = ()
     errors: tuple[str, ...] = ()
@@ -265,7 +269,8 @@ def compare_snapshot(artefacts: Mapping[str, str], folder: Path) -> tuple[str, t
     if not folder.is_dir():
         return "none", ()
     changes: list[ArtefactChange] = []
-    on_disk = {p.name for p in folder.iterdir() if p.is_file() and not p.name.startswith(".")}
+    # (the consumers' record is written where they run, not computed here: `_consumer_fields` reads it)
+    on_disk = {p.name for p in folder.iterdir() if p.is_file() and not p.name.startswith(".")} - {CONSUMERS_FILE}
     for name in sorted(set(artefacts) | on_disk):
         now = artefacts.get(name)
         old = _read_snapshot(folder / name) if name in on_disk else None
@@ -328,8 +333,21 @@ def collect_row(entry: CorpusEntry, snapshots_dir: Path | None) -> TemplateRow:
             pass
 
     if snapshots_dir is not None:
-        fields["snapshot"], fields["changes"] = compare_snapshot(arts, snapshots_dir / snapshot_key(entry))
+        folder = snapshots_dir / snapshot_key(entry)
+        fields["snapshot"], fields["changes"] = compare_snapshot(arts, folder)
+        fields.update(_consumer_fields(folder / CONSUMERS_FILE))
     return TemplateRow(**fields, errors=tuple(errors))
+
+
+def _consumer_fields(path: Path) -> dict[str, Any]:
+    """The consumers' record of a template (written where xgrammar and llguidance run), as row fields."""
+    text = _read_snapshot(path)
+    if text is None:
+        return {}
+    record = json.loads(text)
+    return {"constrained": str(record["export"]),
+            "consumers": tuple((c, *(int(record[c][k]) for k in ("accepted", "intended", "rejected", "broken")))
+                               for c in CONSUMERS)}
 
 
 def _collect_one(args: tuple[CorpusEntry, Path | None]) -> TemplateRow:
@@ -485,7 +503,7 @@ def _columns(scenarios: Sequence[str]) -> list[_Col]:
         _Col("tools", "Tool calls"), _Col("markers", "Markers", numeric=True),
         *(_Col(f"scenario:{s}", s) for s in scenarios),
         _Col("passed", "Pass", numeric=True), _Col("recovered", "Recovered", numeric=True),
-        _Col("export", "HF export", numeric=True),
+        _Col("export", "HF export", numeric=True), _Col("constrained", "Strict tools", numeric=True),
         _Col("grammar_size", "Grammar size", numeric=True),
         _Col("snapshot", "Since snapshot"), _Col("errors", "Errors", numeric=True),
     ]
@@ -541,6 +559,7 @@ def _row_html(r: TemplateRow, scenarios: Sequence[str]) -> str:
     share = _share(r.recovered)
     cells.append(_td("-1" if share is None else f"{share:.4f}", _recovered_text(r.recovered), "num"))
     cells.append(_export_cell(r))
+    cells.append(_constrained_cell(r))
     gs = "" if r.grammar_size is None else str(r.grammar_size)
     cells.append(_td(gs or "-1", f"{gs}<br><small>{r.grammar_rules} rules</small>" if gs else "", "num"))
     if r.changes:
@@ -569,6 +588,21 @@ def _export_cell(r: TemplateRow) -> str:
         return _td("-1", why if r.export else "", "not_expressible")
     share = _share(r.transformers)
     return _td("2" if share is None else f"{share:.4f}", _recovered_text(r.transformers) or "exported", "num")
+
+
+def _constrained_cell(r: TemplateRow) -> str:
+    """The structural tag / Lark column: per consumer, the intended outputs it accepts under the export (sorted by
+    the lower share), the broken ones it rejects in the tooltip; or why the template's requests do not export."""
+    intended = [(c, a, n, rj, b) for c, a, n, rj, b in r.consumers if n]
+    if not intended:
+        if not r.constrained:
+            return _td("-2", "", "")
+        why = f'<details class="cell"><summary>n/e</summary><small>{_e(r.constrained)}</small></details>'
+        return _td("-1", why, "not_expressible")
+    share = min(a / n for _, a, n, _, _ in intended)
+    lines = "<br>".join(f'<span title="{_e(f"rejects {rj}/{b} broken outputs")}">{_e(c)} {a}/{n}</span>'
+                        for c, a, n, rj, b in intended)
+    return _td(f"{share:.4f}", lines, "num")
 
 
 def render_html(rows: Sequence[TemplateRow], *, title: str = "autoparser corpus report", made_from: str = "") -> str:
@@ -603,7 +637,9 @@ its org or package, else "other". Grammar size = characters of the GBNF grammar 
 Built-in = the format llama.cpp renders the template as without --jinja (its built-in formats, detected from the
 text; none = rejected). Recovered = the outputs of the scenarios read right, broken the ways models break them (last closer cut, text
 after the calls, first call opener left out, reasoning start repeated), that the default parse still reads as
-meant. HF export = the scenarios transformers' own parser reads as meant with the exported response_template. Since snapshot = artefacts compared with snapshots/&lt;key&gt;/. Scenario cells: pass, FAIL, ERROR, n/e = not
+meant. HF export = the scenarios transformers' own parser reads as meant with the exported response_template.
+Strict tools = the scenarios' intended outputs xgrammar and llguidance accept under the exported structural tag
+and Lark grammar (hover: the broken outputs they reject), from the consumers' record in snapshots/&lt;key&gt;/. Since snapshot = artefacts compared with snapshots/&lt;key&gt;/. Scenario cells: pass, FAIL, ERROR, n/e = not
 expressible by this template (click FAIL or ERROR for what went wrong). Pass = passed of the expressible scenarios.
 Click a header to sort; the address can hold #sort=KEY (or -KEY), filter=TEXT and failures.</small></p>
 <p id="controls"><label>Filter <input id="filter" type="search" placeholder="name, family, handler, model"></label>

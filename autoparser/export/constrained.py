@@ -8,8 +8,8 @@ them. Two writers turn it into each engine's language (`to_structural_tag`, `to_
 `lark_grammar` do both steps). Markers are written as the template writes them but for the whitespace around
 them, which models vary and which both languages leave free (as the parser does). A hand-written format says
 how it writes calls (`FormatSpec.call_tags`) or that they are as analysed (`calls_as_analysed`). Where the form
-cannot be said (another hand-written format, Python calls, calls without a marker to trigger on),
-`ExportError` says why in one line.
+cannot be said (another hand-written format, Python calls standing bare or with unescaped strings, calls without
+a marker to trigger on), `ExportError` says why in one line.
 """
 
 from __future__ import annotations
@@ -20,7 +20,14 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from autoparser.analysis.model import CallIdPosition, ReasoningMode, TemplateAnalysis, ToolFormat
+from autoparser.analysis.model import (
+    CallForm,
+    CallIdPosition,
+    ReasoningMode,
+    StringValues,
+    TemplateAnalysis,
+    ToolFormat,
+)
 from autoparser.chat.constraint import (
     Alt,
     CallTags,
@@ -34,6 +41,7 @@ from autoparser.chat.constraint import (
     Space,
     Tag,
     Text,
+    python_call,
 )
 from autoparser.chat.handlers import find_handler
 from autoparser.chat.request import ToolChoice
@@ -120,23 +128,41 @@ def _constraint(source: str, tools: list[Mapping[str, Any]], tool_choice: ToolCh
     if handler is not None and handler.call_tags is not None:
         form = handler.call_tags(fns, parallel)
     else:
-        form = _analysed_calls(analysis, fns, parallel)
+        form = _analysed_calls(analysis, fns, parallel, params.generation_prompt)
     return Constraint(reasoning, Calls(form, at_least_one=tool_choice is ToolChoice.REQUIRED,
                                        stop_after_first=not parallel))
 
 
-def _analysed_calls(a: TemplateAnalysis, fns: list[Function], parallel: bool) -> CallTags:
+def _analysed_calls(a: TemplateAnalysis, fns: list[Function], parallel: bool, generation_prompt: str) -> CallTags:
     if a.call_form is None and a.tools.format.mode is ToolFormat.NONE:
         raise ExportError("the template shows no tool-call format")
     if a.call_form is not None:
-        raise ExportError("calls are Python calls (`name(k=v)`): their arguments are no JSON a schema constrains")
+        return _python_calls(a.call_form, fns, parallel)
     match a.tools.format.mode:
         case ToolFormat.JSON_NATIVE:
-            return _json_calls(a, fns, parallel)
+            return _json_calls(a, fns, parallel, generation_prompt)
         case ToolFormat.TAG_WITH_JSON:
             return _tagged_calls(a, fns, parallel, json_arguments=True)
         case _:
             return _tagged_calls(a, fns, parallel, json_arguments=False)
+
+
+def _python_calls(form: CallForm, fns: list[Function], parallel: bool) -> CallTags:
+    """Python calls (`name(k="v", n=1)`, `python_call`) in the template's section, as a list or one per line;
+    each value a Python literal, or JSON under the parameter's schema."""
+    if form.strings is not StringValues.LITERAL:
+        raise ExportError("string values are written without escaping (`city=Paris`, `\"say \"hi\"\"`): where one "
+                          "ends is not expressed")
+    start, end = _t(form.section_start), _t(form.section_end)
+    if not start:
+        raise ExportError("the calls stand bare (`[name(k=v)]`): their `[` is no trigger, free text holds it too")
+    if not end:
+        raise ExportError(f"the calls' section {start!r} has no end marker: a tag needs one")
+    one = Alt(tuple(python_call(f) for f in fns))
+    separator = (Lit(form.separator.strip(C_SPACE)),) if form.separator.strip(C_SPACE) else ()
+    more = Opt(Many(Seq((Space(), *separator, Space(), one)))) if parallel else Seq(())
+    calls: Piece = Seq((Lit("["), Space(), one, more, Space(), Lit("]"))) if form.list_wrapped else Seq((one, more))
+    return CallTags(start, (Tag(start, Seq((Space(), calls, Space())), end),), _markers(end))
 
 
 def _t(s: str) -> str:
@@ -172,9 +198,10 @@ def _args_schema(f: Function) -> Any:
     return f.schema if isinstance(f.schema, Mapping) and f.schema else {"type": "object"}
 
 
-def _json_calls(a: TemplateAnalysis, fns: list[Function], parallel: bool) -> CallTags:
+def _json_calls(a: TemplateAnalysis, fns: list[Function], parallel: bool, generation_prompt: str) -> CallTags:
     """`{"name": NAME, "arguments": {...}}` calls: one per marker pair, or a list (or one) in a section, or bare
-    (the object's first key is then the trigger)."""
+    (the object's first key is then the trigger; also where the generation prompt ends with the section's start,
+    which the model then never writes: Llama 4's assistant header)."""
     fmt = a.tools.format
     if fmt.fun_name_is_key:
         raise ExportError("a call is `{NAME: arguments}`: not expressed yet")
@@ -206,6 +233,8 @@ def _json_calls(a: TemplateAnalysis, fns: list[Function], parallel: bool) -> Cal
 
     first_key = "{" + json.dumps(order[0])
     section_start, section_end = _t(fmt.section_start), _t(fmt.section_end)
+    if section_start and not section_end and generation_prompt.rstrip(C_SPACE).endswith(section_start):
+        section_start = ""
     per_call = not section_start and bool(_t(fmt.per_call_start))
     if per_call:
         tag = Tag(_t(fmt.per_call_start), Seq((Space(), calls(True), Space())), _t(fmt.per_call_end))
@@ -220,9 +249,11 @@ def _json_calls(a: TemplateAnalysis, fns: list[Function], parallel: bool) -> Cal
         # (the list's bracket ends the calls where the template writes no section end)
         body: Piece = Seq((*lead, first, more, Space(), *((Lit("]"), Space()) if section_end else ())))
         return CallTags(begin, (Tag(begin, body, section_end or "]"),), _markers(section_end))
-    if not section_start:  # bare calls: each begins with its first key
-        return CallTags(first_key, (Tag(first_key, calls(head=False), ""),))
-    body = Seq((Space(), calls(True), Space()))
+    if not section_start:  # bare calls: each begins with its first key and ends with its object's brace
+        return CallTags(first_key, (Tag(first_key, _without_close(calls(head=False), "}"), "}"),))
+    # (several calls in one section, one per line: MiniMax-M1's `<tool_calls>`; a section without an end holds one)
+    more = Opt(Many(Seq((Space(), calls(True))))) if parallel and section_end else Seq(())
+    body = Seq((Space(), calls(True), more, Space()))
     return CallTags(begin, (Tag(begin, body, section_end),), _markers(section_end))
 
 
@@ -277,11 +308,13 @@ def _tagged_calls(a: TemplateAnalysis, fns: list[Function], parallel: bool, *, j
         more = Opt(Many(one)) if parallel else Seq(())
         return CallTags(_t(fmt.section_start), (Tag(_t(fmt.section_start), Seq((one, more, Space())), section_end),),
                         excludes)
-    if not end:  # (the name's prefix opens the call, its close ends it; without one, it ends with its arguments)
+    if end:
+        tag = Tag(opener, one, end)
+    else:  # (the name's prefix opens the call, its close ends it; without one, it ends with its arguments)
         close = _t(fn.close)
-        return CallTags(opener, (Tag(opener, _without_close(one, close), close) if close else Tag(opener, one, ""),),
-                        excludes)
-    tag = Tag(opener, one, end)
+        tag = Tag(opener, _without_close(one, close), close) if close else Tag(opener, one, "")
+        if not section_end:  # (a section without an end: each call a tag of its own)
+            return CallTags(opener, (tag,), excludes)
     if _t(fmt.section_start):
         section = Tag(_t(fmt.section_start), Seq((Space(), tag, Opt(Many(Seq((Space(), tag)))) if parallel
                                                    else Seq(()), Space())), _t(fmt.section_end))
@@ -340,7 +373,10 @@ def to_structural_tag(c: Constraint) -> dict[str, Any]:
                  "end": c.reasoning.end}
         elements.append(think if c.reasoning.required else {"type": "optional", "content": think})
     if (c.calls is not None and c.calls.at_least_one) or c.reasoning is not None:
-        elements.append({"type": "regex", "pattern": _WS})  # (the blank line before the calls)
+        # (the blank line before the calls; where the output is calls, the markup that may lead them)
+        lead = c.calls.form.lead if c.calls is not None and c.calls.at_least_one else ()
+        elements.append({"type": "regex", "pattern": _WS + "(" + "|".join(_regex_escape(m) for m in lead) + ")?"
+                         + _WS if lead else _WS})
     if c.calls is None:
         elements.append({"type": "any_text"})
     else:
@@ -480,7 +516,8 @@ def to_lark(c: Constraint) -> str:
         body = "(" + " | ".join(alternatives) + ")" if len(alternatives) > 1 else alternatives[0]
         rules["call"] = f"{head} {body}"
         if calls.at_least_one:  # the output is calls (as xgrammar reads `at_least_one`): the first one at once
-            rules["first_call"] = f"WS? {_lark_lit(calls.form.trigger)} {body}"
+            lead = " | ".join(_lark_lit(m) for m in calls.form.lead)
+            rules["first_call"] = f"WS? {f'({lead})? ' if lead else ''}{_lark_lit(calls.form.trigger)} {body}"
             start.append("first_call" if calls.stop_after_first else "first_call call*")
         else:
             start.append("call?" if calls.stop_after_first else "call*")

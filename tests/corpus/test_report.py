@@ -115,8 +115,8 @@ def test_html_has_sort_hooks_and_is_self_contained() -> None:
     page = render_html(ROWS)
     t = _table(page)
     assert t.keys == ["name", "family", "handler", "chat_format", "builtin", "reasoning", "content", "tools", "markers",
-                      "scenario:no_tools", "scenario:one_tool", "passed", "recovered", "export", "grammar_size", "snapshot",
-                      "errors"]
+                      "scenario:no_tools", "scenario:one_tool", "passed", "recovered", "export", "constrained",
+                      "grammar_size", "snapshot", "errors"]
     assert t.attrs["data-rows"] == "3"
     assert re.search(r"<th data-key=\"grammar_size\" title=\"Grammar size\" data-type=\"num\">", page)
     assert _column(t, "grammar_size") == ["120", "9000", "-1"]  # numeric sort values; -1 = no grammar
@@ -149,6 +149,27 @@ def test_the_export_column_on_real_templates() -> None:
     assert apertus.export.startswith("the call's name is its JSON key") and apertus.transformers is None
     page = render_html(list(rows.values()))
     assert f"{qwen3.expressible}/{qwen3.expressible} (100%)" in page and "JSON key" in page
+
+
+def test_the_strict_tools_column_reads_the_consumers_records() -> None:
+    """The consumers' records in snapshots/<key>/ (written where xgrammar and llguidance run): Qwen3's requests
+    export and both consumers accept its scenarios' outputs; DeepSeek V3.2's hand-written format is refused, with
+    the reason. The record is no artefact the snapshot comparison misses."""
+    snapshots = ROOT.parent / "snapshots"
+    names = ["Qwen__Qwen3-0.6B", "deepseek-ai__DeepSeek-V3.2"]
+    rows = {r.name: r for r in collect_rows(CORPUS, snapshots, names=names)}
+    qwen3, refused = rows[names[0]], rows[names[1]]
+    assert qwen3.snapshot == refused.snapshot == "same"
+    record = json.loads((snapshots / "Qwen__Qwen3-0.6B" / "consumers.json").read_text(encoding="utf-8"))
+    assert qwen3.constrained == "exported"
+    assert qwen3.consumers == tuple((c, *(record[c][k] for k in ("accepted", "intended", "rejected", "broken")))
+                                    for c in ("xgrammar", "llguidance"))
+    assert all(n and a == n for _, a, n, _, _ in qwen3.consumers)
+    assert "hand-written (deepseek)" in refused.constrained
+    page = render_html([qwen3, refused])
+    n = qwen3.consumers[0][2]
+    assert _column(_table(page), "constrained") == ["1.0000", "-1"]
+    assert f"xgrammar {n}/{n}" in page and "rejects" in page
 
 
 def test_made_from_names_the_commit(tmp_path: Path) -> None:

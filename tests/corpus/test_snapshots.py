@@ -31,6 +31,7 @@ from autoparser.corpus.artefacts import (
     snapshot_key,
     template_artefacts,
 )
+from autoparser.corpus.constrained import CONSUMERS, CONSUMERS_FILE
 from autoparser.corpus.roundtrip import SCENARIOS
 from autoparser.errors import GrammarError
 from autoparser.template.caps import TemplateCaps
@@ -106,6 +107,21 @@ def test_template_artefacts(entry: CorpusEntry, artefact_snapshot: Any) -> None:
     artefact_snapshot.check(key, arts)
 
 
+def test_the_consumers_records_are_well_formed() -> None:
+    """Each consumers' record (written where xgrammar and llguidance run) says whether the template's requests
+    export and, per consumer, how many outputs it got right of how many."""
+    records = [d / CONSUMERS_FILE for d in SNAPSHOTS.iterdir() if (d / CONSUMERS_FILE).is_file()] \
+        if SNAPSHOTS.is_dir() else []
+    assert records, "no consumers' record: python -m tests.export.test_consumers --write-snapshots"
+    for path in records:
+        record = _check_json(str(path), path.read_text(encoding="utf-8"))
+        assert set(record) == {"export", *CONSUMERS}, path
+        for consumer in CONSUMERS:
+            counts = record[consumer]
+            assert set(counts) == {"accepted", "intended", "rejected", "broken"}, path
+            assert 0 <= counts["accepted"] <= counts["intended"] and 0 <= counts["rejected"] <= counts["broken"], path
+
+
 @pytest.mark.oracle
 def test_grammar_oracle_present(gbnf_oracle: Any) -> None:
     """Makes a missing llama.cpp engine visible (skip, or failure under AUTOPARSER_REQUIRE_ORACLE=1): without it
@@ -119,7 +135,8 @@ def test_no_stale_snapshots(request: pytest.FixtureRequest) -> None:
     --snapshot-update they are deleted instead."""
     expected = {snapshot_key(e) for e in ENTRIES}
     assert len(expected) == len(ENTRIES), "snapshot keys collide"
-    names = set(artefact_names())
+    # (and the consumers' record, written and checked where they are installed: tests/export/test_consumers.py)
+    names = {*artefact_names(), CONSUMERS_FILE}
     if not SNAPSHOTS.is_dir():
         return
     stale = sorted(p for p in SNAPSHOTS.iterdir() if p.is_dir() and p.name not in expected)

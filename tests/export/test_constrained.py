@@ -24,6 +24,7 @@ QWEN3 = "Qwen__Qwen3-0.6B"
 # the same calls; its generation prompt opens `<think>\n`, so the output starts inside the reasoning
 QWEN3_THINKING = "Qwen__Qwen3-4B-Thinking-2507"
 GPT_OSS = "openai__gpt-oss-120b"
+DEEPSEEK = "deepseek-ai__DeepSeek-V3.2"
 
 
 def _source(name: str) -> str:
@@ -124,10 +125,52 @@ def test_a_hand_written_format_says_how_it_writes_calls() -> None:
     assert re.fullmatch(call["content"]["elements"][0]["pattern"], "get_weather[ARGS]")
 
 
+def test_harmony_calls_are_triggered_by_their_recipient() -> None:
+    """gpt-oss writes a call as a message to ` to=functions.NAME`, the recipient after the role or after the
+    channel (chat/handlers/gpt_oss.py `call_tags`); reasoning is the `analysis` message. Where the output is calls,
+    the role that opens the call's message may stand between the reasoning and the call."""
+    tag = structural_tag(_source(GPT_OSS), [WEATHER], "required")
+    [optional] = _of_type(tag, "optional")
+    assert (optional["content"]["begin"], optional["content"]["end"]) == ("<|channel|>analysis<|message|>", "<|end|>")
+    [calls] = _of_type(tag, "triggered_tags")
+    assert calls["triggers"] == [" to=functions."] and calls["excludes"] == ["<|call|>"]
+    lead = [e["pattern"] for e in _of_type(tag, "regex")][-1]
+    assert re.fullmatch(lead, "<|start|>assistant") and re.fullmatch(lead, "") and not re.fullmatch(lead, "text")
+    grammar = lark_grammar(_source(GPT_OSS), [WEATHER])
+    assert 'call_head[lazy]: TEXT " to=functions."' in grammar
+    assert all(f'"{m}"' in grammar for m in ("get_weather", "<|channel|>commentary", "<|constrain|>", "<|message|>"))
+
+
+@pytest.mark.parametrize(("template", "section"), [
+    # OLMo 3 writes `<function_calls>NAME(k="v")\nNAME2(...)</function_calls>`, strings as JSON writes them
+    ("allenai__Olmo-3-7B-Instruct", ("<function_calls>", "</function_calls>")),
+    # LFM2 writes `<|tool_call_start|>[NAME(k='v'), ...]<|tool_call_end|>` (its handler's `call_tags`)
+    ("llama.cpp__LFM2.5-8B-A1B", ("<|tool_call_start|>", "<|tool_call_end|>")),
+])
+def test_python_calls_in_a_section(template: str, section: tuple[str, str]) -> None:
+    """A call's keyword arguments in any order, a string a Python literal in either quote, another value JSON under
+    its schema (or Python's True/False/None); the section's markers are the tag's."""
+    tag = structural_tag(_source(template), [WEATHER])
+    [calls] = _of_type(tag, "triggered_tags")
+    [call] = calls["tags"]
+    assert (call["begin"], call["end"]) == section and calls["excludes"] == [section[1]]
+    assert '{"type": "json_schema", "json_schema": {"type": "integer"}}' in json.dumps(call)
+    grammar = lark_grammar(_source(template), [WEATHER])
+    assert '"get_weather("' in grammar and '"days=" json_' in grammar
+    string = re.search(r'"city=" /(.*?)/ \|', grammar)
+    assert string is not None
+    assert re.fullmatch(string.group(1), '"Z\\"x"') and re.fullmatch(string.group(1), "'it\\'s'")
+    assert not re.fullmatch(string.group(1), "Paris")
+
+
 def test_a_form_that_cannot_be_said_is_refused_with_the_reason() -> None:
-    # gpt-oss's harmony channels are written by hand (chat/handlers/gpt_oss.py), with no call_tags yet
-    with pytest.raises(ExportError, match=r"hand-written \(gpt_oss\)"):
-        structural_tag(_source(GPT_OSS), [WEATHER])
+    # the Llama 3.2 pythonic template writes its calls bare, `[get_weather(city="Paris")]`: the `[` free text
+    # holds too is no trigger
+    with pytest.raises(ExportError, match=r"the calls stand bare"):
+        structural_tag(_source("vllm__tool_chat_template_gemma3_pythonic"), [WEATHER])
+    # DeepSeek's formats are written by hand (chat/handlers/deepseek.py), with no call_tags yet
+    with pytest.raises(ExportError, match=r"hand-written \(deepseek\)"):
+        structural_tag(_source(DEEPSEEK), [WEATHER])
 
 
 def test_an_unknown_tool_choice_is_a_clear_error() -> None:
@@ -143,5 +186,5 @@ def test_the_commands(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> Non
     assert printed == structural_tag(_source(QWEN3), [WEATHER], "required")
     assert main(["export", "lark", QWEN3, "--tools", str(tools), "--thinking", "off"]) == 0
     assert capsys.readouterr().out == lark_grammar(_source(QWEN3), [WEATHER], thinking=False)
-    assert main(["export", "lark", GPT_OSS, "--tools", str(tools)]) == 2
-    assert "hand-written (gpt_oss)" in capsys.readouterr().err
+    assert main(["export", "lark", DEEPSEEK, "--tools", str(tools)]) == 2
+    assert "hand-written (deepseek)" in capsys.readouterr().err

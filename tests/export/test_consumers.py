@@ -2,7 +2,9 @@
 themselves, not by us: for every corpus template whose scenarios call a tool, each consumer must accept every
 intended output under the request's export and reject the outputs that break the format (the last closer cut,
 the first call's opener left out). Exceptions, and templates without an export, are in
-ratchet/consumers.json with their reasons.
+ratchet/consumers.json with their reasons. Each template's snapshot folder records what the consumers made of
+it (snapshots/<key>/consumers.json: exported, accepted, rejected), which the corpus report shows; a record that
+is not what the consumers do now fails here (`python -m tests.export.test_consumers --write-snapshots`).
 
 xgrammar and llguidance are not in the test extra (xgrammar imports torch): `tox -e consumers` installs them
 (torch's CPU build) and sets AUTOPARSER_REQUIRE_CONSUMERS=1, so that a missing consumer fails there; elsewhere
@@ -28,16 +30,34 @@ for _module in ("xgrammar", "llguidance"):
             raise
         pytest.skip(f"{_module} is not installed: `tox -e consumers` runs these checks", allow_module_level=True)
 
-from autoparser.corpus.constrained import consumer_results  # noqa: E402 (after the consumers are found)
+from autoparser.corpus.artefacts import snapshot_key  # noqa: E402
+from autoparser.corpus.constrained import (  # noqa: E402 (after the consumers are found)
+    CONSUMERS_FILE,
+    consumer_record,
+    consumer_results,
+    record_text,
+)
+from autoparser.testing.snapshots import snapshots_root  # noqa: E402
 
 CORPUS = Corpus.load()
 RATCHET = Ratchet(Path(__file__).resolve().parents[1] / "data" / "ratchet" / "consumers.json")
+SNAPSHOTS = snapshots_root(__file__)
+
+
+def _record_file(name: str) -> Path:
+    return SNAPSHOTS / snapshot_key(name) / CONSUMERS_FILE
 
 
 @pytest.mark.corpus
 @pytest.mark.parametrize("name", CORPUS.names())
 def test_the_consumers_accept_the_intended_outputs_and_reject_broken_ones(name: str) -> None:
-    RATCHET.check_many(consumer_results(name, CORPUS.by_name(name).read_text()))
+    results = consumer_results(name, CORPUS.by_name(name).read_text())
+    record, path = consumer_record(results), _record_file(name)
+    recorded = path.read_text(encoding="utf-8") if path.is_file() else None
+    assert recorded == (record_text(record) if record else None), (
+        f"{path.relative_to(SNAPSHOTS.parent)} does not record what the consumers do now "
+        f"({record or 'no call to check'}): python -m tests.export.test_consumers --write-snapshots")
+    RATCHET.check_many(results)
 
 
 def test_the_ratchet_names_corpus_templates() -> None:
@@ -58,9 +78,12 @@ def main() -> None:
     parser = argparse.ArgumentParser(description="the consumers' checks over the corpus, summed up")
     parser.add_argument("--jobs", type=int, default=os.cpu_count() or 1)
     parser.add_argument("--write-ratchet", action="store_true", help=f"rewrite {RATCHET.path.name} from the results")
+    parser.add_argument("--write-snapshots", action="store_true",
+                        help=f"rewrite each template's snapshots/<key>/{CONSUMERS_FILE} from the results")
     args = parser.parse_args()
     with ProcessPoolExecutor(args.jobs) as pool:
-        results = {case: failure for r in pool.map(_results, CORPUS.names(), chunksize=4) for case, failure in r.items()}
+        per_template = dict(zip(CORPUS.names(), pool.map(_results, CORPUS.names(), chunksize=4), strict=True))
+    results = {case: failure for r in per_template.values() for case, failure in r.items()}
     exports = {case: failure for case, failure in results.items() if case.endswith("::export")}
     print(f"templates whose scenarios call a tool: {len(exports)}; exported: "
           f"{sum(f is None for f in exports.values())}")
@@ -77,6 +100,17 @@ def main() -> None:
                    else f"gap: {failure}"[:400] for case, failure in sorted(results.items()) if failure is not None}
         RATCHET.path.write_text(json.dumps(entries, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
         print(f"{RATCHET.path}: {len(entries)} entries")
+    if args.write_snapshots:
+        written = 0
+        for name, template_results in per_template.items():
+            record, path = consumer_record(template_results), _record_file(name)
+            if record:
+                path.parent.mkdir(parents=True, exist_ok=True)
+                path.write_text(record_text(record), encoding="utf-8")
+                written += 1
+            elif path.is_file():
+                path.unlink()
+        print(f"{SNAPSHOTS}: {written} {CONSUMERS_FILE} records")
 
 
 if __name__ == "__main__":

@@ -12,9 +12,10 @@ from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from typing import Any
 
+from autoparser.chat.constraint import Alt, CallTags, Json, Lit, Opt, Pattern, Seq, Space, Tag
 from autoparser.chat.inputs import GenerationInputs
 from autoparser.chat.spec import Build, FormatSpec, Prefill, Rendered, SchemaRule, pattern
-from autoparser.chat.tools import functions
+from autoparser.chat.tools import Function, functions
 from autoparser.peg.builder import P
 
 RETURN_TOKEN = "<|return|>"
@@ -139,6 +140,23 @@ def _build(b: Build) -> P:
     return Harmony(b).build()
 
 
+CALL_END = "<|call|>"
+
+
+def _call_tags(fns: Sequence[Function], parallel: bool) -> CallTags:
+    """For the structural tag and Lark exports: a call is a message to ` to=functions.NAME`, the recipient after
+    the role (`<|start|>assistant to=functions.NAME<|channel|>commentary json<|message|>ARGS<|call|>`) or after
+    the channel (`<|channel|>commentary to=functions.NAME <|constrain|>json<|message|>ARGS`): either way the
+    recipient is the trigger, and the header's rest, the arguments' JSON and the message's end follow it. (A call
+    that other messages follow ends with `<|end|>`, the turn's last one with `<|call|>`.)"""
+    constraint = Opt(Seq((Space(), Opt(Lit("<|constrain|>")), Space(), Pattern("[A-Za-z0-9_-]+"))))
+    calls = Alt(tuple(Seq((Lit(f.name), Opt(Lit("<|channel|>commentary")), constraint, Lit("<|message|>"), Space(),
+                           Json(f.schema if isinstance(f.schema, Mapping) and f.schema else {"type": "object"}),
+                           Space(), Alt((Lit(CALL_END), Lit(END_TOKEN))))) for f in fns))
+    return CallTags(" to=functions.", (Tag(" to=functions.", calls, ""),), (CALL_END,),
+                    lead=("<|start|>assistant", "<|start|>assistant<|channel|>commentary"))
+
+
 SPEC = FormatSpec(
     "gpt_oss", _build,
     Prefill("<|start|>assistant", "<|channel|>analysis<|message|>",
@@ -150,6 +168,7 @@ SPEC = FormatSpec(
               pattern(r"<\|start\|>assistant(<\|channel\|>(?:commentary|analysis)\s+to)")),
     preserved_tokens=("<|channel|>", "<|constrain|>", "<|message|>", "<|start|>", "<|end|>"),
     supports_thinking=True, thinking_start_tag="<|channel|>analysis<|message|>", thinking_end_tags=("<|end|>",),
+    call_tags=_call_tags,
     message_delimiters=(("assistant", "<|start|>assistant"), ("user", "<|start|>user"),
                         ("system", "<|start|>developer"), ("system", "<|start|>system"),
                         ("tool", "<|start|>functions")))

@@ -16,8 +16,9 @@ from dataclasses import replace
 from typing import Any
 
 from autoparser.analysis.reasoning import THINK_END, THINK_START
+from autoparser.chat.constraint import Alt, CallTags, Lit, Many, Opt, Seq, Space, Tag, python_call
 from autoparser.chat.spec import Build, FormatSpec, Prefill, SchemaRule, call_transform, response_fields, word
-from autoparser.chat.tools import functions
+from autoparser.chat.tools import Function, functions
 from autoparser.peg.builder import P
 
 TOOL_CALL_START = "<|tool_call_start|>"
@@ -77,9 +78,18 @@ _CALLS = {"open": TOOL_CALL_START, "close": TOOL_CALL_END, "content": "python-ca
           "transform": call_transform("{name}", "{arguments}"),
           "transform_each": True}
 
+def _call_tags(fns: Sequence[Function], parallel: bool) -> CallTags:
+    """For the structural tag and Lark exports: `<|tool_call_start|>[NAME(k=v), ...]<|tool_call_end|>`, Python calls
+    (`python_call`: values Python literals, or JSON under their schema)."""
+    one = Alt(tuple(python_call(f) for f in fns))
+    more = Opt(Many(Seq((Space(), Lit(","), Space(), one)))) if parallel else Seq(())
+    calls = Seq((Space(), Lit("["), Space(), one, more, Space(), Lit("]"), Space()))
+    return CallTags(TOOL_CALL_START, (Tag(TOOL_CALL_START, calls, TOOL_CALL_END),), (TOOL_CALL_END,))
+
+
 SPEC = FormatSpec(
     "lfm2", _build, Prefill(GEN_PROMPT, THINK_START, THINK_END), response_format=SchemaRule.OBJECT,
     messages=_thinking_field, triggers=(word(TOOL_CALL_START),),
     response_fields=response_fields(_CALLS, thinking=(THINK_START, THINK_END)),
     preserved_tokens=(TOOL_CALL_START, TOOL_CALL_END, THINK_START, THINK_END), supports_thinking=True, relaxes=True,
-    thinking_start_tag=THINK_START, thinking_end_tags=(THINK_END,))
+    thinking_start_tag=THINK_START, thinking_end_tags=(THINK_END,), call_tags=_call_tags)
