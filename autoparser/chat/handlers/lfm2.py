@@ -78,6 +78,7 @@ _CALLS = {"open": TOOL_CALL_START, "close": TOOL_CALL_END, "content": "python-ca
           "transform": call_transform("{name}", "{arguments}"),
           "transform_each": True}
 
+
 def _call_tags(fns: Sequence[Function], parallel: bool) -> CallTags:
     """For the structural tag and Lark exports: `<|tool_call_start|>[NAME(k=v), ...]<|tool_call_end|>`, Python calls
     (`python_call`: values Python literals, or JSON under their schema)."""
