@@ -29,6 +29,8 @@ from syrupy.data import Snapshot, SnapshotCollection, SnapshotCollections
 from syrupy.extensions.single_file import SingleFileSnapshotExtension, WriteMode
 from syrupy.terminal import disable_color
 
+from autoparser.corpus.constrained import CONSUMERS_FILE
+
 if TYPE_CHECKING:
     from syrupy.assertion import SnapshotAssertion
     from syrupy.location import PyTestLocation
@@ -46,6 +48,9 @@ __all__ = [
 SNAPSHOTS_DIRNAME = "snapshots"
 _ROOT_MARKERS = ("pyproject.toml", "tox.ini", "pytest.ini", "setup.cfg")
 _PART = re.compile(r"[A-Za-z0-9._-]+")
+# Files of a template's snapshot folder that no test here writes: the consumers' record, written and checked where
+# xgrammar and llguidance run (tests/export/test_consumers.py). Never claimed, so never "unused".
+_NOT_OURS = frozenset({CONSUMERS_FILE})
 
 
 def snapshots_root(test_file: str | Path) -> Path:
@@ -105,7 +110,8 @@ class TextArtefactExtension(SingleFileSnapshotExtension):
 
     @classmethod
     def _owned(cls, root: Path, path: Path) -> bool:
-        return path.parent.parent == root and path.name.endswith("." + cls.file_extension)
+        return path.parent.parent == root and path.name.endswith("." + cls.file_extension) \
+            and path.name not in _NOT_OURS
 
     def owns_snapshot_collection(self, *, filepath: str, test_location: PyTestLocation) -> bool:
         return self._owned(Path(self.dirname(test_location=test_location)), Path(filepath))
@@ -118,7 +124,7 @@ class TextArtefactExtension(SingleFileSnapshotExtension):
         if self.file_extension in (ignore_extensions or ()) or not root.is_dir():
             return discovered
         for path in sorted(root.glob(f"*/*.{self.file_extension}")):
-            if path.is_file() and not path.name.startswith("."):
+            if path.is_file() and not path.name.startswith(".") and path.name not in _NOT_OURS:
                 discovered.add(self.read_snapshot_collection(snapshot_location=str(path)))
         return discovered
 
