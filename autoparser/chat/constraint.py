@@ -5,14 +5,14 @@ hand-written format can say how its calls are written (`FormatSpec.call_tags`) w
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from autoparser.chat.tools import Function, Parameter, parameters
 
 __all__ = ["PYTHON_STRING", "Alt", "CallTags", "Json", "Lit", "Many", "Opt", "Pattern", "Piece", "Seq", "Space", "Tag",
-           "Text", "python_call"]
+           "Text", "arguments_schema", "python_call", "python_calls", "value_schema"]
 
 
 @dataclass(frozen=True)
@@ -90,6 +90,16 @@ class CallTags:
     the role that opens the call's message): where the output is calls, nothing else may stand there."""
 
 
+def arguments_schema(f: Function) -> Any:
+    """The JSON schema a call's arguments are under: the tool's parameters, or any object where it gives none."""
+    return f.schema if isinstance(f.schema, Mapping) and f.schema else {"type": "object"}
+
+
+def value_schema(param: Parameter) -> Any:
+    """The JSON schema an argument's value is under (any value where the parameter gives none)."""
+    return param.schema if isinstance(param.schema, Mapping) else {}
+
+
 # A Python string literal in either quote, its escapes any backslash and the character after it (a template's
 # `tojson` writes the double-quoted one, Python's `repr` the single-quoted one).
 PYTHON_STRING = r'"(?:[^"\\]|\\[\s\S])*"|' + r"'(?:[^'\\]|\\[\s\S])*'"
@@ -102,7 +112,7 @@ def _python_value(param: Parameter) -> Piece:
     types = param.types
     if types and types <= {"string"}:
         return Pattern(PYTHON_STRING)
-    values: list[Piece] = [Json(param.schema if isinstance(param.schema, Mapping) else {})]
+    values: list[Piece] = [Json(value_schema(param))]
     words = "|".join(_PYTHON_WORDS[t] for t in sorted(types) if t in _PYTHON_WORDS)
     if words:
         values.append(Pattern(words))
@@ -120,3 +130,14 @@ def python_call(f: Function) -> Piece:
     one = Alt(tuple(kwargs))
     listed = Opt(Seq((one, Opt(Many(Seq((Space(), Opt(Lit(",")), Space(), one)))))))
     return Seq((Lit(f"{f.name}("), Space(), listed, Space(), Lit(")")))
+
+
+def python_calls(fns: Sequence[Function], parallel: bool, start: str, end: str, *, list_wrapped: bool,
+                 separator: str) -> CallTags:
+    """`python_call`s in a section `start ... end`: a list (`[call, call]`) or one after another, `separator`
+    between two (the whitespace around it free); one call only where the request allows one."""
+    one = Alt(tuple(python_call(f) for f in fns))
+    between = (Lit(separator),) if separator else ()
+    more = Opt(Many(Seq((Space(), *between, Space(), one)))) if parallel else Seq(())
+    calls = Seq((Lit("["), Space(), one, more, Space(), Lit("]"))) if list_wrapped else Seq((one, more))
+    return CallTags(start, (Tag(start, Seq((Space(), calls, Space())), end),), (end,))

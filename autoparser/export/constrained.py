@@ -41,7 +41,9 @@ from autoparser.chat.constraint import (
     Space,
     Tag,
     Text,
-    python_call,
+    arguments_schema,
+    python_calls,
+    value_schema,
 )
 from autoparser.chat.handlers import find_handler
 from autoparser.chat.request import ToolChoice
@@ -158,11 +160,8 @@ def _python_calls(form: CallForm, fns: list[Function], parallel: bool) -> CallTa
         raise ExportError("the calls stand bare (`[name(k=v)]`): their `[` is no trigger, free text holds it too")
     if not end:
         raise ExportError(f"the calls' section {start!r} has no end marker: a tag needs one")
-    one = Alt(tuple(python_call(f) for f in fns))
-    separator = (Lit(form.separator.strip(C_SPACE)),) if form.separator.strip(C_SPACE) else ()
-    more = Opt(Many(Seq((Space(), *separator, Space(), one)))) if parallel else Seq(())
-    calls: Piece = Seq((Lit("["), Space(), one, more, Space(), Lit("]"))) if form.list_wrapped else Seq((one, more))
-    return CallTags(start, (Tag(start, Seq((Space(), calls, Space())), end),), _markers(end))
+    return python_calls(fns, parallel, start, end, list_wrapped=form.list_wrapped,
+                        separator=form.separator.strip(C_SPACE))
 
 
 def _t(s: str) -> str:
@@ -194,10 +193,6 @@ def _markers(*texts: str) -> tuple[str, ...]:
     return tuple(dict.fromkeys(t for t in texts if t))
 
 
-def _args_schema(f: Function) -> Any:
-    return f.schema if isinstance(f.schema, Mapping) and f.schema else {"type": "object"}
-
-
 def _json_calls(a: TemplateAnalysis, fns: list[Function], parallel: bool, generation_prompt: str) -> CallTags:
     """`{"name": NAME, "arguments": {...}}` calls: one per marker pair, or a list (or one) in a section, or bare
     (the object's first key is then the trigger; also where the generation prompt ends with the section's start,
@@ -216,7 +211,7 @@ def _json_calls(a: TemplateAnalysis, fns: list[Function], parallel: bool, genera
             if key == fmt.name_field:
                 value: Piece = Lit(json.dumps(f.name, ensure_ascii=False))
             elif key == fmt.args_field:
-                value = Json(_args_schema(f))
+                value = Json(arguments_schema(f))
             elif key in (fmt.id_field, fmt.gen_id_field):
                 value = Json({"type": "string"})
             else:
@@ -293,7 +288,7 @@ def _tagged_calls(a: TemplateAnalysis, fns: list[Function], parallel: bool, *, j
     def call(f: Function) -> Piece:
         parts = head(f)
         if json_arguments:
-            parts += [*marker(args.start), Space(), Json(_args_schema(f)), *marker(args.end)]
+            parts += [*marker(args.start), Space(), Json(arguments_schema(f)), *marker(args.end)]
         else:
             parts += [*marker(args.start), *tagged(f), *marker(args.end)]
         return Seq((*parts, *marker(fn.close), Space()))
@@ -347,7 +342,7 @@ def _argument(a: TemplateAnalysis, f: Function, param: Parameter) -> Piece:
     end = _t(args.value_suffix)
     if not _t(args.name_prefix) or not end:
         raise ExportError("a tagged argument without a name marker or a value closer: not expressed yet")
-    schema = param.schema if isinstance(param.schema, Mapping) else {}
+    schema = value_schema(param)
     string = param.types <= {"string"} and bool(param.types)
     value: Piece = Text() if string else Seq((Space(), Json(schema), Space()))
     if not between:

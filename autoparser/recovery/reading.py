@@ -216,7 +216,8 @@ class Reader:
             shown = without_open_calls(relaxed) if partial else relaxed
             msg, dropped = map_accounted(shown, self.format)
             msg = with_repairs(msg, shown, plan, output, offset, partial, recovered=not strict_whole)
-            return self.rest_after(self.reading_of(msg, shown, dropped, partial, plan.relaxed), relaxed, output, partial, skips)
+            return self.rest_after(self.reading_of(msg, shown, dropped, partial, plan.relaxed), relaxed, output, partial,
+                                   skips)
         if not relaxed.fail:  # a complete output ending inside a structure
             head, ended = self._head(effective, len(output), partial)
             if ended.success or ended.end >= len(effective):  # (not stuck in a lookahead short of the end)
@@ -225,8 +226,8 @@ class Reader:
             # the relaxations found nothing to repair: the strict reading stands (where it drops no text)
             msg = with_repairs(strict.message, strict.result, plan, output, offset, partial, recovered=False,
                                relaxed=False)
-            return self.rest_after(self.reading_of(msg, strict.result, [], partial, self.strict), strict.result, output,
-                                   skips=skips)
+            return self.rest_after(self.reading_of(msg, strict.result, [], partial, self.strict), strict.result,
+                                   output, skips=skips)
         head, cut = self.split_unparsed(effective)
         return self.after_unparsed(output, head, cut, partial, skips)
 

@@ -15,7 +15,7 @@ from dataclasses import replace
 from typing import Any
 
 from autoparser.chat.builder import ChatBuilder
-from autoparser.chat.constraint import Alt, CallTags, Json, Lit, Many, Opt, Piece, Seq, Tag, Text
+from autoparser.chat.constraint import Alt, CallTags, Json, Lit, Many, Opt, Piece, Seq, Tag, Text, value_schema
 from autoparser.chat.inputs import GenerationInputs
 from autoparser.chat.request import Continuation, render_content
 from autoparser.chat.spec import CALL_TRANSFORM, Build, FormatSpec, Rendered, SchemaRule, response_fields, word
@@ -236,7 +236,7 @@ def _call_tags(fns: Sequence[Function], parallel: bool) -> CallTags:
             if param.types & {"object", "array"} or not param.types:
                 raise ExportError(f"{f.name}.{param.name}: an object or list value is written in Gemma 4's own "
                                   "syntax, which a JSON schema does not constrain")
-            value = Tag(QUOTE, Text(), QUOTE) if param.types <= {"string"} else Json(param.schema or {})
+            value = Tag(QUOTE, Text(), QUOTE) if param.types <= {"string"} else Json(value_schema(param))
             args.append(Seq((Lit(f"{param.name}:"), value)))
         listed = Opt(Seq((Alt(tuple(args)), Opt(Many(Seq((Lit(","), Alt(tuple(args))))))))) if args else Seq(())
         calls.append(Seq((Lit(f"call:{f.name}{{"), listed, Lit("}"))))

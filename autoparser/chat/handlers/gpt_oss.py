@@ -12,7 +12,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from typing import Any
 
-from autoparser.chat.constraint import Alt, CallTags, Json, Lit, Opt, Pattern, Seq, Space, Tag
+from autoparser.chat.constraint import Alt, CallTags, Json, Lit, Opt, Pattern, Seq, Space, Tag, arguments_schema
 from autoparser.chat.inputs import GenerationInputs
 from autoparser.chat.spec import Build, FormatSpec, Prefill, Rendered, SchemaRule, pattern
 from autoparser.chat.tools import Function, functions
@@ -151,7 +151,7 @@ def _call_tags(fns: Sequence[Function], parallel: bool) -> CallTags:
     that other messages follow ends with `<|end|>`, the turn's last one with `<|call|>`.)"""
     constraint = Opt(Seq((Space(), Opt(Lit("<|constrain|>")), Space(), Pattern("[A-Za-z0-9_-]+"))))
     calls = Alt(tuple(Seq((Lit(f.name), Opt(Lit("<|channel|>commentary")), constraint, Lit("<|message|>"), Space(),
-                           Json(f.schema if isinstance(f.schema, Mapping) and f.schema else {"type": "object"}),
+                           Json(arguments_schema(f)),
                            Space(), Alt((Lit(CALL_END), Lit(END_TOKEN))))) for f in fns))
     return CallTags(" to=functions.", (Tag(" to=functions.", calls, ""),), (CALL_END,),
                     lead=("<|start|>assistant", "<|start|>assistant<|channel|>commentary"))

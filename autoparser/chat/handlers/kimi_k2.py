@@ -13,7 +13,7 @@ import re
 from collections.abc import Sequence
 
 from autoparser.analysis.reasoning import THINK_END, THINK_START
-from autoparser.chat.constraint import Alt, CallTags, Json, Lit, Many, Opt, Pattern, Seq, Space, Tag
+from autoparser.chat.constraint import Alt, CallTags, Json, Lit, Many, Opt, Pattern, Seq, Space, Tag, arguments_schema
 from autoparser.chat.spec import (
     CALL_TRANSFORM,
     Build,
@@ -85,7 +85,7 @@ def _call_tags(fns: Sequence[Function], parallel: bool) -> CallTags:
     """For the structural tag and Lark exports: a section of calls, each
     `<|tool_call_begin|>functions.NAME:IDX<|tool_call_argument_begin|>{json}<|tool_call_end|>`."""
     one = Tag(CALL_BEGIN, Alt(tuple(Seq((Space(), Lit(f"functions.{f.name}"), Pattern(":[0-9]+"), Lit(ARGS_BEGIN),
-                                         Space(), Json(f.schema or {"type": "object"}), Space())) for f in fns)),
+                                         Space(), Json(arguments_schema(f)), Space())) for f in fns)),
               CALL_END)
     calls = Seq((Space(), one, Opt(Many(Seq((Space(), one)))) if parallel else Seq(()), Space()))
     return CallTags(SECTION_BEGIN, (Tag(SECTION_BEGIN, calls, SECTION_END),), (CALL_END, SECTION_END))

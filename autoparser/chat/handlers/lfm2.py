@@ -16,7 +16,7 @@ from dataclasses import replace
 from typing import Any
 
 from autoparser.analysis.reasoning import THINK_END, THINK_START
-from autoparser.chat.constraint import Alt, CallTags, Lit, Many, Opt, Seq, Space, Tag, python_call
+from autoparser.chat.constraint import CallTags, python_calls
 from autoparser.chat.spec import Build, FormatSpec, Prefill, SchemaRule, call_transform, response_fields, word
 from autoparser.chat.tools import Function, functions
 from autoparser.peg.builder import P
@@ -82,10 +82,7 @@ _CALLS = {"open": TOOL_CALL_START, "close": TOOL_CALL_END, "content": "python-ca
 def _call_tags(fns: Sequence[Function], parallel: bool) -> CallTags:
     """For the structural tag and Lark exports: `<|tool_call_start|>[NAME(k=v), ...]<|tool_call_end|>`, Python calls
     (`python_call`: values Python literals, or JSON under their schema)."""
-    one = Alt(tuple(python_call(f) for f in fns))
-    more = Opt(Many(Seq((Space(), Lit(","), Space(), one)))) if parallel else Seq(())
-    calls = Seq((Space(), Lit("["), Space(), one, more, Space(), Lit("]"), Space()))
-    return CallTags(TOOL_CALL_START, (Tag(TOOL_CALL_START, calls, TOOL_CALL_END),), (TOOL_CALL_END,))
+    return python_calls(fns, parallel, TOOL_CALL_START, TOOL_CALL_END, list_wrapped=True, separator=",")
 
 
 SPEC = FormatSpec(

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from autoparser.chat.constraint import Alt, CallTags, Json, Lit, Seq, Space, Tag
+from autoparser.chat.constraint import Alt, CallTags, Json, Lit, Seq, Space, Tag, arguments_schema
 from autoparser.chat.spec import CALL_TRANSFORM, Build, FormatSpec, Laziness, Prefill, response_fields, word
 from autoparser.chat.tools import Function, functions
 from autoparser.peg.builder import P
@@ -81,7 +81,7 @@ _CALLS = {"open_pattern": r"\[TOOL_CALLS\](?P<name>[A-Za-z0-9_.\-]+)\[ARGS\]", "
 def _call_tags(fns: Sequence[Function], parallel: bool) -> CallTags:
     """For the structural tag and Lark exports: each call `[TOOL_CALLS]NAME[ARGS]{json}` (no closer: the call
     ends with its arguments); text may not hold `[ARGS]`, so that a call without its `[TOOL_CALLS]` is refused."""
-    calls = tuple(Seq((Lit(f.name), Space(), Lit("[ARGS]"), Space(), Json(f.schema or {"type": "object"})))
+    calls = tuple(Seq((Lit(f.name), Space(), Lit("[ARGS]"), Space(), Json(arguments_schema(f))))
                   for f in fns)
     return CallTags("[TOOL_CALLS]", (Tag("[TOOL_CALLS]", Alt(calls), ""),), ("[ARGS]",))
 
