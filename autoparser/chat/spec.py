@@ -253,11 +253,28 @@ IMPLICIT_CONTENT: Mapping[str, Any] = {"repeats": True, "join": ""}
 
 
 def thinking_field(start: str, end: str) -> dict[str, Any]:
-    """The response_template field `thinking` between two reasoning markers. A bare end marker (a generation
-    prompt or a model that closes a reasoning it never opened, thinking off) opens an empty region that it then
-    closes, instead of landing in the content."""
-    start, end = start.strip(), end.strip()
+    """The response_template field `thinking` between two reasoning markers, as literals: vLLM's `beam` parser
+    derives its structural tag only from literal openers and closers (a prompt that opens the reasoning shows its
+    start to the parser through the start anchor, autoparser/export)."""
+    return {"open": start.strip(), "close": end.strip()}
+
+
+def opened_by_its_end(thinking: Mapping[str, Any]) -> dict[str, Any]:
+    """The field `thinking` where the parser sees the output alone (no start anchor), and so never a reasoning
+    start the prompt wrote: a bare end marker opens an empty region that it then closes, instead of landing in
+    the content."""
+    start, end = thinking["open"], thinking["close"]
     return {"open_pattern": f"{re.escape(start)}|(?={re.escape(end)})", "close": end}
+
+
+def closers_pattern(*closers: str, newline_before: bool = False) -> str:
+    """A region's closers in order, as a regex, with the newline a template writes between them and after them
+    (the one between two calls), and before them where `newline_before` (after tagged arguments; not after JSON,
+    which may end in whitespace itself): a finite set of literals, which vLLM's `beam` parser expands into its
+    structural tag's closers (it refuses `\\s*`, more than 16 literals, and closers that arguments could begin to
+    spell: EXPORT-FORMATS.md §2)."""
+    return (r"\n?" if newline_before else "") + r"\n?".join(re.escape(c.strip()) for c in closers if c.strip()) \
+        + r"\n?"
 
 
 def markup_field(markers: Sequence[str]) -> dict[str, Any]:

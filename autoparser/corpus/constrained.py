@@ -23,10 +23,13 @@ from autoparser.corpus.roundtrip import expressible_scenarios
 from autoparser.errors import AutoparserError
 from autoparser.export.constrained import Constraint, constraint, to_lark, to_structural_tag
 
-__all__ = ["BREAKING", "CONSUMERS", "CONSUMERS_FILE", "consumer_record", "consumer_results", "lark_acceptor",
-           "record_text", "xgrammar_acceptor"]
+__all__ = ["BEAM", "BREAKING", "CONSUMERS", "CONSUMERS_FILE", "beam_results", "consumer_record", "consumer_results",
+           "lark_acceptor", "record_text", "xgrammar_acceptor"]
 
 CONSUMERS = ("xgrammar", "llguidance")
+# vLLM's `beam` parser, which derives its own structural tag from the response_template we export (checked by
+# xgrammar): a consumer of that export, recorded beside the two above where its modules are installed.
+BEAM = "vllm-beam"
 # The mutations that break the format: a constrained decoder must never let them through.
 BREAKING = ("cut_last_closer", "missing_call_opener")
 # A template's record of what the consumers made of its exports, in its snapshot folder (snapshots/<key>/): written
@@ -119,21 +122,92 @@ def consumer_results(name: str, source: str) -> dict[str, str | None]:
     return results
 
 
+def beam_results(name: str, source: str) -> dict[str, str | None]:
+    """Case id -> None or what went wrong, for vLLM's `beam` parser reading the response_template we export
+    (export.response_template): for each scenario whose output is calls alone (the `required` requests, where beam
+    constrains a template whose content has no opener), beam derives a structural tag from the template alone
+    (vLLM's `tool_call_structural_tag`, as its parser calls it), and xgrammar accepts the intended output and
+    rejects the broken ones under it (`name::scenario::vllm-beam`, `name::scenario::mutation::vllm-beam`). Needs
+    vLLM's parser modules on sys.path (`python -m tools.vllm_beam`). {} for a template with no response_template or
+    no such scenario."""
+    from vllm.parser.chat_parsing.response_templates import load_response_template
+    from vllm.parser.response_template_grammar import message_start_anchors, tool_call_structural_tag
+
+    from autoparser.export import response_template
+
+    try:
+        spec = response_template(source)
+    except AutoparserError:
+        return {}
+    scenarios = [(b, p) for b, p in expressible_scenarios(source) if b.request.get("tools")
+                 and as_message(b.expected).tool_calls and not as_message(b.expected).content.strip()]
+    if "tool_calls" not in spec["fields"] or not scenarios:
+        return {}
+    try:
+        template = load_response_template(spec)
+    except ValueError as e:
+        return {f"{name}::{b.scenario}::{BEAM}": f"vLLM refuses the response_template: {e}" for b, _ in scenarios}
+    thinking = template.fields.get("thinking")
+    results: dict[str, str | None] = {}
+    for built, params in scenarios:
+        case, request = f"{name}::{built.scenario}::{BEAM}", built.request
+        # where the prompt ends at the message's start, the tag covers the whole output (beam's `_starts_message`)
+        ends = [m.end() for m in template.start_anchor_re.finditer(params.prompt)]
+        at_start = bool(ends) and ends[-1] == len(params.prompt)
+        try:
+            tag = tool_call_structural_tag(
+                template.fields["tool_calls"], [t.get("function", t) for t in request["tools"]],
+                parallel_tool_calls=bool(request.get("parallel_tool_calls")), thinking=thinking,
+                message_start=message_start_anchors(template) if at_start else None,
+                sorted_arguments=True, strict_arguments=True)
+        except ValueError as e:
+            results[case] = f"beam refuses the tools: {e}"
+            continue
+        if tag is None:
+            results[case] = "beam derives no structural tag from the response_template"
+            continue
+        # a reasoning the prompt opened is beam's reasoning gate's: the tag constrains what follows its end
+        output = _after_open_reasoning(built.output, thinking, params.prompt)
+        try:
+            accepts = xgrammar_acceptor(tag)
+        except (RuntimeError, ValueError) as e:
+            results[case] = f"xgrammar refuses beam's tag: {str(e).splitlines()[0]}"
+            continue
+        results[case] = None if accepts(output) else f"rejects the intended output {output!r}"
+        for m in mutations(params, built.output, as_message(built.expected), kinds=BREAKING):
+            broken = _after_open_reasoning(m.output, thinking, params.prompt)
+            results[f"{name}::{built.scenario}::{m.kind}::{BEAM}"] = \
+                f"accepts the broken output {broken!r}" if accepts(broken) else None
+    return results
+
+
+def _after_open_reasoning(output: str, thinking: Any, prompt: str) -> str:
+    """The output after the reasoning's end where the prompt left the reasoning open (its last opener after its
+    last closer), else the whole output."""
+    if thinking is None or not thinking.open_literals or not thinking.close_literals:
+        return output
+    start, end = thinking.open_literals[0], thinking.close_literals[0]
+    if prompt.rfind(start) <= prompt.rfind(end) or end not in output:
+        return output
+    return output[output.index(end) + len(end):]
+
+
 def consumer_record(results: Mapping[str, str | None]) -> dict[str, Any]:
-    """A template's record of its `consumer_results`: whether the requests of its scenarios export (`exported`,
-    or why not), and per consumer how many intended outputs it accepts and how many broken ones it rejects, of
-    how many. {} for a template whose scenarios hold no call."""
+    """A template's record of its `consumer_results` (and `beam_results`): whether the requests of its scenarios
+    export (`exported`, or why not), and per consumer how many intended outputs it accepts and how many broken ones
+    it rejects, of how many. {} for a template whose scenarios hold no call."""
     if not results:
         return {}
     record: dict[str, Any] = {}
     for case, failure in results.items():
         if case.endswith("::export"):
             record["export"] = failure or "exported"
-    for consumer in CONSUMERS:
+    for consumer in (*CONSUMERS, BEAM):
         intended = [f for case, f in results.items() if case.endswith(f"::{consumer}") and case.count("::") == 2]
         broken = [f for case, f in results.items() if case.endswith(f"::{consumer}") and case.count("::") == 3]
-        record[consumer] = {"accepted": sum(f is None for f in intended), "intended": len(intended),
-                            "rejected": sum(f is None for f in broken), "broken": len(broken)}
+        if consumer in CONSUMERS or intended:  # (beam only where the response_template exports calls)
+            record[consumer] = {"accepted": sum(f is None for f in intended), "intended": len(intended),
+                                "rejected": sum(f is None for f in broken), "broken": len(broken)}
     return record
 
 

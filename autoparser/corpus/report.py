@@ -41,7 +41,7 @@ from autoparser.corpus.artefacts import (
     snapshot_key,
     template_artefacts,
 )
-from autoparser.corpus.constrained import CONSUMERS, CONSUMERS_FILE
+from autoparser.corpus.constrained import BEAM, CONSUMERS, CONSUMERS_FILE
 from autoparser.corpus.exported import transformers_results
 from autoparser.corpus.manifest import atomic_write_bytes
 from autoparser.corpus.mutations import recovery_counts
@@ -347,7 +347,7 @@ def _consumer_fields(path: Path) -> dict[str, Any]:
     record = json.loads(text)
     return {"constrained": str(record["export"]),
             "consumers": tuple((c, *(int(record[c][k]) for k in ("accepted", "intended", "rejected", "broken")))
-                               for c in CONSUMERS)}
+                               for c in (*CONSUMERS, BEAM) if c in record)}
 
 
 def _collect_one(args: tuple[CorpusEntry, Path | None]) -> TemplateRow:
@@ -594,12 +594,12 @@ def _constrained_cell(r: TemplateRow) -> str:
     """The structural tag / Lark column: per consumer, the intended outputs it accepts under the export (sorted by
     the lower share), the broken ones it rejects in the tooltip; or why the template's requests do not export."""
     intended = [(c, a, n, rj, b) for c, a, n, rj, b in r.consumers if n]
-    if not intended:
+    if not any(c in CONSUMERS for c, *_ in intended):  # (beam's line reads the response_template, not this export)
         if not r.constrained:
             return _td("-2", "", "")
         why = f'<details class="cell"><summary>n/e</summary><small>{_e(r.constrained)}</small></details>'
         return _td("-1", why, "not_expressible")
-    share = min(a / n for _, a, n, _, _ in intended)
+    share = min(a / n for c, a, n, _, _ in intended if c in CONSUMERS)
     lines = "<br>".join(f'<span title="{_e(f"rejects {rj}/{b} broken outputs")}">{_e(c)} {a}/{n}</span>'
                         for c, a, n, rj, b in intended)
     return _td(f"{share:.4f}", lines, "num")

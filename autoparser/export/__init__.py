@@ -48,7 +48,9 @@ from autoparser.chat.spec import (
     IMPLICIT_CONTENT,
     FormatSpec,
     call_transform,
+    closers_pattern,
     markup_field,
+    opened_by_its_end,
     thinking_field,
 )
 from autoparser.errors import ExportError
@@ -107,12 +109,20 @@ def _response_template(source: str) -> dict[str, Any]:
 def _with_anchor(source: str, fields: dict[str, Any], openers: tuple[str, ...],
                  assistant_start: str = "") -> dict[str, Any]:
     """The response_template of `fields`, anchored where the template's generation prompt begins (`_anchors`)."""
+    calls = fields.get("tool_calls", {})
+    if "(?P<name>" in calls.get("open_pattern", ""):
+        # The whitespace before a call is the call's: vLLM's `beam` parser makes a structural tag of the reasoning,
+        # then of each call's opener (a regex, its name filled in) and arguments, and only the opener can take the
+        # newlines a template writes after the reasoning or between calls.
+        fields = {**fields, "tool_calls": {**calls, "open_pattern": r"\s*" + calls["open_pattern"]}}
     spec: dict[str, Any] = {"version": 1}
     anchors = _anchors(source, openers, assistant_start)
     if anchors:
         spec["start_anchor"] = anchors if len(anchors) > 1 else anchors[0]
     else:  # the prompt shows no assistant start: the output alone is parsed
         spec["start_anchor_pattern"] = r"\Z"
+        if "thinking" in fields:
+            fields = {**fields, "thinking": opened_by_its_end(fields["thinking"])}
     spec["fields"] = fields
     return spec
 
@@ -227,13 +237,15 @@ def _json_native(t: ToolsAnalysis, parallel: bool) -> dict[str, Any]:
     field: dict[str, Any] = {"content": "json"}
     if fmt.per_call_start.strip(C_SPACE):
         # one region per call: the section's markers, if any, go with the first call's opener and the last's closer
-        field["open_pattern"] = _seq(f"(?:{_lit(fmt.section_start)})?" if fmt.section_start.strip(C_SPACE) else "",
-                                     _lit(fmt.per_call_start))
+        opener = _seq(f"(?:{_lit(fmt.section_start)})?" if fmt.section_start.strip(C_SPACE) else "",
+                      _lit(fmt.per_call_start))
         close = fmt.per_call_end.strip(C_SPACE)
         if not close:
             raise ExportError("each call has an opener but no closer: a region of JSON would run into the next")
-        field["close"] = close
         field["repeats"] = True
+        if fmt.parameter_order == (name, args):
+            return field | _named_json_call(opener, name, args, close)
+        field["open_pattern"], field["close"] = opener, close
         field["transform"] = call_transform(f"{{content.{name}}}", f"{{content.{args}}}")
         return field
     if fmt.section_start.strip(C_SPACE):
@@ -256,6 +268,17 @@ def _json_native(t: ToolsAnalysis, parallel: bool) -> dict[str, Any]:
     return field
 
 
+def _named_json_call(opener: str, name: str, args: str, close: str) -> dict[str, Any]:
+    """`<tool_call>{"name": "NAME", "arguments": {...}}</tool_call>`, where the template writes the name's key first
+    and the arguments' second: the opener runs up to the arguments' value, capturing the name, and the region is
+    that value, closed by the object's brace and the call's closer. transformers reads it as it reads the whole
+    object; vLLM's `beam` parser derives a structural tag only from a name its opener captures (EXPORT-FORMATS.md
+    §2)."""
+    key = r'"{}"\s*:\s*'.format
+    return {"open_pattern": _seq(opener, r"\{", key(re.escape(name)) + f'"{_NAME}"', ",", key(re.escape(args))),
+            "close_pattern": closers_pattern("}", close), "transform": dict(CALL_TRANSFORM)}
+
+
 def _tagged(t: ToolsAnalysis, content: dict[str, Any]) -> dict[str, Any]:
     """One region per call, opened by the call's markers up to its name (captured), closed by its last closer."""
     fmt, fn, cid = t.format, t.function, t.call_id
@@ -273,7 +296,7 @@ def _tagged(t: ToolsAnalysis, content: dict[str, Any]) -> dict[str, Any]:
         _lit(fn.name_suffix), between, _lit(fn.args_separator), _lit(t.arguments.start))
     closers = [c.strip(C_SPACE) for c in (t.arguments.end, fn.close, fmt.per_call_end) if c.strip(C_SPACE)]
     if closers:
-        close = _seq(*map(re.escape, closers))
+        close = closers_pattern(*closers, newline_before=content["content"] == "xml-inline")
     else:  # a call without a closer ends where the next one begins, or with the output
         close = f"(?={_seq(per_call, _lit(fn.name_prefix))})"
     return {"open_pattern": open_, "close_pattern": close, **content, "repeats": True,

@@ -6,23 +6,31 @@ ratchet/consumers.json with their reasons. Each template's snapshot folder recor
 it (snapshots/<key>/consumers.json: exported, accepted, rejected), which the corpus report shows; a record that
 is not what the consumers do now fails here (`python -m tests.export.test_consumers --write-snapshots`).
 
+vLLM's `beam` parser is checked the same way on the response_template we export: the structural tag it derives from
+that file alone (for the requests that must call) accepts the intended outputs and rejects the broken ones
+(`beam_results`; vLLM's modules come from `python -m tools.vllm_beam`).
+
 xgrammar and llguidance are not in the test extra (xgrammar imports torch): `tox -e consumers` installs them
-(torch's CPU build) and sets AUTOPARSER_REQUIRE_CONSUMERS=1, so that a missing consumer fails there; elsewhere
-these tests are skipped, and say why.
+(torch's CPU build), brings vLLM's modules and sets AUTOPARSER_REQUIRE_CONSUMERS=1, so that a missing consumer
+fails there; elsewhere these tests are skipped, and say why.
 """
 
 from __future__ import annotations
 
 import importlib
 import os
+import sys
 from pathlib import Path
 
 import pytest
 
 from autoparser.corpus import Corpus
 from autoparser.testing.ratchet import Ratchet
+from tools import vllm_beam
 
-for _module in ("xgrammar", "llguidance"):
+# vLLM's beam parser's modules, where `python -m tools.vllm_beam` put them
+sys.path.append(str(vllm_beam.root()))
+for _module in ("xgrammar", "llguidance", "vllm.parser.response_template_grammar"):
     try:
         importlib.import_module(_module)
     except ImportError:
@@ -32,7 +40,10 @@ for _module in ("xgrammar", "llguidance"):
 
 from autoparser.corpus.artefacts import snapshot_key  # noqa: E402
 from autoparser.corpus.constrained import (  # noqa: E402 (after the consumers are found)
+    BEAM,
+    CONSUMERS,
     CONSUMERS_FILE,
+    beam_results,
     consumer_record,
     consumer_results,
     record_text,
@@ -50,7 +61,7 @@ def _record_file(name: str) -> Path:
 @pytest.mark.corpus
 @pytest.mark.parametrize("name", CORPUS.names())
 def test_the_consumers_accept_the_intended_outputs_and_reject_broken_ones(name: str) -> None:
-    results = consumer_results(name, CORPUS.by_name(name).read_text())
+    results = _results(name)
     record, path = consumer_record(results), _record_file(name)
     recorded = path.read_text(encoding="utf-8") if path.is_file() else None
     assert recorded == (record_text(record) if record else None), (
@@ -65,7 +76,9 @@ def test_the_ratchet_names_corpus_templates() -> None:
 
 
 def _results(name: str) -> dict[str, str | None]:
-    return consumer_results(name, CORPUS.by_name(name).read_text())
+    """Our constraint's consumers, then vLLM's beam reading our response_template."""
+    source = CORPUS.by_name(name).read_text()
+    return consumer_results(name, source) | beam_results(name, source)
 
 
 def main() -> None:
@@ -86,7 +99,7 @@ def main() -> None:
     exports = {case: failure for case, failure in results.items() if case.endswith("::export")}
     print(f"templates whose scenarios call a tool: {len(exports)}; exported: "
           f"{sum(f is None for f in exports.values())}")
-    for consumer in ("xgrammar", "llguidance"):
+    for consumer in (*CONSUMERS, BEAM):
         accepted = Counter(f is None for case, f in results.items() if case.endswith(f"::{consumer}")
                            and case.count("::") == 2)
         rejected = Counter(f is None for case, f in results.items() if case.endswith(f"::{consumer}")

@@ -78,11 +78,44 @@ def test_transformers_reads_the_block_the_generation_prompt_opens(output: str) -
 
     spec = response_template(_PROMPT_OPENS_THINK)
     assert spec["start_anchor"] == "<|im_start|>assistant"
-    assert spec["fields"]["thinking"] == {"open_pattern": "<think>|(?=</think>)", "close": "</think>"}
+    assert spec["fields"]["thinking"] == {"open": "<think>", "close": "</think>"}
     params = generate(_PROMPT_OPENS_THINK, {"messages": [{"role": "user", "content": "Hi"}],
                                             "reasoning_format": "auto"})
     theirs = as_message(transformers_message(chat_parsing.parse_response(output, spec, prefix=params.prompt)))
     assert not message_differences(params.parse(output), theirs)
+
+
+# vLLM's beam parser derives a structural tag only from a call field whose opener captures the name, with exactly
+# this transform, and whose closers and reasoning markers are literals (EXPORT-FORMATS.md §2); the consumers' test
+# (tests/export/test_consumers.py) checks the tag it derives with vLLM's own code.
+_BEAM_TRANSFORM = {"type": "function", "function": {"name": "{name}", "arguments": "{content}"}}
+
+
+def test_json_calls_whose_name_comes_first_name_the_function_in_the_opener() -> None:
+    """Qwen3 renders `{"name": ..., "arguments": ...}` in `<tool_call>`: the opener runs to the arguments' value
+    and captures the name; transformers reads the arguments as before."""
+    from transformers.utils import chat_parsing
+
+    spec = response_template(CORPUS.by_name("Qwen__Qwen3-0.6B").read_text())
+    calls = spec["fields"]["tool_calls"]
+    assert calls["transform"] == _BEAM_TRANSFORM and "(?P<name>" in calls["open_pattern"]
+    assert spec["fields"]["thinking"] == {"open": "<think>", "close": "</think>"}
+    output = ('<think>\nHm.\n</think>\n\n<tool_call>\n{"name": "get_weather", "arguments": {"city": "Paris", '
+              '"days": {"n": 2}}}\n</tool_call>\n<tool_call>\n{"name": "ping", "arguments": {}}\n</tool_call>')
+    message = transformers_message(chat_parsing.parse_response(output, spec, prefix=""))
+    assert message["reasoning_content"].strip() == "Hm."
+    assert message["tool_calls"] == [{"name": "get_weather", "arguments": {"city": "Paris", "days": {"n": 2}}},
+                                     {"name": "ping", "arguments": {}}]
+
+
+def test_a_reasoning_the_prompt_opens_unseen_is_opened_by_its_end() -> None:
+    """Solar Open2's prompt writes its assistant header whatever `add_generation_prompt` says, and the analysis
+    finds no assistant start: with no anchor the parser never sees the `<|think:start|>` the prompt wrote, so a bare
+    end marker opens the (empty) reasoning instead of landing in the content."""
+    spec = response_template(CORPUS.by_name("upstage__Solar-Open2-250B").read_text())
+    assert spec["start_anchor_pattern"] == r"\Z"
+    assert spec["fields"]["thinking"] == {"open_pattern": r"<\|think:start\|>|(?=<\|think:end\|>)",
+                                          "close": "<|think:end|>"}
 
 
 # --- the command line -----------------------------------------------------------------------------------------

@@ -15,7 +15,16 @@ from dataclasses import replace
 from functools import partial
 
 from autoparser.chat.builder import ChatBuilder, TaggedMarkers
-from autoparser.chat.spec import CALL_TRANSFORM, Build, FormatSpec, Laziness, Prefill, response_fields, word
+from autoparser.chat.spec import (
+    CALL_TRANSFORM,
+    Build,
+    FormatSpec,
+    Laziness,
+    Prefill,
+    closers_pattern,
+    response_fields,
+    word,
+)
 from autoparser.chat.tools import Function, Parameter, functions
 from autoparser.peg.builder import P
 
@@ -113,7 +122,7 @@ def _mixed_value(p: ChatBuilder, types: frozenset[str], close: P, raw: P) -> P:
 # The calls for transformers' parser: `<function=NAME>` opens one (after `<tool_call>`, which Qwen3-Coder may
 # drop), its parameters read by `xml-inline`, their values cast by the tools' schemas.
 _CALLS = {"open_pattern": r"(?:<tool_call>\s*)?<function=(?P<name>[^>\s]+)>",
-          "close_pattern": r"</function>\s*</tool_call>", "content": "xml-inline",
+          "close_pattern": closers_pattern("</function>", "</tool_call>", newline_before=True), "content": "xml-inline",
           "content_args": {"tag_pattern": r"<parameter=(?P<key>[^>\s]+)>(?P<value>.*?)</parameter>",
                            "value_parser": {"name": "text"}},
           "repeats": True, "transform": CALL_TRANSFORM}
