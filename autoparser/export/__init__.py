@@ -60,7 +60,8 @@ from autoparser.peg.nodes import C_SPACE
 from autoparser.template.render import normalize_source
 from autoparser.template.sandbox import time_budget
 
-__all__ = ["ExportError", "lark_grammar", "response_template", "structural_tag", "transformers_message"]
+__all__ = ["READERS", "ExportError", "lark_grammar", "response_template", "structural_tag", "transformers_message",
+           "vllm_fields"]
 
 # A tool's name as templates write it; `name` is the capture the transform reads.
 _NAME = r"(?P<name>[A-Za-z0-9_.:\-]+)"
@@ -76,10 +77,45 @@ def _seq(*parts: str) -> str:
     return r"\s*".join(p for p in parts if p)
 
 
-def response_template(source: str) -> dict[str, Any]:
-    """The response_template of a chat template (its source text); ExportError when it cannot be expressed."""
+# Who reads the response_template: transformers' `parse_response`, or vLLM's `hf` and `beam` parsers (its copy of
+# transformers' parser, served under stricter rules: `vllm_fields`).
+READERS = ("transformers", "vllm")
+
+
+def response_template(source: str, reader: str = "transformers") -> dict[str, Any]:
+    """The response_template of a chat template (its source text), for `reader` (READERS); ExportError when it
+    cannot be expressed."""
+    if reader not in READERS:
+        raise ValueError(f"reader {reader!r}: one of {', '.join(READERS)}")
     with time_budget(phase="exporting"):
-        return _response_template(normalize_source(source))
+        spec = _response_template(normalize_source(source))
+    return {**spec, "fields": vllm_fields(spec["fields"])} if reader == "vllm" else spec
+
+
+def vllm_fields(fields: Mapping[str, Any]) -> dict[str, Any]:
+    """The fields as vLLM serves them (vLLM 0.33 `validate_response_template_for_serving`: only `thinking`,
+    `content` and `tool_calls`, text without `join`; its copy of the parser has no `python-call-list`). Its
+    server assembles the content from every piece the parser emits, so the implicit content needs no `join`; a
+    section's end after the last call becomes an optional part of the call's closer (a whole output is read
+    right; vLLM's stream, like transformers', may commit the closer before that end arrives and show it as
+    content)."""
+    out = {k: copy.deepcopy(v) for k, v in fields.items() if k != "markup"}
+    if out.get("content") == IMPLICIT_CONTENT:
+        out["content"] = {}
+    calls = out.get("tool_calls")
+    if calls is None:
+        return out
+    if calls.get("content") == "python-call-list":
+        raise ExportError("the calls are a Python list: vLLM's copy of transformers' parser has no python-call-list")
+    ends = [m for m in fields.get("markup", {}).get("open", ())]
+    if ends:
+        close = calls.pop("close_pattern", None) or "|".join(map(re.escape, _as_list(calls.pop("close", []))))
+        calls["close_pattern"] = f"(?:{close})(?:{'|'.join(map(re.escape, ends))})?"
+    return out
+
+
+def _as_list(value: str | list[str]) -> list[str]:
+    return [value] if isinstance(value, str) else list(value)
 
 
 def _response_template(source: str) -> dict[str, Any]:
@@ -312,7 +348,9 @@ def _xml_arguments(t: ToolsAnalysis) -> dict[str, Any]:
     after_key = [m for m in (a.name_suffix, a.value_prefix) if m.strip(C_SPACE)]
     if not after_key:
         raise ExportError("nothing marks where an argument's name ends and its value begins")
-    pattern = _lit(a.name_prefix) + r"(?P<key>[^<>\s\"']+?)" + _seq(*map(_lit, after_key)) + \
+    # (the markers between a name and its value with the newline a template writes between them, as literals:
+    # vLLM's beam expands them into its tag's parameter openers)
+    pattern = _lit(a.name_prefix) + r"(?P<key>[^<>\s\"']+?)" + r"\n?".join(map(_lit, after_key)) + \
         r"(?P<value>.*?)" + _lit(a.value_suffix)
     return {"content": "xml-inline", "content_args": {"tag_pattern": pattern, "value_parser": {"name": "text"}}}
 

@@ -10,6 +10,7 @@ its caches).
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -118,6 +119,44 @@ def test_a_reasoning_the_prompt_opens_unseen_is_opened_by_its_end() -> None:
                                           "close": "<|think:end|>"}
 
 
+# vLLM 0.33's `validate_response_template_for_serving` (vllm/parser/response_template.py), which `--reasoning-parser
+# hf|beam` and `--tool-call-parser hf|beam` run at start-up: only these fields, text without transform or join.
+_VLLM_FIELDS = {"thinking", "content", "tool_calls"}
+
+
+def test_the_vllm_form_is_one_vllm_serves() -> None:
+    """Every corpus template with a response_template has one for vLLM (but Python lists), which keeps vLLM's
+    serving rules (transformers' own form has a `join` on the content and a `markup` field, which vLLM refuses at
+    start-up): a section's end is an optional part of the call's closer instead."""
+    for entry in CORPUS.entries:
+        try:
+            ours = response_template(entry.read_text())["fields"]
+        except AutoparserError:
+            continue
+        if ours.get("tool_calls", {}).get("content") == "python-call-list":  # (vLLM's parser has no such reader)
+            with pytest.raises(AutoparserError, match="no python-call-list"):
+                response_template(entry.read_text(), "vllm")
+            continue
+        fields = response_template(entry.read_text(), "vllm")["fields"]
+        assert set(fields) <= _VLLM_FIELDS, entry.name
+        for name in ("thinking", "content"):
+            field = fields.get(name, {})
+            assert field.get("content", "text") == "text" and "transform" not in field and "join" not in field
+        if "markup" in ours:
+            ends = ours["markup"]["open"]
+            assert all(re.escape(end) in fields["tool_calls"]["close_pattern"] for end in ends), entry.name
+
+
+def test_the_vllm_form_drops_the_join_and_folds_the_section_end() -> None:
+    kimi = CORPUS.by_name("moonshotai__Kimi-K2-Instruct-0905").read_text()
+    theirs, ours = response_template(kimi, "vllm")["fields"], response_template(kimi)["fields"]
+    assert ours["content"] == {"repeats": True, "join": ""} and theirs["content"] == {}
+    assert "markup" in ours and "markup" not in theirs
+    assert theirs["tool_calls"]["close_pattern"] == r"(?:<\|tool_call_end\|>)(?:<\|tool_calls_section_end\|>)?"
+    with pytest.raises(ValueError, match="one of transformers, vllm"):
+        response_template(kimi, "sglang")
+
+
 # --- the command line -----------------------------------------------------------------------------------------
 
 def test_cli_prints_the_template_or_says_why_not(capsys: pytest.CaptureFixture[str]) -> None:
@@ -126,6 +165,11 @@ def test_cli_prints_the_template_or_says_why_not(capsys: pytest.CaptureFixture[s
     spec = json.loads(capsys.readouterr().out)
     assert spec["start_anchor"] == "<|im_start|>assistant" and set(spec["fields"]) == {"thinking", "content",
                                                                                         "tool_calls"}
+    assert main(["export", "response-template", qwen3, "--for", "vllm"]) == 0
+    assert json.loads(capsys.readouterr().out)["fields"]["content"] == {}
+    lfm = str(CORPUS.by_name("ggufdoctor__LiquidAI_LFM2.5-2.6B-GGUF").path)
+    assert main(["export", "response-template", lfm, "--for", "vllm"]) == 2
+    assert "no python-call-list" in capsys.readouterr().err
     apertus = str(CORPUS.by_name("swiss-ai__Apertus-8B-Instruct-2509").path)
     assert main(["export", "response-template", apertus]) == 2
     err = capsys.readouterr().err
