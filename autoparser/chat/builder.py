@@ -320,6 +320,13 @@ class ChatBuilder(ChatTags):
         whitespace between them, as models write them."""
         return self.literal(text)
 
+    def name_attribute(self, opener: str, name: Callable[[], P]) -> tuple[Callable[[], P], ...]:
+        """The operands (for `cpp_sum`, which keeps the C++'s order) of an element that names a tool or an argument
+        in its one attribute, as the template writes it: `opener` (`<param name="`), `name()`, `">`. Relaxed: one
+        operand, also reading the name in single quotes, and other attributes before or after it (`<param
+        type="text" name='city'>`), as a `repair:attribute_spelling`."""
+        return lambda: self.literal(opener), name, lambda: self.literal('">')
+
     def spaced_marker(self, text: str) -> P:
         """A marker the template writes right after what precedes it, where alone llama.cpp reads it (a value
         that begins with whitespace and then the marker is text to it). Relaxed: whitespace before it, the
@@ -445,7 +452,7 @@ class ChatBuilder(ChatTags):
 
     def quoted_name_arg(self, opener: str, param: Parameter, string_value: P, close: str, schema_rule: str,
                         schema: Any) -> P:
-        """`OPENER + NAME + '">' + value`: `string_value` (which closes itself) where the parameter admits a
+        """`OPENER + NAME + '">' + value` (`name_attribute`): `string_value` (which closes itself) where the parameter admits a
         string, else its JSON value and `close` (operands in the C++ evaluation order)."""
         value = self.eps()  # default-initialised in the C++ (it takes an id)
         if param.may_be_string:
@@ -457,9 +464,8 @@ class ChatBuilder(ChatTags):
             python = self.python_spelled(param)
             if python is not None:
                 value = value | python + self.tool_arg_close(self.literal(close))
-        opener_parser = self.tool_arg_open(self.cpp_sum(lambda: self.literal(opener),
-                                                        lambda: self.tool_arg_name(self.literal(param.name)),
-                                                        lambda: self.literal('">')))
+        opener_parser = self.tool_arg_open(self.cpp_sum(
+            *self.name_attribute(opener, lambda: self.tool_arg_name(self.literal(param.name)))))
         return self.tool_arg(opener_parser + value)
 
     def fenced_json(self, schema: Any) -> P:

@@ -31,6 +31,8 @@ MESSAGES = {
     "missing_reasoning_start": "reasoning end {raw!r} at {pos} with no reasoning open: the text before it read as "
                                "reasoning",
     "stray_reasoning_end": "reasoning end {raw!r} at {pos} with no reasoning open: dropped",
+    "attribute_spelling": "a name attribute spelled otherwise at {pos} (in single quotes, or beside other "
+                          "attributes): read as the template's",
     "missing_reasoning_block": "no reasoning block at {pos}, where the format writes one: the text read as "
                                "content",
     "reasoning_ended_by_call": "tool call at {pos} while reasoning was open: reasoning ends there",

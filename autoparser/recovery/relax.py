@@ -257,6 +257,27 @@ class RelaxedBuilder(LooseCalls):
         return first + self.zero_or_more(self.tag(END_SPACE, self.space()) + at_marker
                                          + self.repair("section_repeated", again()))
 
+    def name_attribute(self, opener: str, name: Callable[[], P]) -> tuple[Callable[[], P], ...]:
+        element = opener.removesuffix(' name="')
+        if element == opener:
+            return super().name_attribute(opener, name)
+
+        def attributes() -> P:  # (`type="text"`: what they say is not read; never the name: PEG does not go back)
+            value = self.choice([self.literal(q) + self.until(q) + self.literal(q) for q in ('"', "'")])
+            return self.zero_or_more(self.chars("[ \t\n]") + self.negate(self.literal("name="))
+                                     + self.chars("[A-Za-z_:]", 1, 1) + self.chars(r"[A-Za-z0-9_:.\-]", 0)
+                                     + self.literal("=") + value)
+
+        def spelled(quote: str) -> P:
+            return (self.literal(element) + attributes() + self.chars("[ \t\n]") + self.literal(f"name={quote}")
+                    + name() + self.literal(quote) + attributes() + self.space() + self.literal(">"))
+
+        def either() -> P:
+            strict = self.cpp_sum(*super(RelaxedBuilder, self).name_attribute(opener, name))
+            return self.choice([strict, self.repair("attribute_spelling", self.choice([spelled('"'), spelled("'")]))])
+
+        return (either,)
+
     def _loose_between(self) -> P:
         """Between two calls as models write them: whitespace, or `;` or `,` with whitespace around."""
         return self.space() + self.optional(self.chars("[;,]", 1, 1) + self.space())

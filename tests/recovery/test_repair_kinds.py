@@ -997,3 +997,21 @@ def test_the_whitespace_around_a_fenced_json_block_is_formatting(space: str) -> 
     got = params.parse(out)
     assert [(c.name, json.loads(c.arguments)) for c in got.tool_calls] == [("get_weather", {"city": "Paris"})]
     assert got.content == "" and not got.diagnostics
+
+
+# --- a name attribute spelled otherwise (issue 35: mlx-lm's MiniCPM5 and Muse Spark tests) --------------------
+# Each form is checked on the other template than the one whose peer test showed it.
+
+@pytest.mark.parametrize(("template", "out", "enable_thinking"), [
+    # single quotes (mlx-lm's MiniCPM5 test), on Muse Glimmer's ATEM markup
+    ("llama.cpp__muse-glimmer",
+     " to=get_weather<|message|><atem:function_calls><atem:invoke name='get_weather'><atem:parameter name='city'>"
+     "Paris</atem:parameter></atem:invoke></atem:function_calls>", True),
+    # another attribute before the name, and one after it (mlx-lm's Muse Spark test), on MiniCPM5
+    ("llama.cpp__openbmb-MiniCPM5-1B",
+     '<function type="tool" name="get_weather">\n<param name="city" type="string">Paris</param>\n</function>', False),
+])
+def test_a_name_attribute_in_single_quotes_or_beside_other_attributes(template: str, out: str,
+                                                                      enable_thinking: bool) -> None:
+    check(case(template, out, enable_thinking=enable_thinking), {"tool_calls": [PARIS]},
+          ["attribute_spelling", "attribute_spelling"])

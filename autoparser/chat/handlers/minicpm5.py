@@ -56,9 +56,8 @@ def _build(b: Build) -> P:
                                            f"tool-{f.name}-arg-{param.name}-schema", f.schema)
                          for param in parameters(f)]
             args = p.args_any_order(arg_rules)
-            tool_open = p.tool_open(p.cpp_sum(lambda: p.literal('<function name="'),
-                                            lambda: p.tool_name(p.literal(name)),  # noqa: B023 (called at once)
-                                            lambda: p.literal('">')))
+            tool_open = p.tool_open(p.cpp_sum(*p.name_attribute(
+                '<function name="', lambda: p.tool_name(p.literal(name)))))  # noqa: B023 (called at once)
             tool_parser = p.tool(tool_open << p.tool_args(args) << p.tool_close(p.literal("</function>")))
             tool_choice |= p.rule(f"tool-{name}", tool_parser)
 

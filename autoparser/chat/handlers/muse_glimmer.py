@@ -87,8 +87,7 @@ def _tool(p: ChatBuilder, name: str, args: P) -> P:
     def head(*recipient: Callable[[], P]) -> P:
         return p.tool_open(p.cpp_sum(
             *recipient, lambda: p.joined_markers("<|message|><atem:function_calls>"), p.space,
-            lambda: p.literal('<atem:invoke name="'), lambda: p.tool_name(p.literal(name)), lambda: p.literal('">'),
-            p.space))
+            *p.name_attribute('<atem:invoke name="', lambda: p.tool_name(p.literal(name))), p.space))
 
     # (relaxed: a message header without its ` to=RECIPIENT`, the call told by its body)
     tool_open = p.omissible(lambda: head(lambda: p.literal(" to="), lambda: p.until("<|message|>")), head,
