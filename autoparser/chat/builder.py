@@ -278,6 +278,13 @@ class ChatBuilder(ChatTags):
         puts all its calls in one wrapper."""
         return call
 
+    def more_calls_before(self, call: Callable[[], P], *closer: Callable[[], P]) -> tuple[Callable[[], P], ...]:
+        """The operands (for `cpp_sum`) of the end of a block that the template writes around each call, where the
+        block's opener is part of the call's opener and its end part of the call's closer (Muse Glimmer's
+        `<atem:function_calls>`). Relaxed: further calls (`call()`, the block's inner call alone) before that end,
+        where the model puts several calls in one block, as `repair:calls_grouped`."""
+        return closer
+
     def call_sections(self, first: P, again: Callable[[], P], markers: Sequence[str]) -> P:
         """The calls' section (`first`). Relaxed: further sections after it (`again()`: a section that holds at
         least one call, beginning with one of `markers`), where the model opens a section for each call although

@@ -248,6 +248,11 @@ class RelaxedBuilder(LooseCalls):
     def grouped_calls(self, call: P) -> P:
         return call + self.zero_or_more(self.repair("calls_grouped", self._loose_between()) + call)
 
+    def more_calls_before(self, call: Callable[[], P], *closer: Callable[[], P]) -> tuple[Callable[[], P], ...]:
+        # (a call read here sits inside the first call's closer: the mapper closes that call first, pre-order)
+        return (lambda: self.zero_or_more(self.repair("calls_grouped", self.space() + call()))
+                + self.cpp_sum(*closer),)
+
     def call_sections(self, first: P, again: Callable[[], P], markers: Sequence[str]) -> P:
         stops = [m.strip(C_SPACE) for m in markers if m.strip(C_SPACE)]
         # (a further section begins with its marker: text the model echoes after the calls is no section. Text

@@ -1015,3 +1015,16 @@ def test_a_name_attribute_in_single_quotes_or_beside_other_attributes(template: 
                                                                       enable_thinking: bool) -> None:
     check(case(template, out, enable_thinking=enable_thinking), {"tool_calls": [PARIS]},
           ["attribute_spelling", "attribute_spelling"])
+
+
+def test_several_invokes_in_the_block_the_template_writes_around_one() -> None:
+    """Muse Glimmer writes each call as its own message, `<atem:function_calls>` around one `<atem:invoke>`; a model
+    puts several in one block (mlx-lm's Muse Spark test; the corpus has no other template of this format): each
+    is a call. Three here, the last with an object value, on lines of their own."""
+    out = (' to=get_weather<|message|><atem:function_calls><atem:invoke name="get_weather"><atem:parameter name="city">'
+           'Paris</atem:parameter></atem:invoke>\n<atem:invoke name="get_weather">\n<atem:parameter name="city">Rome'
+           '</atem:parameter>\n</atem:invoke><atem:invoke name="set_mode"><atem:parameter name="settings">{"a": 1}'
+           '</atem:parameter></atem:invoke>\n</atem:function_calls>')
+    check(case("llama.cpp__muse-glimmer", out),
+          {"tool_calls": [PARIS, call("get_weather", '{"city": "Rome"}'), call("set_mode", '{"settings": {"a": 1}}')]},
+          ["calls_grouped", "calls_grouped"])

@@ -17,7 +17,7 @@ from collections.abc import Callable
 
 from autoparser.chat.builder import ChatBuilder
 from autoparser.chat.spec import Build, FormatSpec, Prefill, SchemaRule, pattern
-from autoparser.chat.tools import functions, parameters
+from autoparser.chat.tools import Function, functions, parameters
 from autoparser.peg.builder import P
 
 PARAM_END = "</atem:parameter>"
@@ -57,13 +57,22 @@ def _build(b: Build) -> P:
         # Operands are created in the C++ evaluation order (see cpp_sum) so that automaton rule ids match.
         string_value = p.ac(p.cpp_sum(lambda: p.tool_arg_string_value(p.until(PARAM_END)),
                                     lambda: p.tool_arg_close(p.literal(PARAM_END))), PARAM_END)
+        def args_of(f: Function) -> P:
+            return p.args_any_order([p.quoted_name_arg('<atem:parameter name="', param, string_value, PARAM_END,
+                                                       f"tool-{f.name}-arg-{param.name}-schema", f.schema)
+                                     for param in parameters(f)])
+
+        invokes: list[P] = []  # (built once, by the relaxed parser only: `more_calls_before`)
+
+        def invoke() -> P:
+            if not invokes:
+                invokes.append(p.rule("invoke", p.choice([_invoke(p, f.name, args_of(f))
+                                                          for f in functions(b.inputs.tools)])))
+            return invokes[0]
+
         tool_choice = p.choice()
         for f in functions(b.inputs.tools):
-            arg_rules = [p.quoted_name_arg('<atem:parameter name="', param, string_value, PARAM_END,
-                                           f"tool-{f.name}-arg-{param.name}-schema", f.schema)
-                         for param in parameters(f)]
-            args = p.args_any_order(arg_rules)
-            tool_choice |= p.rule(f"tool-{f.name}", _tool(p, f.name, args))
+            tool_choice |= p.rule(f"tool-{f.name}", _tool(p, f.name, args_of(f), invoke))
 
         if b.parallel:
             # (relaxed, space_then: whitespace before the `<|eom|>` that ends a call)
@@ -82,8 +91,9 @@ def _build(b: Build) -> P:
     return p.zero_or_more(start + analysis) + start + final_msg
 
 
-def _tool(p: ChatBuilder, name: str, args: P) -> P:
-    """` to=RECIPIENT<|message|><atem:function_calls><atem:invoke name="NAME">ARGS</atem:invoke>...`."""
+def _tool(p: ChatBuilder, name: str, args: P, invoke: Callable[[], P]) -> P:
+    """` to=RECIPIENT<|message|><atem:function_calls><atem:invoke name="NAME">ARGS</atem:invoke>...` (relaxed:
+    further `invoke()` calls in the block, `more_calls_before`)."""
     def head(*recipient: Callable[[], P]) -> P:
         return p.tool_open(p.cpp_sum(
             *recipient, lambda: p.joined_markers("<|message|><atem:function_calls>"), p.space,
@@ -93,7 +103,15 @@ def _tool(p: ChatBuilder, name: str, args: P) -> P:
     tool_open = p.omissible(lambda: head(lambda: p.literal(" to="), lambda: p.until("<|message|>")), head,
                             "<atem:function_calls>", "missing_recipient")
     return p.tool(tool_open << p.tool_args(args) << p.tool_close(p.cpp_sum(
-        lambda: p.literal("</atem:invoke>"), p.space, lambda: p.literal("</atem:function_calls>"))))
+        lambda: p.literal("</atem:invoke>"),
+        *p.more_calls_before(invoke, p.space, lambda: p.literal("</atem:function_calls>")))))
+
+
+def _invoke(p: ChatBuilder, name: str, args: P) -> P:
+    """A call inside a block another call opened: `<atem:invoke name="NAME">ARGS</atem:invoke>`."""
+    return p.tool(p.tool_open(p.cpp_sum(*p.name_attribute('<atem:invoke name="', lambda: p.tool_name(p.literal(name))),
+                                        p.space))
+                  << p.tool_args(args) << p.tool_close(p.literal("</atem:invoke>")))
 
 
 SPEC = FormatSpec(
