@@ -809,6 +809,13 @@ class ChatBuilder(ChatTags):
             choices |= self.rule(f"tool-{f.name}", call(f.name, args))
         return choices
 
+    def undeclared_attribute_arg(self, opener: str, string_value: P, schema: Any) -> list[P]:
+        """An argument the tool's schema does not declare, in a format that names arguments in an attribute
+        (`opener` + NAME + `">`, its value `string_value`, which closes itself). None ([]): not read (llama.cpp
+        reads the declared ones only). Relaxed: any name, its value text, where the schema allows properties it
+        does not list."""
+        return []
+
     def undeclared_keyword(self, schema: Any) -> P | None:
         """A Python call's keyword argument the tool's schema does not declare. None: not read (llama.cpp reads
         the declared ones only). Relaxed: any keyword, its value a Python or JSON literal, where the schema allows

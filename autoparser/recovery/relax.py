@@ -231,6 +231,16 @@ class RelaxedBuilder(LooseCalls):
             self.tool_arg_open(name + self.literal("=")) + self.tool_arg_value(self.python_or_json_value())
             + self.tool_arg_close(self.eps())))
 
+    def undeclared_attribute_arg(self, opener: str, string_value: P, schema: Any) -> list[P]:
+        if isinstance(schema, Mapping) and schema.get("additionalProperties") is False:
+            return []
+        quote = opener[-1:]
+        if quote not in ('"', "'"):
+            return []
+        name = self.tool_arg_name(self.chars(f"[^{quote}<>\n]", 1, 128))
+        return [self.repair("undeclared_argument", self.tool_arg(
+            self.tool_arg_open(self.literal(opener) + name + self.literal(quote + ">")) + string_value))]
+
     def message_after_calls(self, calls: P, message: Callable[[], P]) -> P:
         return calls + self.optional(self.repair("message_after_calls", message()))
 

@@ -1028,3 +1028,13 @@ def test_several_invokes_in_the_block_the_template_writes_around_one() -> None:
     check(case("llama.cpp__muse-glimmer", out),
           {"tool_calls": [PARIS, call("get_weather", '{"city": "Rome"}'), call("set_mode", '{"settings": {"a": 1}}')]},
           ["calls_grouped", "calls_grouped"])
+
+
+def test_an_argument_the_tool_does_not_declare_in_a_name_attribute_format() -> None:
+    """MiniCPM5 and Muse Glimmer name each argument in an attribute; a model passes one the tool's schema does not
+    list (mlx-lm's MiniCPM5 test): kept, its value as text, as for Python keyword arguments. Checked on Muse."""
+    out = (' to=get_weather<|message|><atem:function_calls><atem:invoke name="get_weather"><atem:parameter name="city">'
+           'Paris</atem:parameter><atem:parameter name="units">metric</atem:parameter></atem:invoke>'
+           '</atem:function_calls>')
+    check(case("llama.cpp__muse-glimmer", out),
+          {"tool_calls": [call("get_weather", '{"city": "Paris", "units": "metric"}')]}, ["undeclared_argument"])

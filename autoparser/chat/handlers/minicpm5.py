@@ -55,7 +55,8 @@ def _build(b: Build) -> P:
             arg_rules = [p.quoted_name_arg('<param name="', param, string_value, "</param>",
                                            f"tool-{f.name}-arg-{param.name}-schema", f.schema)
                          for param in parameters(f)]
-            args = p.args_any_order(arg_rules)
+            # (relaxed: an argument the tool does not declare, kept)
+            args = p.args_any_order(arg_rules + p.undeclared_attribute_arg('<param name="', string_value, f.schema))
             tool_open = p.tool_open(p.cpp_sum(*p.name_attribute(
                 '<function name="', lambda: p.tool_name(p.literal(name)))))  # noqa: B023 (called at once)
             tool_parser = p.tool(tool_open << p.tool_args(args) << p.tool_close(p.literal("</function>")))

@@ -57,10 +57,12 @@ def _build(b: Build) -> P:
         # Operands are created in the C++ evaluation order (see cpp_sum) so that automaton rule ids match.
         string_value = p.ac(p.cpp_sum(lambda: p.tool_arg_string_value(p.until(PARAM_END)),
                                     lambda: p.tool_arg_close(p.literal(PARAM_END))), PARAM_END)
-        def args_of(f: Function) -> P:
-            return p.args_any_order([p.quoted_name_arg('<atem:parameter name="', param, string_value, PARAM_END,
+        def args_of(f: Function) -> P:  # (relaxed: also an argument the tool does not declare, kept)
+            opener = '<atem:parameter name="'
+            return p.args_any_order([p.quoted_name_arg(opener, param, string_value, PARAM_END,
                                                        f"tool-{f.name}-arg-{param.name}-schema", f.schema)
-                                     for param in parameters(f)])
+                                     for param in parameters(f)]
+                                    + p.undeclared_attribute_arg(opener, string_value, f.schema))
 
         invokes: list[P] = []  # (built once, by the relaxed parser only: `more_calls_before`)
 
