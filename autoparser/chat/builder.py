@@ -459,8 +459,8 @@ class ChatBuilder(ChatTags):
 
     def quoted_name_arg(self, opener: str, param: Parameter, string_value: P, close: str, schema_rule: str,
                         schema: Any) -> P:
-        """`OPENER + NAME + '">' + value` (`name_attribute`): `string_value` (which closes itself) where the parameter admits a
-        string, else its JSON value and `close` (operands in the C++ evaluation order)."""
+        """`OPENER + NAME + '">' + value` (`name_attribute`): `string_value` (which closes itself) where the
+        parameter admits a string, else its JSON value and `close` (operands in the C++ evaluation order)."""
         value = self.eps()  # default-initialised in the C++ (it takes an id)
         if param.may_be_string:
             value = string_value
@@ -811,9 +811,9 @@ class ChatBuilder(ChatTags):
 
     def undeclared_attribute_arg(self, opener: str, string_value: P, schema: Any) -> list[P]:
         """An argument the tool's schema does not declare, in a format that names arguments in an attribute
-        (`opener` + NAME + `">`, its value `string_value`, which closes itself). None ([]): not read (llama.cpp
-        reads the declared ones only). Relaxed: any name, its value text, where the schema allows properties it
-        does not list."""
+        (`opener` + NAME + `">`, its value `string_value`, which closes itself), as a list of at most one
+        parser: none, not read (llama.cpp reads the declared ones only). Relaxed: any name, its value text, where
+        the schema allows properties it does not list."""
         return []
 
     def undeclared_keyword(self, schema: Any) -> P | None:

@@ -126,11 +126,11 @@ def consumer_results(name: str, source: str) -> dict[str, str | None]:
 def beam_results(name: str, source: str) -> dict[str, str | None]:
     """Case id -> None or what went wrong, for vLLM's `beam` parser reading the response_template we export for
     it (`response_template(source, "vllm")`): for each scenario whose output is calls alone (the `required`
-    requests, where beam constrains a template whose content has no opener), beam derives a structural tag from the template alone
-    (vLLM's `tool_call_structural_tag`, as its parser calls it), and xgrammar accepts the intended output and
-    rejects the broken ones under it (`name::scenario::vllm-beam`, `name::scenario::mutation::vllm-beam`). Needs
-    vLLM's parser modules on sys.path (`python -m tools.vllm_beam`). {} for a template with no response_template or
-    no such scenario."""
+    requests, where beam constrains a template whose content has no opener), beam derives a structural tag from
+    the template alone (vLLM's `tool_call_structural_tag`, as its parser calls it), and xgrammar accepts the
+    intended output and rejects the broken ones under it (`name::scenario::vllm-beam`,
+    `name::scenario::mutation::vllm-beam`). Needs vLLM's parser modules on sys.path (`python -m tools.vllm_beam`).
+    {} for a template with no response_template or no such scenario."""
     from vllm.parser.chat_parsing.response_templates import load_response_template
     from vllm.parser.response_template_grammar import message_start_anchors, tool_call_structural_tag
 

@@ -107,7 +107,7 @@ def vllm_fields(fields: Mapping[str, Any]) -> dict[str, Any]:
         return out
     if calls.get("content") == "python-call-list":
         raise ExportError("the calls are a Python list: vLLM's copy of transformers' parser has no python-call-list")
-    ends = [m for m in fields.get("markup", {}).get("open", ())]
+    ends = list(fields.get("markup", {}).get("open", ()))
     if ends:
         close = calls.pop("close_pattern", None) or "|".join(map(re.escape, _as_list(calls.pop("close", []))))
         calls["close_pattern"] = f"(?:{close})(?:{'|'.join(map(re.escape, ends))})?"

@@ -57,6 +57,7 @@ def _build(b: Build) -> P:
         # Operands are created in the C++ evaluation order (see cpp_sum) so that automaton rule ids match.
         string_value = p.ac(p.cpp_sum(lambda: p.tool_arg_string_value(p.until(PARAM_END)),
                                     lambda: p.tool_arg_close(p.literal(PARAM_END))), PARAM_END)
+
         def args_of(f: Function) -> P:  # (relaxed: also an argument the tool does not declare, kept)
             opener = '<atem:parameter name="'
             return p.args_any_order([p.quoted_name_arg(opener, param, string_value, PARAM_END,
