@@ -7,6 +7,7 @@ output that does not parse or a job that had failures), never a traceback.
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
@@ -211,6 +212,13 @@ def cmd_conformance(args: argparse.Namespace) -> int:
     return run_conformance(args)
 
 
+def cmd_matrix(args: argparse.Namespace) -> int:
+    """The cross-engine matrix (autoparser.matrix)."""
+    from autoparser.matrix.cli import run_matrix_command
+
+    return run_matrix_command(args)
+
+
 def cmd_corpus(args: argparse.Namespace) -> int:
     """Corpus jobs: refresh from the hub, the nightly job, report, summary, a local fake hub."""
     from autoparser.corpus.cli import run_corpus
@@ -335,6 +343,40 @@ def build_parser() -> argparse.ArgumentParser:
                    help="rewrite the C++-made goldens under --data from the driver instead")
     k.add_argument("--data", default="tests/data", help="the goldens' directory (default: tests/data)")
     k.set_defaults(func=cmd_conformance)
+
+    from autoparser.matrix import ENGINES
+
+    m = sub.add_parser("matrix", help="every engine we can run over every corpus template; writes reports/matrix/",
+                       description="Ask every engine (autoparser default and strict, llama.cpp through the live "
+                                   "oracle's driver, transformers with the exported response_template, SGLang's "
+                                   "own parsers in their environment) what it reads from each corpus template's "
+                                   "rendered outputs and their realistic variants; write matrix.json, matrix.html "
+                                   "and summary.md. With --check, exit 1 when a miss of autoparser's own is in no "
+                                   "ratchet or a ratchet entry no longer fails.")
+    m.add_argument("--engines", nargs="+", choices=ENGINES, default=list(ENGINES), metavar="ENGINE",
+                   help=f"which columns (default: all of {', '.join(ENGINES)})")
+    m.add_argument("--cpp", default=os.environ.get("AUTOPARSER_CPP_ORACLE"), metavar="DRIVER",
+                   help="llama.cpp's driver, built by python -m tools.cpp_oracle (default: $AUTOPARSER_CPP_ORACLE)")
+    m.add_argument("--sglang", default=os.environ.get("AUTOPARSER_SGLANG_PYTHON"), metavar="PYTHON",
+                   help="the interpreter of SGLang's environment, made by python -m tools.sglang_env (default: "
+                        "$AUTOPARSER_SGLANG_PYTHON, else the one that command makes in ~/.cache/autoparser/sglang)")
+    m.add_argument("--require-all", action="store_true", help="exit 2 when an engine asked for cannot run here")
+    m.add_argument("--only", nargs="+", metavar="GLOB", help="only these templates (names or patterns)")
+    m.add_argument("--jobs", "-j", type=int, default=1, metavar="N", help="worker processes (default: 1)")
+    _corpus_argument(m)
+    m.add_argument("--known", default="tests/data/ratchet/matrix.json",
+                   help="ratchet of autoparser's misses of variants (default: tests/data/ratchet/matrix.json)")
+    m.add_argument("--roundtrip-known", default="tests/data/ratchet/roundtrip.json",
+                   help="ratchet of its misses of rendered outputs (`self:` entries; default: "
+                        "tests/data/ratchet/roundtrip.json)")
+    m.add_argument("--check", action="store_true", help="exit 1 on a miss of ours in no ratchet, or a stale entry")
+    m.add_argument("--write-known", action="store_true",
+                   help="rewrite --known from this run (reasons kept; a new miss is written as a gap to label)")
+    m.add_argument("--out", default="reports/matrix", help="where matrix.json/.html and summary.md go")
+    m.add_argument("--since", metavar="MATRIX_JSON",
+                   help="an earlier matrix.json: also write changes.md, the cells that changed since (the nightly "
+                        "job's part; a file that is not there is said and skipped)")
+    m.set_defaults(func=cmd_matrix)
 
     c = sub.add_parser("corpus", help="template corpus jobs")
     csub = c.add_subparsers(dest="corpus_command", required=True)

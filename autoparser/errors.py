@@ -19,6 +19,7 @@ __all__ = [
     "GGUFError",
     "GrammarError",
     "HubError",
+    "NothingToExport",
     "ParseError",
     "SchemaError",
     "SerializationError",
@@ -73,6 +74,11 @@ class SchemaError(GrammarError):
 class ExportError(AutoparserError):
     """What the analysis derives cannot be said in another engine's language (a response_template, a structural
     tag, a Lark grammar); the message says why."""
+
+
+class NothingToExport(ExportError):
+    """The template marks nothing in its output (no reasoning, content markers or tool calls): the whole output is
+    content, which a reader takes as it comes without any file."""
 
 
 class CorpusError(AutoparserError):

@@ -13,7 +13,7 @@ from pathlib import Path
 import autoparser
 
 LAYERS = ["errors", "types", "peg", "gbnf", "template", "builtin", "analysis", "chat", "recovery", "params", "export",
-          "corpus", "testing", "cli", "__main__", "__init__"]
+          "corpus", "testing", "matrix", "cli", "__main__", "__init__"]
 RANK = {name: i for i, name in enumerate(LAYERS)}
 
 # Inside chat/, the same rule between modules: the formats (spec, handlers, generic) build on the prepared

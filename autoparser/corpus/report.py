@@ -51,6 +51,8 @@ from autoparser.params import generate
 from autoparser.template.sandbox import time_budget
 
 __all__ = [
+    "PAGE_CSS",
+    "TABLE_JS",
     "ArtefactChange",
     "CppDivergences",
     "ScenarioCell",
@@ -58,6 +60,7 @@ __all__ = [
     "collect_row",
     "collect_rows",
     "family_of",
+    "html_text",
     "render_html",
     "render_markdown",
     "summarize",
@@ -435,12 +438,14 @@ def summary_line(rows: Sequence[TemplateRow]) -> str:
 
 # --- HTML ---------------------------------------------------------------------------------------------------------
 
-def _e(text: object) -> str:
+def html_text(text: object) -> str:
+    """`text` escaped for HTML (an attribute's value too)."""
     # surrogateescape'd bytes from a template cannot be encoded: show them as U+FFFD instead of failing
     return html.escape(str(text).encode("utf-8", "replace").decode("utf-8"), quote=True)
 
 
-_CSS = """
+# (the cross-engine matrix's page, autoparser.matrix.page, has the same look and the same table script)
+PAGE_CSS = """
 body{font:14px/1.4 system-ui,sans-serif;margin:1em;color:#111}
 table{border-collapse:collapse}
 #templates{width:100%}
@@ -463,7 +468,7 @@ tr[hidden]{display:none}
 
 # Sort on header click (toggles asc/desc) and on load from #sort=<key> or #sort=-<key>. Cells carry data-v
 # (numbers for numeric columns); rows are re-appended in the new order. Without JS the table is in name order.
-_JS = """
+TABLE_JS = """
 (function(){
 var t=document.getElementById('templates');if(!t)return;var b=t.tBodies[0];
 var hs=Array.prototype.slice.call(t.tHead.rows[0].cells);
@@ -523,21 +528,21 @@ def _recovered_text(counts: tuple[int, int] | None) -> str:
 
 
 def _td(value: str, body: str, cls: str = "") -> str:
-    c = f' class="{_e(cls)}"' if cls else ""
-    return f'<td{c} data-v="{_e(value)}">{body}</td>'
+    c = f' class="{html_text(cls)}"' if cls else ""
+    return f'<td{c} data-v="{html_text(value)}">{body}</td>'
 
 
 def _row_html(r: TemplateRow, scenarios: Sequence[str]) -> str:
     cells = [
-        _td(r.name, f"<b>{_e(r.name)}</b><br><small>{_e(r.model)}</small>" + (
+        _td(r.name, f"<b>{html_text(r.name)}</b><br><small>{html_text(r.model)}</small>" + (
             f"<details><summary><small>{len(r.origins)} origin{'s' if len(r.origins) != 1 else ''}</small></summary>"
-            f"<ul>{''.join(f'<li><code>{_e(o)}</code></li>' for o in r.origins)}</ul></details>" if r.origins else "")),
-        _td(r.family, _e(r.family)), _td(r.handler, _e(r.handler)), _td(r.chat_format, _e(r.chat_format)),
-        _td(r.builtin, _e(r.builtin)),
-        _td(r.reasoning, _e(r.reasoning)), _td(r.content, _e(r.content)), _td(r.tools, _e(r.tools)),
+            f"<ul>{''.join(f'<li><code>{html_text(o)}</code></li>' for o in r.origins)}</ul></details>" if r.origins else "")),
+        _td(r.family, html_text(r.family)), _td(r.handler, html_text(r.handler)), _td(r.chat_format, html_text(r.chat_format)),
+        _td(r.builtin, html_text(r.builtin)),
+        _td(r.reasoning, html_text(r.reasoning)), _td(r.content, html_text(r.content)), _td(r.tools, html_text(r.tools)),
     ]
     if r.markers:
-        items = "".join(f"<li>{_e(k)}: <code>{_e(json.dumps(v, ensure_ascii=False))}</code></li>" for k, v in r.markers)
+        items = "".join(f"<li>{html_text(k)}: <code>{html_text(json.dumps(v, ensure_ascii=False))}</code></li>" for k, v in r.markers)
         cells.append(_td(str(len(r.markers)),
                          f"<details><summary>{len(r.markers)}</summary><ul>{items}</ul></details>", "num"))
     else:
@@ -549,8 +554,8 @@ def _row_html(r: TemplateRow, scenarios: Sequence[str]) -> str:
         else:
             short = _SHORT_STATUS.get(cell.status, cell.status)
             # what failed, on click (a tooltip alone hides it from keyboards, touch screens and copy-paste)
-            body = f'<details class="cell"><summary>{_e(short)}</summary><small>{_e(cell.detail)}</small></details>' \
-                if cell.detail else _e(short)
+            body = f'<details class="cell"><summary>{html_text(short)}</summary><small>{html_text(cell.detail)}</small></details>' \
+                if cell.detail else html_text(short)
             cells.append(_td(cell.status, body, cell.status))
     # the pass rate over the scenarios the template can express (a template without tools cannot fail a call)
     total = r.expressible
@@ -564,27 +569,27 @@ def _row_html(r: TemplateRow, scenarios: Sequence[str]) -> str:
     cells.append(_td(gs or "-1", f"{gs}<br><small>{r.grammar_rules} rules</small>" if gs else "", "num"))
     if r.changes:
         items = "".join(
-            f"<li>{_e(c.kind)}: <code>{_e(c.artefact)}</code>"
-            + (f"<pre>{_e(c.diff)}</pre>" if c.diff else "") + "</li>" for c in r.changes)
-        body = f"<details><summary>{_e(r.snapshot)} ({len(r.changes)})</summary><ul>{items}</ul></details>"
+            f"<li>{html_text(c.kind)}: <code>{html_text(c.artefact)}</code>"
+            + (f"<pre>{html_text(c.diff)}</pre>" if c.diff else "") + "</li>" for c in r.changes)
+        body = f"<details><summary>{html_text(r.snapshot)} ({len(r.changes)})</summary><ul>{items}</ul></details>"
     else:
-        body = _e(r.snapshot)
+        body = html_text(r.snapshot)
     cells.append(_td(r.snapshot, body, r.snapshot))
     if r.errors:
-        items = "".join(f"<li><code>{_e(x)}</code></li>" for x in r.errors)
+        items = "".join(f"<li><code>{html_text(x)}</code></li>" for x in r.errors)
         cells.append(_td(str(len(r.errors)),
                          f"<details><summary>{len(r.errors)}</summary><ul>{items}</ul></details>", "num error"))
     else:
         cells.append(_td("0", "", "num"))
     search = " ".join((r.name, r.family, r.handler, r.model, r.tools)).lower()
-    return (f'<tr id="t-{_e(r.name)}" data-search="{_e(search)}" data-failing="{int(r.failing)}">'
+    return (f'<tr id="t-{html_text(r.name)}" data-search="{html_text(search)}" data-failing="{int(r.failing)}">'
             + "".join(cells) + "</tr>")
 
 
 def _export_cell(r: TemplateRow) -> str:
     """The response_template column: the share of scenarios transformers parses right with it, or why none."""
     if r.export != "exported":
-        why = f'<details class="cell"><summary>n/e</summary><small>{_e(r.export)}</small></details>'
+        why = f'<details class="cell"><summary>n/e</summary><small>{html_text(r.export)}</small></details>'
         return _td("-1", why if r.export else "", "not_expressible")
     share = _share(r.transformers)
     return _td("2" if share is None else f"{share:.4f}", _recovered_text(r.transformers) or "exported", "num")
@@ -597,10 +602,10 @@ def _constrained_cell(r: TemplateRow) -> str:
     if not any(c in CONSUMERS for c, *_ in intended):  # (beam's line reads the response_template, not this export)
         if not r.constrained:
             return _td("-2", "", "")
-        why = f'<details class="cell"><summary>n/e</summary><small>{_e(r.constrained)}</small></details>'
+        why = f'<details class="cell"><summary>n/e</summary><small>{html_text(r.constrained)}</small></details>'
         return _td("-1", why, "not_expressible")
     share = min(a / n for c, a, n, _, _ in intended if c in CONSUMERS)
-    lines = "<br>".join(f'<span title="{_e(f"rejects {rj}/{b} broken outputs")}">{_e(c)} {a}/{n}</span>'
+    lines = "<br>".join(f'<span title="{html_text(f"rejects {rj}/{b} broken outputs")}">{html_text(c)} {a}/{n}</span>'
                         for c, a, n, rj, b in intended)
     return _td(f"{share:.4f}", lines, "num")
 
@@ -612,24 +617,24 @@ def render_html(rows: Sequence[TemplateRow], *, title: str = "autoparser corpus 
     cols = _columns(s.scenarios)
     # scenario names wrap at their underscores; the full name stays in the tooltip
     head = "".join(
-        f'<th data-key="{_e(c.key)}" title="{_e(c.title)}"' + (' data-type="num"' if c.numeric else "")
-        + f">{_e(c.title.replace('_', ' ') if c.key.startswith('scenario:') else c.title)}</th>"
+        f'<th data-key="{html_text(c.key)}" title="{html_text(c.title)}"' + (' data-type="num"' if c.numeric else "")
+        + f">{html_text(c.title.replace('_', ' ') if c.key.startswith('scenario:') else c.title)}</th>"
         for c in cols)
     body = "\n".join(_row_html(r, s.scenarios) for r in rows)
     scen_rows = "".join(
-        f"<tr><td>{_e(sc)}</td>" + "".join(f'<td class="num">{s.by_scenario[sc][st]}</td>' for st in STATUSES)
+        f"<tr><td>{html_text(sc)}</td>" + "".join(f'<td class="num">{s.by_scenario[sc][st]}</td>' for st in STATUSES)
         + "</tr>" for sc in s.scenarios)
-    fams = ", ".join(f"{_e(f)} {n}" for f, n in s.families)
+    fams = ", ".join(f"{html_text(f)} {n}" for f, n in s.families)
     return f"""<!DOCTYPE html>
 <html lang="en"><head><meta charset="utf-8">
 <meta http-equiv="Content-Security-Policy" content="default-src 'none'; style-src 'unsafe-inline'; script-src 'unsafe-inline'">
-<title>{_e(title)}</title><style>{_CSS}</style></head>
+<title>{html_text(title)}</title><style>{PAGE_CSS}</style></head>
 <body>
-<h1>{_e(title)}</h1>
-<p id="made-from"><small>{_e(made_from)}</small></p>
+<h1>{html_text(title)}</h1>
+<p id="made-from"><small>{html_text(made_from)}</small></p>
 <p id="summary" data-templates="{s.templates}" data-errors="{s.with_errors}" data-pass="{s.totals['pass']}"
- data-fail="{s.totals['fail']}">{_e(summary_line(rows))}</p>
-<table id="scenario-summary"><thead><tr><th>Scenario</th>{"".join(f"<th>{_e(st)}</th>" for st in STATUSES)}</tr></thead>
+ data-fail="{s.totals['fail']}">{html_text(summary_line(rows))}</p>
+<table id="scenario-summary"><thead><tr><th>Scenario</th>{"".join(f"<th>{html_text(st)}</th>" for st in STATUSES)}</tr></thead>
 <tbody>{scen_rows}</tbody></table>
 <p><small>Families: {fams}</small></p>
 <p><small>Family = first known family keyword in the model name (repo id / model hint / template name), else in
@@ -648,7 +653,7 @@ Click a header to sort; the address can hold #sort=KEY (or -KEY), filter=TEXT an
 <tbody>
 {body}
 </tbody></table>
-<script>{_JS}</script>
+<script>{TABLE_JS}</script>
 </body></html>
 """
 
@@ -748,10 +753,10 @@ class CppDivergences:
 
     def html(self, names: Iterable[str]) -> str:
         shown = [(n, self.by_template[n]) for n in names if n in self.by_template]
-        body = "".join(f"<tr><td>{_e(n)}</td><td class=\"num\">{k}</td><td class=\"num\">{w}</td></tr>"
+        body = "".join(f"<tr><td>{html_text(n)}</td><td class=\"num\">{k}</td><td class=\"num\">{w}</td></tr>"
                        for n, (k, w) in shown)
         return (f'<h2 id="cpp-divergences">llama.cpp divergences</h2><p><small>From <code>autoparser conformance '
-                f'--cpp {_e(self.driver)}</code>: {len(shown)} templates differ (known: in '
+                f'--cpp {html_text(self.driver)}</code>: {len(shown)} templates differ (known: in '
                 f'tests/data/ratchet/cpp_oracle.json with a reason).</small></p><table><thead><tr><th>Template</th>'
                 f'<th>known</th><th>new</th></tr></thead><tbody>{body}</tbody></table>')
 

@@ -53,14 +53,14 @@ from autoparser.chat.spec import (
     opened_by_its_end,
     thinking_field,
 )
-from autoparser.errors import ExportError
+from autoparser.errors import ExportError, NothingToExport
 from autoparser.export.constrained import lark_grammar, structural_tag
 from autoparser.params import generate, strict_analysis
 from autoparser.peg.nodes import C_SPACE
 from autoparser.template.render import normalize_source
 from autoparser.template.sandbox import time_budget
 
-__all__ = ["READERS", "ExportError", "lark_grammar", "response_template", "structural_tag", "transformers_message",
+__all__ = ["READERS", "ExportError", "NothingToExport", "lark_grammar", "response_template", "structural_tag", "transformers_message",
            "vllm_fields"]
 
 # A tool's name as templates write it; `name` is the capture the transform reads.
@@ -138,7 +138,7 @@ def _response_template(source: str) -> dict[str, Any]:
                                                or analysis.tools.function.name_prefix.strip(C_SPACE)):
             fields["markup"] = markup_field([section.section_end])
     if len(fields) == 1 and fields["content"] == IMPLICIT_CONTENT:
-        raise ExportError("no reasoning, content markers or tool calls to describe: the whole output is content")
+        raise NothingToExport("no reasoning, content markers or tool calls to describe: the whole output is content")
     return _with_anchor(source, fields, (reasoning.start, analysis.content.start), analysis.assistant_start)
 
 
