@@ -11,10 +11,7 @@ asked for every template at once and spread their own work. An engine that is no
 
 from __future__ import annotations
 
-import json
 import os
-import subprocess
-import tempfile
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -33,6 +30,7 @@ __all__ = [
     "AutoparserEngine",
     "Engine",
     "LlamaCppEngine",
+    "ProgramEngine",
     "Reading",
     "SGLangEngine",
     "StrictEngine",
@@ -152,24 +150,36 @@ def _message_or_error(answer: Any) -> Answer:
     return Answer(as_message(answer))
 
 
-class LlamaCppEngine(Engine):
+class ProgramEngine(Engine):
+    """An engine that answers from a program of its own, JSON lines in and out (llama.cpp's driver protocol:
+    autoparser.testing.cpp_oracle `run_driver`), asked for every template at once."""
+
+    in_process = False
+    program_is: ClassVar[str]
+    """What the program is, in the words of `missing`."""
+    made_by: ClassVar[str]
+    """The command that makes it (what `missing` tells a user to run)."""
+
+    def __init__(self, program: Path | None) -> None:
+        self.program = program
+
+    def missing(self) -> str | None:
+        if self.program is None:
+            return f"no {self.program_is} given (make one: {self.made_by})"
+        if not os.access(self.program, os.X_OK):
+            return f"no {self.program_is} at {self.program} (make one: {self.made_by})"
+        return None
+
+
+class LlamaCppEngine(ProgramEngine):
     """llama.cpp's own parse, through the live oracle's driver (tools/cpp_oracle; any llama.cpp build)."""
 
     name = "llama.cpp"
-    in_process = False
-
-    def __init__(self, driver: Path | None) -> None:
-        self.driver = driver
-
-    def missing(self) -> str | None:
-        if self.driver is None:
-            return "no llama.cpp driver given (build one: python -m tools.cpp_oracle --out DIR/cpp_oracle)"
-        if not os.access(self.driver, os.X_OK):
-            return f"no llama.cpp driver at {self.driver} (build it: python -m tools.cpp_oracle --out {self.driver})"
-        return None
+    program_is = "llama.cpp driver"
+    made_by = "python -m tools.cpp_oracle --out DIR/cpp_oracle"
 
     def read_all(self, templates: Sequence[TemplateCases], *, workers: int = 1) -> list[Reading]:
-        assert self.driver is not None
+        assert self.program is not None
         jobs = []
         for t in templates:
             by_request: dict[str, dict[str, Any]] = {}
@@ -179,7 +189,7 @@ class LlamaCppEngine(Engine):
                 job["outputs"].append({"text": case.output, "is_partial": False})
             jobs.append({"id": t.name, "template": t.path, "analyze": False, "requests": list(by_request.values())})
         out = []
-        for t, answer in zip(templates, run_driver(self.driver, jobs, workers=workers)):
+        for t, answer in zip(templates, run_driver(self.program, jobs, workers=workers)):
             requests = {r.get("id"): r for r in answer.get("requests", [])}
             seen: dict[str, int] = {}
             answers = []
@@ -207,55 +217,27 @@ def default_sglang_python() -> Path:
 BRIDGE = Path(__file__).resolve().parent / "sglang_bridge.py"
 
 
-class SGLangEngine(Engine):
+class SGLangEngine(ProgramEngine):
     """SGLang's own parsers (`llm-router-utils`, a faithful extraction of them), picked as SGLang picks them
-    from the template text, run in their own environment (they pin their own transformers): the cases cross as
-    JSON lines to `sglang_bridge.py`, as to llama.cpp's driver."""
+    from the template text, run in their own environment (they pin their own transformers): `program` is that
+    environment's interpreter, which runs `sglang_bridge.py` on a template and its cases per JSON line."""
 
     name = "sglang"
-    in_process = False
-
-    def __init__(self, python: Path | None) -> None:
-        self.python = python
-
-    def missing(self) -> str | None:
-        if self.python is None:
-            return "no SGLang environment given (make one: python -m tools.sglang_env)"
-        if not os.access(self.python, os.X_OK):
-            return f"no SGLang environment at {self.python} (make one: python -m tools.sglang_env)"
-        return None
-
-    def _run(self, lines: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
-        assert self.python is not None
-        with tempfile.TemporaryFile("w+b") as stdin:
-            for line in lines:
-                stdin.write((json.dumps(line, ensure_ascii=False) + "\n").encode("utf-8", "surrogateescape"))
-            stdin.seek(0)
-            done = subprocess.run([str(self.python), str(BRIDGE)], stdin=stdin, capture_output=True, check=False)
-        if done.returncode != 0:
-            tail = " ".join(done.stderr.decode("utf-8", "replace").strip().splitlines()[-3:])
-            return [{"id": line["id"], "error": f"the SGLang bridge exited with {done.returncode}: {tail}"}
-                    for line in lines]
-        return [json.loads(s) for s in done.stdout.decode("utf-8", "replace").splitlines() if s.strip()]
+    program_is = "SGLang environment"
+    made_by = "python -m tools.sglang_env"
 
     def read_all(self, templates: Sequence[TemplateCases], *, workers: int = 1) -> list[Reading]:
-        import concurrent.futures
-
-        lines = [{"id": f"{i}:{j}", "template": t.source, "prompt": c.prompt, "output": c.output, "tools": c.tools,
-                  "chat_template_kwargs": _template_kwargs(c.request)}
-                 for i, t in enumerate(templates) for j, c in enumerate(t.cases)]
-        chunks = [lines[k:k + 500] for k in range(0, len(lines), 500)]
-        with concurrent.futures.ThreadPoolExecutor(max_workers=max(1, workers)) as pool:
-            answered = {a["id"]: a for part in pool.map(self._run, chunks) for a in part}
+        assert self.program is not None
+        jobs = [{"id": t.name, "template": t.source,
+                 "cases": [{"prompt": c.prompt, "output": c.output, "tools": c.tools,
+                            "chat_template_kwargs": _template_kwargs(c.request)} for c in t.cases]}
+                for t in templates]
+        # (a process imports SGLang's modules in about a second: a few dozen templates each)
+        answers = run_driver([str(self.program), str(BRIDGE)], jobs, workers=workers, chunk=32)
         out = []
-        for i, t in enumerate(templates):
-            answers = []
-            choice = None
-            for j, _ in enumerate(t.cases):
-                a = answered.get(f"{i}:{j}", {"error": "no answer from the SGLang bridge"})
-                choice = choice or _sglang_choice(a)
-                answers.append(_message_or_error(a.get("message", a)))
-            out.append(Reading(choice, tuple(answers)))
+        for t, answer in zip(templates, answers):
+            got = answer.get("answers") or [{"error": answer.get("error", "no answer")}] * len(t.cases)
+            out.append(Reading(_sglang_choice(answer), tuple(_message_or_error(a.get("message", a)) for a in got)))
         return out
 
 

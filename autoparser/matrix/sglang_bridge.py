@@ -1,9 +1,10 @@
 """SGLang's reading of model outputs, run in SGLang's own environment (`python -m tools.sglang_env` makes it):
 JSON lines in, JSON lines out, as llama.cpp's driver. It imports nothing of autoparser.
 
-Each input line: `{"id", "template", "prompt", "output", "tools", "chat_template_kwargs"}`. Each output line:
-`{"id", "tool_parser", "reasoning_parser", "message": {"content", "reasoning_content", "tool_calls": [{"name",
-"arguments"}]}}`, or the same with `"error"` instead of `"message"`.
+Each input line is a template and its outputs: `{"id", "template", "cases": [{"prompt", "output", "tools",
+"chat_template_kwargs"}]}`. Each output line: `{"id", "tool_parser", "reasoning_parser", "answers": [...]}`, an
+answer per case, `{"message": {"content", "reasoning_content", "tool_calls": [{"name", "arguments"}]}}` or
+`{"error": ...}` where SGLang raised on that output.
 
 Everything SGLang decides is decided by SGLang's code, from the package `llm-router-utils` (an extraction of
 SGLang's parsers and of its chat serving's request side):
@@ -83,26 +84,30 @@ class _Template:
         return {"content": text, "reasoning_content": reasoning, "tool_calls": calls}
 
 
+def _answer(template: _Template, case: dict[str, Any]) -> dict[str, Any]:
+    try:
+        return {"message": template.read(case)}
+    except Exception as e:  # SGLang's own failure on this output: its answer, not the bridge's end
+        return {"error": f"{type(e).__name__}: {e}"}
+
+
 def main() -> None:
     logging.disable(logging.CRITICAL)  # SGLang logs a parse it gives up on; the answer says it
     out, sys.stdout = sys.stdout, sys.stderr  # nothing but answers on the protocol's channel
-    templates: dict[str, _Template] = {}
     for raw in sys.stdin:
         if not raw.strip():
             continue
-        line = json.loads(raw)
-        answer: dict[str, Any] = {"id": line.get("id")}
+        job = json.loads(raw)
+        answer: dict[str, Any] = {"id": job.get("id")}
         try:
-            template = templates.get(line["template"])
-            if template is None:
-                template = templates[line["template"]] = _Template(line["template"])
-            answer.update(tool_parser=template.tool_parser, reasoning_parser=template.reasoning_parser)
-            answer["message"] = template.read(line)
-        except Exception as e:  # SGLang's own failure on this output: the answer, not the bridge's end
-            answer["error"] = f"{type(e).__name__}: {e}"
+            template = _Template(job["template"])
+        except Exception as e:  # a template SGLang's detection raises on: every output's answer says so
+            answer["answers"] = [{"error": f"template detection: {type(e).__name__}: {e}"} for _ in job["cases"]]
+        else:
+            answer.update(tool_parser=template.tool_parser, reasoning_parser=template.reasoning_parser,
+                          answers=[_answer(template, case) for case in job["cases"]])
         out.write(json.dumps(answer, ensure_ascii=False) + "\n")
     out.flush()
-
 
 if __name__ == "__main__":
     main()

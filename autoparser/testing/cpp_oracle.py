@@ -66,33 +66,37 @@ class DriverError(AutoparserError):
 
 # --- running the driver ---------------------------------------------------------------------------------------
 
-def _run_chunk(driver: str, jobs: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+def _run_chunk(command: Sequence[str], jobs: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    what = " ".join(command)
     with tempfile.TemporaryFile("w+b") as stdin:
         for job in jobs:
             stdin.write((json.dumps(job, ensure_ascii=False) + "\n").encode("utf-8", "surrogateescape"))
         stdin.seek(0)
         try:
-            done = subprocess.run([driver], stdin=stdin, capture_output=True, check=False)
+            done = subprocess.run(list(command), stdin=stdin, capture_output=True, check=False)
         except OSError as e:
-            raise DriverError(f"cannot run the C++ driver {driver}: {e.strerror or e}") from None
+            raise DriverError(f"cannot run the driver {what}: {e.strerror or e}") from None
     if done.returncode != 0:
         tail = done.stderr.decode("utf-8", "replace").strip().splitlines()[-3:]
-        raise DriverError(f"the C++ driver {driver} exited with {done.returncode}: {' '.join(tail)}")
+        raise DriverError(f"the driver {what} exited with {done.returncode}: {' '.join(tail)}")
     out = [json.loads(line) for line in done.stdout.decode("utf-8", "replace").splitlines() if line.strip()]
     if [o.get("id") for o in out] != [j["id"] for j in jobs]:
-        raise DriverError(f"the C++ driver {driver} answered {len(out)} lines for {len(jobs)} jobs, or out of order")
+        raise DriverError(f"the driver {what} answered {len(out)} lines for {len(jobs)} jobs, or out of order")
     return out
 
 
-def run_driver(driver: Path, jobs: Sequence[Mapping[str, Any]], *, workers: int = 1,
+def run_driver(driver: Path | Sequence[str], jobs: Sequence[Mapping[str, Any]], *, workers: int = 1, chunk: int = 8,
                progress: Callable[[int, int], None] | None = None) -> list[dict[str, Any]]:
-    """The driver's answer to each job, in order; `workers` driver processes share the jobs, a few at a time
-    (a template that crashes the C++ outright loses only its chunk's answers, with the driver's message)."""
-    chunks = [list(jobs[i:i + 8]) for i in range(0, len(jobs), 8)]
+    """The driver's answer to each job, in order; `workers` driver processes share the jobs, `chunk` at a time
+    (a template that crashes the C++ outright loses only its chunk's answers, with the driver's message).
+    `driver` is the C++ driver, or the command of any program that speaks its protocol (a JSON line per job in,
+    a JSON line per job out, in order, with the job's `id`), as the matrix's SGLang bridge does."""
+    command = [str(driver)] if isinstance(driver, Path) else list(driver)
+    chunks = [list(jobs[i:i + chunk]) for i in range(0, len(jobs), chunk)]
     results: list[list[dict[str, Any]]] = [[] for _ in chunks]
     done = 0
     with concurrent.futures.ThreadPoolExecutor(max_workers=max(1, workers)) as pool:
-        futures = {pool.submit(_run_chunk, str(driver), c): i for i, c in enumerate(chunks)}
+        futures = {pool.submit(_run_chunk, command, c): i for i, c in enumerate(chunks)}
         for fut in concurrent.futures.as_completed(futures):
             i = futures[fut]
             try:
@@ -102,7 +106,7 @@ def run_driver(driver: Path, jobs: Sequence[Mapping[str, Any]], *, workers: int 
             done += len(chunks[i])
             if progress:
                 progress(done, len(jobs))
-    return [r for chunk in results for r in chunk]
+    return [r for c in results for r in c]
 
 
 # --- our side -------------------------------------------------------------------------------------------------

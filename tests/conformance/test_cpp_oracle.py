@@ -59,6 +59,16 @@ def test_a_driver_out_of_order_is_refused(tmp_path: Path) -> None:
     assert all("out of order" in a["error"] for a in answers)
 
 
+def test_any_command_that_speaks_the_protocol_is_a_driver(tmp_path: Path) -> None:
+    # (the matrix's SGLang bridge: an interpreter and a script) with its own chunk size
+    echo = tmp_path / "echo.py"
+    echo.write_text("import json, os, sys\nfor x in sys.stdin: print(json.dumps({'id': json.loads(x)['id'], "
+                    "'pid': os.getpid()}))\n")
+    answers = run_driver([sys.executable, str(echo)], [{"id": str(i)} for i in range(7)], chunk=3)
+    assert [a["id"] for a in answers] == [str(i) for i in range(7)]
+    assert len({a["pid"] for a in answers}) == 3  # one process per chunk of three
+
+
 def test_fields_are_compared_under_the_cpp_tests_rules() -> None:
     base = {"format": "peg-native", "prompt": "p", "grammar": "g", "grammar_lazy": True,
             "parsed": [{"role": "assistant", "content": "Hi", "reasoning_content": "", "tool_calls": [
