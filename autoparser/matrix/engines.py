@@ -26,6 +26,7 @@ from autoparser.testing.cpp_oracle import run_driver
 from autoparser.types import ChatMessage
 
 __all__ = [
+    "GAVE_UP",
     "Answer",
     "AutoparserEngine",
     "Engine",
@@ -171,6 +172,10 @@ class ProgramEngine(Engine):
         return None
 
 
+# The parser choice of a template llama.cpp fails on (its error is each case's answer).
+GAVE_UP = "none: llama.cpp fails on the template"
+
+
 class LlamaCppEngine(ProgramEngine):
     """llama.cpp's own parse, through the live oracle's driver (tools/cpp_oracle; any llama.cpp build)."""
 
@@ -203,7 +208,8 @@ class LlamaCppEngine(ProgramEngine):
                     continue
                 choice = _better_choice(choice, r.get("format"))
                 answers.append(_message_or_error(r["parsed"][i]))
-            out.append(Reading(choice, tuple(answers)))
+            # a template llama.cpp makes no parser for at all is one it gives up on, not one left to its user
+            out.append(Reading(choice or (GAVE_UP if t.cases else None), tuple(answers)))
         return out
 
 

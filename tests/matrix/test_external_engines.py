@@ -13,7 +13,16 @@ import pytest
 
 from autoparser.corpus import Corpus
 from autoparser.matrix.cases import RENDERED, TemplateCases, judge, template_cases
-from autoparser.matrix.engines import Engine, LlamaCppEngine, Reading, SGLangEngine, default_sglang_python
+from autoparser.matrix.engines import (
+    GAVE_UP,
+    AutoparserEngine,
+    Engine,
+    LlamaCppEngine,
+    Reading,
+    SGLangEngine,
+    default_sglang_python,
+)
+from autoparser.matrix.run import ENGINE_WRONG, run_matrix
 
 CORPUS = Corpus.load()
 
@@ -83,3 +92,13 @@ def test_sglang_failing_on_one_output_is_that_output_s_answer(sglang: Engine) ->
     (reading,) = sglang.read_all([broken])
     assert reading.answers[0].message is None and "ValidationError" in (reading.answers[0].error or "")
     assert reading.answers[1].message is not None and judge(calls, reading.answers[1].message) == []
+
+
+def test_a_template_llama_cpp_fails_on_is_its_miss_not_its_user_s(llama_cpp: Engine) -> None:
+    # phi4-mini's template (vLLM's): llama.cpp's analysis fails on it ("Unable to generate parser"), autoparser
+    # reads its bare JSON calls
+    matrix = run_matrix(CORPUS, [AutoparserEngine(), llama_cpp], only=["vllm__tool_chat_template_phi4_mini"])
+    cell = matrix.rows[0].cells["llama.cpp"]
+    assert cell.choice == GAVE_UP and cell.rendered[0] == 0 < cell.rendered[1]
+    assert {m.verdict for m in cell.misses if m.kind == RENDERED} == {ENGINE_WRONG}
+    assert all("Unable to generate parser" in m.differences[0] for m in cell.misses)
