@@ -536,13 +536,17 @@ def _row_html(r: TemplateRow, scenarios: Sequence[str]) -> str:
     cells = [
         _td(r.name, f"<b>{html_text(r.name)}</b><br><small>{html_text(r.model)}</small>" + (
             f"<details><summary><small>{len(r.origins)} origin{'s' if len(r.origins) != 1 else ''}</small></summary>"
-            f"<ul>{''.join(f'<li><code>{html_text(o)}</code></li>' for o in r.origins)}</ul></details>" if r.origins else "")),
-        _td(r.family, html_text(r.family)), _td(r.handler, html_text(r.handler)), _td(r.chat_format, html_text(r.chat_format)),
+            f"<ul>{''.join(f'<li><code>{html_text(o)}</code></li>' for o in r.origins)}</ul></details>"
+            if r.origins else "")),
+        _td(r.family, html_text(r.family)), _td(r.handler, html_text(r.handler)),
+        _td(r.chat_format, html_text(r.chat_format)),
         _td(r.builtin, html_text(r.builtin)),
-        _td(r.reasoning, html_text(r.reasoning)), _td(r.content, html_text(r.content)), _td(r.tools, html_text(r.tools)),
+        _td(r.reasoning, html_text(r.reasoning)), _td(r.content, html_text(r.content)),
+        _td(r.tools, html_text(r.tools)),
     ]
     if r.markers:
-        items = "".join(f"<li>{html_text(k)}: <code>{html_text(json.dumps(v, ensure_ascii=False))}</code></li>" for k, v in r.markers)
+        items = "".join(f"<li>{html_text(k)}: <code>{html_text(json.dumps(v, ensure_ascii=False))}</code></li>"
+                        for k, v in r.markers)
         cells.append(_td(str(len(r.markers)),
                          f"<details><summary>{len(r.markers)}</summary><ul>{items}</ul></details>", "num"))
     else:
@@ -554,8 +558,8 @@ def _row_html(r: TemplateRow, scenarios: Sequence[str]) -> str:
         else:
             short = _SHORT_STATUS.get(cell.status, cell.status)
             # what failed, on click (a tooltip alone hides it from keyboards, touch screens and copy-paste)
-            body = f'<details class="cell"><summary>{html_text(short)}</summary><small>{html_text(cell.detail)}</small></details>' \
-                if cell.detail else html_text(short)
+            body = (f'<details class="cell"><summary>{html_text(short)}</summary>'
+                    f"<small>{html_text(cell.detail)}</small></details>") if cell.detail else html_text(short)
             cells.append(_td(cell.status, body, cell.status))
     # the pass rate over the scenarios the template can express (a template without tools cannot fail a call)
     total = r.expressible
@@ -634,7 +638,8 @@ def render_html(rows: Sequence[TemplateRow], *, title: str = "autoparser corpus 
 <p id="made-from"><small>{html_text(made_from)}</small></p>
 <p id="summary" data-templates="{s.templates}" data-errors="{s.with_errors}" data-pass="{s.totals['pass']}"
  data-fail="{s.totals['fail']}">{html_text(summary_line(rows))}</p>
-<table id="scenario-summary"><thead><tr><th>Scenario</th>{"".join(f"<th>{html_text(st)}</th>" for st in STATUSES)}</tr></thead>
+<table id="scenario-summary"><thead><tr><th>Scenario</th>{"".join(f"<th>{html_text(st)}</th>" for st in STATUSES)}
+</tr></thead>
 <tbody>{scen_rows}</tbody></table>
 <p><small>Families: {fams}</small></p>
 <p><small>Family = first known family keyword in the model name (repo id / model hint / template name), else in

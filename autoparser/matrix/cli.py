@@ -15,6 +15,7 @@ from autoparser.corpus import Corpus
 from autoparser.corpus.report import made_from
 from autoparser.errors import AutoparserError, cli_error
 from autoparser.matrix import ENGINES
+from autoparser.matrix.cases import RENDERED
 from autoparser.matrix.engines import (
     AutoparserEngine,
     Engine,
@@ -25,9 +26,9 @@ from autoparser.matrix.engines import (
     default_sglang_python,
 )
 from autoparser.matrix.page import matrix_changes, matrix_from_json, summary_markdown, write_matrix
-from autoparser.matrix.run import AUTOPARSER_WRONG, Matrix, run_matrix
+from autoparser.matrix.run import Matrix, run_matrix
 
-__all__ = ["engines", "load_known", "run_matrix_command"]
+__all__ = ["engines", "load_known", "run_matrix_command", "write_known"]
 
 def engines(names: Iterable[str], *, cpp: Path | None, sglang: Path | None) -> list[Engine]:
     made: dict[str, Engine] = {AutoparserEngine.name: AutoparserEngine(), StrictEngine.name: StrictEngine(),
@@ -52,16 +53,15 @@ def load_known(paths: Sequence[Path]) -> dict[str, str]:
     return known
 
 
-def _write_known(matrix: Matrix, path: Path, old: dict[str, str]) -> int:
+def write_known(matrix: Matrix, path: Path, old: dict[str, str]) -> int:
     """Rewrite the matrix's own ratchet (variant cases) from this run: a listed reason is kept, a new miss is
     written as a gap with its differences (to be read and labelled by hand). Returns the entries written."""
-    entries = dict(old)
-    ran = {row.template for row in matrix.rows if "autoparser" in row.cells}
-    entries = {k: v for k, v in entries.items() if k.split("::")[0] not in ran}
+    ran = {row.template for row in matrix.rows if AutoparserEngine.name in row.cells}
+    entries = {k: v for k, v in old.items() if k.split("::")[0] not in ran}
     for row in matrix.rows:
         cell = row.cells.get(AutoparserEngine.name)
         for m in cell.misses if cell else ():
-            if m.kind != "rendered" and m.verdict == AUTOPARSER_WRONG:
+            if m.kind != RENDERED:
                 entries[m.case] = old.get(m.case) or f"gap: {'; '.join(m.differences)}"[:300]
     path.write_text(json.dumps(dict(sorted(entries.items())), indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
     return len(entries)
@@ -114,7 +114,7 @@ def run_matrix_command(args: Any) -> int:
     print(summary_markdown(matrix), end="")
     print(f"matrix: {len(matrix.rows)} templates; page {page}")
     if args.write_known:
-        n = _write_known(matrix, own, load_known([own]) if own.is_file() else {})
+        n = write_known(matrix, own, load_known([own]) if own.is_file() else {})
         print(f"matrix: {own}: {n} entries")
         return 0
     new = matrix.new_failures()

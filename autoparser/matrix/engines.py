@@ -104,8 +104,8 @@ class StrictEngine(AutoparserEngine):
 
 
 class TransformersEngine(Engine):
-    """transformers' `parse_response` with the response_template autoparser exports for the template (the
-    model's own where the template's model ships one: the corpus records none today)."""
+    """transformers' `parse_response` with the response_template autoparser exports for the template. (A model's
+    own response_template would be a column of its own: the corpus records none today.)"""
 
     name = "transformers"
 

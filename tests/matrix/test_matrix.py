@@ -21,7 +21,7 @@ from autoparser.cli import main
 from autoparser.corpus import Corpus
 from autoparser.matrix import ENGINES
 from autoparser.matrix.cases import RENDERED, TemplateCases, judge, template_cases
-from autoparser.matrix.cli import engines, load_known
+from autoparser.matrix.cli import engines, load_known, write_known
 from autoparser.matrix.engines import (
     Answer,
     AutoparserEngine,
@@ -190,6 +190,17 @@ def test_changes_since_an_earlier_matrix() -> None:
     assert "| autoparser |" not in changes.split("Before:")[0]  # an unchanged cell is not listed
     gone = Matrix(after.columns, ())
     assert f"| `{QWEN3}` | (all) | gone |" in matrix_changes(before, gone)
+
+
+def test_write_known_keeps_reasons_and_adds_new_misses_as_gaps(tmp_path: Path) -> None:
+    variant = f"{QWEN3}::b_reasoning::markers_without_space"
+    path = tmp_path / "matrix.json"
+    path.write_text(json.dumps({f"{QWEN3}::a_plain::leaked_marker": "policy: stale", "Other::a::k": "policy: kept"}))
+    assert write_known(_matrix([_Lost(variant)]), path, load_known([path])) == 2
+    written = json.loads(path.read_text())
+    # the other template's entry stays; this template's stale one goes; the new miss is a gap to label
+    assert written["Other::a::k"] == "policy: kept" and written[variant].startswith("gap: content")
+    assert set(written) == {"Other::a::k", variant}
 
 
 def test_known_reads_both_ratchets(tmp_path: Path) -> None:
