@@ -376,6 +376,9 @@ def build_parser() -> argparse.ArgumentParser:
     m.add_argument("--since", metavar="MATRIX_JSON",
                    help="an earlier matrix.json: also write changes.md, the cells that changed since (the nightly "
                         "job's part; a file that is not there is said and skipped)")
+    m.add_argument("--add-to-report", metavar="DIR",
+                   help="with --since: add the changes as a section to the nightly report in DIR "
+                        "(nightly-report.md), where the nightly job wrote one")
     m.set_defaults(func=cmd_matrix)
 
     c = sub.add_parser("corpus", help="template corpus jobs")

@@ -30,6 +30,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from autoparser.corpus.nightly import add_report_section
 from autoparser.errors import AutoparserError
 from tools.cpp_oracle import REFERENCE, build_driver, cache_root, sdist_source
 
@@ -40,7 +41,6 @@ TEST_FILES = "tests/test-chat*.cpp"
 RUN_CALL = re.compile(r"\.run\(\s*\)")  # one test case of test-chat.cpp's peg_tester (`tst.test(...)...run()`)
 UPSTREAM_MD = "upstream-report.md"
 UPSTREAM_JSON = "upstream-report.json"
-NIGHTLY_MD = "nightly-report.md"  # (autoparser.corpus.nightly writes it)
 MAX_LINES = 80  # added test lines shown per file in the Markdown; the JSON keeps them all
 
 
@@ -216,11 +216,7 @@ def write(report: UpstreamReport, out_dir: Path) -> Path:
     md = report.to_markdown()
     (out_dir / UPSTREAM_MD).write_text(md, encoding="utf-8")
     (out_dir / UPSTREAM_JSON).write_text(json.dumps(report.to_json(), indent=1) + "\n", encoding="utf-8")
-    nightly = out_dir / NIGHTLY_MD
-    if nightly.is_file():
-        text = nightly.read_text(encoding="utf-8")
-        cut = text.find("\n## llama.cpp upstream\n")  # (a second run replaces its own section)
-        nightly.write_text((text if cut < 0 else text[:cut + 1]).rstrip("\n") + "\n\n" + md, encoding="utf-8")
+    add_report_section(out_dir, md)  # (a second run replaces its own section)
     return out_dir / UPSTREAM_MD
 
 

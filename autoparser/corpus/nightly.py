@@ -56,6 +56,7 @@ __all__ = [
     "NightlyReport",
     "ScenarioChange",
     "TemplateChange",
+    "add_report_section",
     "compare_artefacts",
     "nightly",
 ]
@@ -347,6 +348,23 @@ class NightlyReport:
 
     def write(self, out_dir: Path) -> tuple[Path, Path]:
         return write_report(out_dir, (NIGHTLY_JSON, self.to_json()), (NIGHTLY_MD, self.to_markdown()))
+
+
+def add_report_section(report_dir: Path, markdown: str) -> bool:
+    """Add a job's section (`markdown`, beginning with its `## ` heading) to the nightly report in `report_dir`,
+    replacing that section where a run before put it; False when there is no report (the nightly wrote none:
+    nothing changed). The upstream watch and the cross-engine matrix add theirs after the nightly job."""
+    path = report_dir / NIGHTLY_MD
+    if not path.is_file():
+        return False
+    text = path.read_text(encoding="utf-8")
+    heading = markdown.split("\n", 1)[0] + "\n"
+    start = text.find("\n" + heading)
+    if start >= 0:
+        end = text.find("\n## ", start + 1)
+        text = text[:start + 1] + (text[end + 1:] if end >= 0 else "")
+    path.write_text(text.rstrip("\n") + "\n\n" + markdown.rstrip("\n") + "\n", encoding="utf-8")
+    return True
 
 
 def _code(value: Any) -> str:

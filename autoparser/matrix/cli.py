@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from autoparser.corpus import Corpus
+from autoparser.corpus.nightly import NIGHTLY_MD, add_report_section
 from autoparser.corpus.report import made_from
 from autoparser.errors import AutoparserError, cli_error
 from autoparser.matrix import ENGINES
@@ -109,8 +110,11 @@ def run_matrix_command(args: Any) -> int:
         if previous is None:
             print(f"matrix: no earlier matrix at {args.since}: nothing to compare")
         else:
-            (Path(args.out) / "changes.md").write_text(matrix_changes(previous, matrix), encoding="utf-8")
+            changes = matrix_changes(previous, matrix)
+            (Path(args.out) / "changes.md").write_text(changes, encoding="utf-8")
             print(f"matrix: changes since {args.since} in {Path(args.out) / 'changes.md'}")
+            if args.add_to_report and add_report_section(Path(args.add_to_report), changes):
+                print(f"matrix: the changes are a section of {Path(args.add_to_report) / NIGHTLY_MD}")
     print(summary_markdown(matrix), end="")
     print(f"matrix: {len(matrix.rows)} templates; page {page}")
     if args.write_known:

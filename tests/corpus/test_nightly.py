@@ -27,7 +27,14 @@ from autoparser.corpus.artefacts import snapshot_key, template_artefacts
 from autoparser.corpus.fakehub import FakeHub, FakeRepo
 from autoparser.corpus.fetcher import HubFetcher
 from autoparser.corpus.manifest import Manifest
-from autoparser.corpus.nightly import NIGHTLY_JSON, NIGHTLY_MD, ScenarioChange, compare_artefacts, nightly
+from autoparser.corpus.nightly import (
+    NIGHTLY_JSON,
+    NIGHTLY_MD,
+    ScenarioChange,
+    add_report_section,
+    compare_artefacts,
+    nightly,
+)
 from autoparser.corpus.refresh import JOURNAL_NAME, read_repo_ids
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -296,3 +303,13 @@ def test_the_workflow_runs_the_job_and_opens_one_pull_request() -> None:
     tox = (ROOT / "tox.ini").read_text()
     section = tox.split("[testenv:nightly]", 1)[1].split("\n[", 1)[0]
     assert "autoparser corpus nightly" in section and "HF_TOKEN" in section
+
+
+def test_jobs_after_the_nightly_add_their_sections_to_its_report(tmp_path: Path) -> None:
+    # (the upstream watch and the cross-engine matrix): each section once, a second run replaces its own
+    assert add_report_section(tmp_path, "## A\n\na\n") is False  # no report: nothing changed tonight
+    (tmp_path / NIGHTLY_MD).write_text("# Nightly\n\n2 templates changed.\n", encoding="utf-8")
+    assert add_report_section(tmp_path, "## A\n\nfirst\n") and add_report_section(tmp_path, "## B\n\nb\n")
+    assert add_report_section(tmp_path, "## A\n\nsecond\n")
+    assert (tmp_path / NIGHTLY_MD).read_text(encoding="utf-8") == \
+        "# Nightly\n\n2 templates changed.\n\n## B\n\nb\n\n## A\n\nsecond\n"

@@ -273,6 +273,11 @@ def test_command_since_writes_the_changes(tmp_path: Path, capsys: pytest.Capture
     assert "no earlier matrix at" in capsys.readouterr().out and not (out / "changes.md").exists()
     assert main(argv) == 0  # the matrix the first run wrote is the earlier one
     assert "No cell changed" in (out / "changes.md").read_text(encoding="utf-8")
+    # the nightly job's report gets the changes as a section
+    (tmp_path / "nightly-report.md").write_text("# Nightly\n", encoding="utf-8")
+    assert main([*argv, "--add-to-report", str(tmp_path)]) == 0
+    report = (tmp_path / "nightly-report.md").read_text(encoding="utf-8")
+    assert report.startswith("# Nightly\n\n## The cross-engine matrix\n") and "No cell changed" in report
     (out / "matrix.json").write_text("{}", encoding="utf-8")
     assert main(argv) == 2 and "is not a matrix.json this command wrote" in capsys.readouterr().err
 
