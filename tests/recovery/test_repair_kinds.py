@@ -1038,3 +1038,36 @@ def test_an_argument_the_tool_does_not_declare_in_a_name_attribute_format() -> N
            '</atem:function_calls>')
     check(case("llama.cpp__muse-glimmer", out),
           {"tool_calls": [call("get_weather", '{"city": "Paris", "units": "metric"}')]}, ["undeclared_argument"])
+
+
+def test_a_call_opener_mentioned_in_the_text_before_the_call() -> None:
+    """A `<tool_call>` the model mentions in its text before its real call (the realistic variant
+    `leaked_marker`, which the matrix found unread for Ling 3: its end-of-turn tail took the call as content,
+    silently). The text keeps the mentions; the call after them is read. Mentions the variant does not make: one
+    at the start of a line, one with the closer too."""
+    out = ("Calls look like <tool_call> NAME ... </tool_call>.\n<tool_call> comes next:\n"
+           "<tool_call>get_weather\n<arg_key>city</arg_key>\n<arg_value>Paris</arg_value>\n</tool_call>")
+    # (the lazy grammar starts at the first `<tool_call>`: only an unconstrained model writes this)
+    check(case("llama.cpp__inclusionai-ling-3.0-flash", out, enable_thinking=False, grammar_check=False),
+          {"content": "Calls look like <tool_call> NAME ... </tool_call>.\n<tool_call> comes next:",
+           "tool_calls": [PARIS]}, [])
+
+
+@pytest.mark.parametrize("space", ["\n", "\n\n  "])
+def test_whitespace_before_the_message_closer_after_the_calls(space: str) -> None:
+    """Kimi K3 closes the message (`<|close|>message<|sep|>`) right after its tools section; a model that puts
+    a line break or an indented blank line before it (the realistic variant `markers_with_extra_space`, which
+    the matrix found kept as content) still closes its message there. Here after two calls, with arguments as
+    argument sections."""
+    out = ('<|close|>response<|sep|><|open|>tools<|sep|><|open|>call tool="get_weather" index="1"<|sep|>'
+           '<|open|>argument key="city" type="string"<|sep|>Paris<|close|>argument<|sep|><|close|>call<|sep|>'
+           '<|open|>call tool="get_weather" index="2"<|sep|><|open|>argument key="city" type="string"<|sep|>'
+           f'Rome<|close|>argument<|sep|><|close|>call<|sep|><|close|>tools<|sep|>{space}<|close|>message<|sep|>'
+           '<|end_of_msg|>')
+    params = generate(CORPUS.by_name("llama.cpp__Kimi-K3").read_text(),
+                      {"messages": [{"role": "user", "content": "Hi"}], "tools": [WEATHER], "enable_thinking": False,
+                       "chat_template_kwargs": {"thinking": False}, "parallel_tool_calls": True})
+    got = params.parse(out)
+    assert [(c.name, json.loads(c.arguments)) for c in got.tool_calls] == [("get_weather", {"city": "Paris"}),
+                                                                             ("get_weather", {"city": "Rome"})]
+    assert got.content == "" and got.diagnostics == ()

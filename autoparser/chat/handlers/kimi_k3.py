@@ -104,9 +104,10 @@ def _build(b: Build) -> P:
         tool_choices |= p.rule(f"kimi-k3-tool-{name}", call)
 
     # The message closer belongs to the trigger rule: a lazy grammar that has started on the calls must accept it.
-    # (relaxed: the section opener may be left out; whitespace before the section's markers, space_then)
+    # (relaxed: the section opener may be left out; whitespace before the section's markers and the message's
+    # closer after them, space_then)
     tools_section = p.trigger_rule(TOOLS_RULE, p.space_then(p.call_opener(TOOLS_START)) + p.one_or_more(tool_choices)
-                                   + p.space_then(p.literal(TOOLS_END)) + p.optional(p.literal(MSG_END))
+                                   + p.space_then(p.literal(TOOLS_END)) + p.optional(p.space_then(p.literal(MSG_END)))
                                    + p.optional(p.literal(EOM_TOKEN)))
     calls = tools_section if b.required else p.optional(tools_section)
     return start + reasoning + response + calls + trailer + end

@@ -77,7 +77,16 @@ def _build(b: Build) -> P:
         reasoning = p.optional(p.reasoning_between(think_block, THINK_START, THINK_END,
                                                    [CALL_START, *p.bare_call_starts(bare)] if b.tool_calls else []))
 
-    content = p.optional(p.content_until_calls([CALL_START], bare, lambda: p.ref(TOOLS_RULE)))
+    # (relaxed: a `<tool_call>` no tool's name follows is the opener mentioned in the text, and the content goes
+    # on past it: the end-of-turn tail below would otherwise take the calls after it as content; a call that
+    # begins right, cut or not, still ends the content)
+    def call_or_named_opener() -> P:  # (made only by the relaxed builder: llama.cpp's grammar is unchanged)
+        names = p.choice([p.literal(f.name) for f in functions(b.inputs.tools)])
+        # (the opener and a name first: decided at once, where a whole call of a cut output is not yet)
+        return p.literal(CALL_START) + p.optional(p.space()) + names | p.ref(TOOLS_RULE)
+
+    content = p.optional(p.content_until_calls([CALL_START], [*bare, CALL_START] if bare else [],
+                                               call_or_named_opener))
     # a trailing end-of-turn token is eaten rather than left in the content
     tail = p.optional(p.content(p.until(ROLE_END))) + p.optional(p.literal(ROLE_END))
 
