@@ -766,10 +766,15 @@ class CppDivergences:
                 f'<th>known</th><th>new</th></tr></thead><tbody>{body}</tbody></table>')
 
 
+# The cross-engine matrix's summary, where `autoparser matrix` writes it beside this report (its default folder).
+MATRIX_SUMMARY = Path("matrix") / "summary.md"
+
+
 def write_report(rows: Sequence[TemplateRow], out_dir: Path | str, *, stamp: str = "",
                  divergences: CppDivergences | None = None) -> tuple[Path, Path]:
     """report.html and report.md in out_dir (created), each written atomically; `stamp`: `made_from(...)`;
-    `divergences`: a section with the last live-oracle run's counts for these templates."""
+    `divergences`: a section with the last live-oracle run's counts for these templates; the cross-engine
+    matrix's summary and a link to its page, where `autoparser matrix` wrote them in out_dir/matrix/."""
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     html_path, md_path = out / "report.html", out / "report.md"
@@ -779,6 +784,13 @@ def write_report(rows: Sequence[TemplateRow], out_dir: Path | str, *, stamp: str
     if divergences is not None:
         html = html.replace("<script>", divergences.html(names) + "\n<script>", 1)
         md += "\n" + "\n".join(divergences.markdown(names))
+    matrix = out / MATRIX_SUMMARY
+    if matrix.is_file():  # `autoparser matrix` wrote its page beside this report (reports/matrix/)
+        summary = matrix.read_text(encoding="utf-8")
+        html = html.replace("<script>", '<h2 id="matrix">Cross-engine matrix</h2><p><small>What each engine reads of '
+                            'these templates\' outputs: <a href="matrix/matrix.html">matrix/matrix.html</a>.</small>'
+                            f"</p><pre>{html_text(summary)}</pre>\n<script>", 1)
+        md += f"\n## Cross-engine matrix\n\nWhat each engine reads (matrix/matrix.html):\n\n{summary}"
     atomic_write_bytes(html_path, html.encode("utf-8"))
     atomic_write_bytes(md_path, md.encode("utf-8"))
     return html_path, md_path

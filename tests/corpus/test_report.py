@@ -225,6 +225,20 @@ def test_write_report(tmp_path: Path) -> None:
     assert md_path.read_text(encoding="utf-8") == render_markdown(ROWS)
 
 
+def test_the_report_links_the_cross_engine_matrix_written_beside_it(tmp_path: Path) -> None:
+    # (`autoparser matrix` writes reports/matrix/, the corpus report reports/: the default folders line up)
+    (tmp_path / "matrix").mkdir()
+    (tmp_path / "matrix" / "summary.md").write_text("| engine | templates fully right |\n| a<b | 1 of 1 |\n",
+                                                   encoding="utf-8")
+    html_path, md_path = write_report(ROWS, tmp_path)
+    html = html_path.read_text(encoding="utf-8")
+    assert '<h2 id="matrix">' in html and '<a href="matrix/matrix.html">' in html and "| a&lt;b | 1 of 1 |" in html
+    assert md_path.read_text(encoding="utf-8").endswith("## Cross-engine matrix\n\nWhat each engine reads "
+                                                        "(matrix/matrix.html):\n\n| engine | templates fully right |"
+                                                        "\n| a<b | 1 of 1 |\n")
+    assert _table(html).rows == _table(render_html(ROWS)).rows  # the templates' table is the same
+
+
 def test_empty_report_renders() -> None:
     assert _table(render_html([])).rows == []
     assert "0 templates" in render_markdown([])
