@@ -61,6 +61,7 @@ __all__ = [
     "collect_rows",
     "family_of",
     "html_text",
+    "page_head",
     "render_html",
     "render_markdown",
     "summarize",
@@ -614,6 +615,15 @@ def _constrained_cell(r: TemplateRow) -> str:
     return _td(f"{share:.4f}", lines, "num")
 
 
+def page_head(title: str, css: str = "") -> str:
+    """A self-contained page's start up to its `</head>`: no external resource may load (the policy), the
+    report's look (PAGE_CSS) and `css` added to it."""
+    return f"""<!DOCTYPE html>
+<html lang="en"><head><meta charset="utf-8">
+<meta http-equiv="Content-Security-Policy" content="default-src 'none'; style-src 'unsafe-inline'; script-src 'unsafe-inline'">
+<title>{html_text(title)}</title><style>{PAGE_CSS}{css}</style></head>"""
+
+
 def render_html(rows: Sequence[TemplateRow], *, title: str = "autoparser corpus report", made_from: str = "") -> str:
     """A self-contained page (inline CSS/JS, no external resources), readable with JavaScript off. `made_from`:
     the commit and date it was made from (`made_from()`)."""
@@ -629,10 +639,7 @@ def render_html(rows: Sequence[TemplateRow], *, title: str = "autoparser corpus 
         f"<tr><td>{html_text(sc)}</td>" + "".join(f'<td class="num">{s.by_scenario[sc][st]}</td>' for st in STATUSES)
         + "</tr>" for sc in s.scenarios)
     fams = ", ".join(f"{html_text(f)} {n}" for f, n in s.families)
-    return f"""<!DOCTYPE html>
-<html lang="en"><head><meta charset="utf-8">
-<meta http-equiv="Content-Security-Policy" content="default-src 'none'; style-src 'unsafe-inline'; script-src 'unsafe-inline'">
-<title>{html_text(title)}</title><style>{PAGE_CSS}</style></head>
+    return f"""{page_head(title)}
 <body>
 <h1>{html_text(title)}</h1>
 <p id="made-from"><small>{html_text(made_from)}</small></p>

@@ -60,8 +60,8 @@ from autoparser.peg.nodes import C_SPACE
 from autoparser.template.render import normalize_source
 from autoparser.template.sandbox import time_budget
 
-__all__ = ["READERS", "ExportError", "NothingToExport", "lark_grammar", "response_template", "structural_tag", "transformers_message",
-           "vllm_fields"]
+__all__ = ["READERS", "ExportError", "NothingToExport", "lark_grammar", "response_template", "structural_tag",
+           "transformers_message", "vllm_fields"]
 
 # A tool's name as templates write it; `name` is the capture the transform reads.
 _NAME = r"(?P<name>[A-Za-z0-9_.:\-]+)"

@@ -11,7 +11,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from autoparser.corpus.report import PAGE_CSS, TABLE_JS, html_text
+from autoparser.corpus.report import TABLE_JS, html_text, page_head
 from autoparser.matrix.engines import AutoparserEngine
 from autoparser.matrix.run import AUTOPARSER_WRONG, ENGINE_WRONG, POLICIES, Cell, Column, Matrix, Miss, Row
 
@@ -184,11 +184,9 @@ def render_html(matrix: Matrix, *, title: str = "autoparser cross-engine matrix"
                       for e in engines))
     body = "\n".join(_row_html(r, engines) for r in matrix.rows)
     policies = "".join(f"<li><b>{html_text(k)}</b>: {html_text(v)}</li>" for k, v in POLICIES.items())
-    return f"""<!DOCTYPE html>
-<html lang="en"><head><meta charset="utf-8">
-<meta http-equiv="Content-Security-Policy" content="default-src 'none'; style-src 'unsafe-inline'; script-src 'unsafe-inline'">
-<title>{html_text(title)}</title><style>{PAGE_CSS}.partial{{background:#fdf3c8}}small.choice{{display:block;color:#555}}
-ol.misses{{max-width:48em;text-align:left;padding-left:1.2em}}pre.output{{background:#f6f6f6}}</style></head>
+    css = (".partial{background:#fdf3c8}small.choice{display:block;color:#555}"
+           "ol.misses{max-width:48em;text-align:left;padding-left:1.2em}pre.output{background:#f6f6f6}")
+    return f"""{page_head(title, css)}
 <body>
 <h1>{html_text(title)}</h1>
 <p id="made-from"><small>{html_text(matrix.made_from)}</small></p>

@@ -14,6 +14,7 @@ output holds several messages, each re-opened with the role marker, and calls ar
 from __future__ import annotations
 
 from collections.abc import Callable
+from functools import cache
 
 from autoparser.chat.builder import ChatBuilder
 from autoparser.chat.spec import Build, FormatSpec, Prefill, SchemaRule, pattern
@@ -65,13 +66,9 @@ def _build(b: Build) -> P:
                                      for param in parameters(f)]
                                     + p.undeclared_attribute_arg(opener, string_value, f.schema))
 
-        invokes: list[P] = []  # (built once, by the relaxed parser only: `more_calls_before`)
-
+        @cache  # (built once, by the relaxed parser only: `more_calls_before`)
         def invoke() -> P:
-            if not invokes:
-                invokes.append(p.rule("invoke", p.choice([_invoke(p, f.name, args_of(f))
-                                                          for f in functions(b.inputs.tools)])))
-            return invokes[0]
+            return p.rule("invoke", p.choice([_invoke(p, f.name, args_of(f)) for f in functions(b.inputs.tools)]))
 
         tool_choice = p.choice()
         for f in functions(b.inputs.tools):
