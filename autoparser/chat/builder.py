@@ -334,6 +334,12 @@ class ChatBuilder(ChatTags):
         type="text" name='city'>`), as a `repair:attribute_spelling`."""
         return lambda: self.literal(opener), name, lambda: self.literal('">')
 
+    def escaped_name(self, name: str, spelled: str) -> P:
+        """A call's name in an attribute the template escapes (`spelled`: `echo&amp;log` for `echo&log`), as
+        llama.cpp's parser reads it: the name as declared. Relaxed: the spelling the template writes too, the name
+        it unescapes to (not a repair: the template writes it so)."""
+        return self.tool_name(self.literal(name))
+
     def spaced_marker(self, text: str) -> P:
         """A marker the template writes right after what precedes it, where alone llama.cpp reads it (a value
         that begins with whitespace and then the marker is text to it). Relaxed: whitespace before it, the

@@ -11,6 +11,7 @@ MiniMax-M3); they rebuild the arguments from rule-named / tagged sub-nodes.
 
 from __future__ import annotations
 
+import html
 import json
 import re
 from dataclasses import dataclass
@@ -19,6 +20,7 @@ from json.encoder import encode_basestring
 from autoparser.chat.builder import ChatBuilder
 from autoparser.chat.tags import (
     CONTENT,
+    NAME_TAGS,
     REASONING,
     TOOL,
     TOOL_ARG,
@@ -32,7 +34,7 @@ from autoparser.chat.tags import (
     TOOL_CLOSE,
     TOOL_ID,
     TOOL_NAME,
-    TOOL_NAME_STRING,
+    TOOL_NAME_ESCAPED,
     TOOL_OPEN,
     VALUE_KEY,
     VALUE_STRING,
@@ -174,6 +176,14 @@ def normalize_quotes_to_json(s: str) -> str:
             out.append(c)
         i += 1
     return "".join(out)
+
+
+def _name_of(tag: str, text: str) -> str:
+    """The name a name node (`NAME_TAGS`) spells: as written, a JSON string's body decoded, an attribute's value
+    unescaped (its node is atomic: never cut inside an entity)."""
+    if tag == TOOL_NAME:
+        return rstrip_c(text)
+    return html.unescape(text) if tag == TOOL_NAME_ESCAPED else _decoded_prefix(text)
 
 
 def _decoded_prefix(body: str) -> str:
@@ -337,10 +347,10 @@ class ChatPegMapper:
                 self._current.id = text
             else:
                 self.dropped.append((node.start, node.end))
-        elif tag in (TOOL_NAME, TOOL_NAME_STRING):
+        elif tag in NAME_TAGS:
             cur = self._current
             if cur is not None:
-                cur.name = rstrip_c(node.text) if tag == TOOL_NAME else _decoded_prefix(node.text)
+                cur.name = _name_of(tag, node.text)
                 if self._args_buffer:
                     cur.arguments = self._args_buffer
                     self._args_buffer = ""
@@ -439,7 +449,7 @@ class ChatPegMapper:
 
 
 # The tags ChatPegMapper.map acts on; any other tag (TOOL, TOOL_ARG, ...) only groups nodes.
-ACTING_TAGS = frozenset({REASONING, CONTENT, TOOL_OPEN, TOOL_ID, TOOL_NAME, TOOL_NAME_STRING, TOOL_ARGS, TOOL_ARGS_STRING,
+ACTING_TAGS = frozenset({REASONING, CONTENT, TOOL_OPEN, TOOL_ID, *NAME_TAGS, TOOL_ARGS, TOOL_ARGS_STRING,
                          TOOL_ARG_OPEN, TOOL_ARG_NAME, TOOL_ARG_VALUE, TOOL_ARG_STRING_VALUE, TOOL_ARG_CLOSE, TOOL_CLOSE,
                          VALUE_TOKEN, VALUE_STRING, VALUE_KEY})
 

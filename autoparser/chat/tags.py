@@ -13,6 +13,7 @@ from autoparser.peg import Builder, P
 __all__ = [
     "CONTENT",
     "FIELD_TAGS",
+    "NAME_TAGS",
     "REASONING",
     "REASONING_BLOCK",
     "SCAN_TO_CALLS",
@@ -28,6 +29,7 @@ __all__ = [
     "TOOL_CLOSE",
     "TOOL_ID",
     "TOOL_NAME",
+    "TOOL_NAME_ESCAPED",
     "TOOL_NAME_STRING",
     "TOOL_OPEN",
     "VALUE_KEY",
@@ -46,6 +48,9 @@ TOOL_CLOSE = "tool-close"
 TOOL_ID = "tool-id"
 TOOL_NAME = "tool-name"
 TOOL_NAME_STRING = "tool-name-string"  # a call's name written as a JSON string's body: the name it decodes to
+TOOL_NAME_ESCAPED = "tool-name-escaped"  # a call's name as an attribute escapes it (`echo&amp;log`): the name
+# it unescapes to
+NAME_TAGS = frozenset({TOOL_NAME, TOOL_NAME_STRING, TOOL_NAME_ESCAPED})  # a call's name, in each spelling
 TOOL_ARGS = "tool-args"
 TOOL_ARG = "tool-arg"
 TOOL_ARG_OPEN = "tool-arg-open"
@@ -65,7 +70,7 @@ VALUE_KEY = "value-key"  # an object's key written without quotes
 SCAN_TO_CALLS = "scan-to-toolcall"
 
 # The tags whose text goes into a message field: content, reasoning, a call's name, id or arguments.
-FIELD_TAGS = frozenset({CONTENT, REASONING, TOOL_NAME, TOOL_NAME_STRING, TOOL_ID, TOOL_ARGS, TOOL_ARG_NAME, TOOL_ARG_VALUE,
+FIELD_TAGS = frozenset({CONTENT, REASONING, *NAME_TAGS, TOOL_ID, TOOL_ARGS, TOOL_ARG_NAME, TOOL_ARG_VALUE,
                         TOOL_ARG_STRING_VALUE, VALUE_TOKEN, VALUE_STRING, VALUE_KEY})
 
 
@@ -83,6 +88,7 @@ class ChatTags(Builder):
     TOOL_ID = TOOL_ID
     TOOL_NAME = TOOL_NAME
     TOOL_NAME_STRING = TOOL_NAME_STRING
+    TOOL_NAME_ESCAPED = TOOL_NAME_ESCAPED
     TOOL_ARGS = TOOL_ARGS
     TOOL_ARG = TOOL_ARG
     TOOL_ARG_OPEN = TOOL_ARG_OPEN

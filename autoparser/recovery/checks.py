@@ -8,7 +8,7 @@ import re
 from collections.abc import Callable, Iterable
 from dataclasses import replace
 
-from autoparser.chat.tags import TOOL, TOOL_NAME, TOOL_NAME_STRING, TOOL_OPEN
+from autoparser.chat.tags import NAME_TAGS, TOOL, TOOL_OPEN
 from autoparser.chat.tools import Function, parameters
 from autoparser.errors import AutoparserError
 from autoparser.peg import ParseResult
@@ -59,6 +59,7 @@ MESSAGES = {
     "json_string_value": "string value {raw!r} at {pos} quoted as JSON, not as the template quotes strings: "
                          "read as the JSON string",
     "undeclared_argument": "argument {raw!r} at {pos}, which the tool's schema does not list: kept",
+    "stray_closer": "closer {raw!r} at {pos} where nothing it closes is open: markup",
     "repeated_closer": "closer {raw!r} at {pos} written again after the one that closed: markup",
     "message_after_calls": "message at {pos} after the calls, which end the turn in the template: read as the "
                            "answer",
@@ -155,7 +156,7 @@ def call_positions(result: ParseResult, offset: int) -> list[int]:
     for n in result.ast.walk(result.nodes):
         if n.tag in (TOOL, TOOL_OPEN):
             start = n.start
-        elif n.tag in (TOOL_NAME, TOOL_NAME_STRING):
+        elif n.tag in NAME_TAGS:
             out.append(max(0, start - offset))
     return out
 

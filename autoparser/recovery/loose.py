@@ -56,9 +56,9 @@ class LooseCalls(ChatBuilder):
         (a missing required one is the recovery's to report); values without the template's whitespace around
         them (`<parameter=path>/tmp/x</parameter>`; extra whitespace stays in the value, as in the strict
         parse); a value as Python spells it where the schema allows it (`python_spelled`); a value's closer
-        left out where the call's closer follows; a call's closer left out where the next marker follows; the
-        arguments as one JSON object (`tagged_arguments`); a value that does not fit its schema kept as a
-        string."""
+        left out where the call's closer follows, or written where no value is open; a call's closer left out
+        where the next marker follows; the arguments as one JSON object (`tagged_arguments`); a value that does
+        not fit its schema kept as a string."""
         t = str.strip
         call_end, after = t(m.call_close, C_SPACE), t(m.after_call, C_SPACE)
         value_end = t(m.value_suffix, C_SPACE)
@@ -69,7 +69,20 @@ class LooseCalls(ChatBuilder):
         close = self.tool_arg_close(self.choice([
             self.literal(_lead(m.value_suffix) + value_end), self.literal(value_end),
             self.repair("missing_argument_closer", at_call_end)]))
-        string = self.tool_arg_string_value(self.until_one_of(ends)) + close
+        text = self.until_one_of(ends)
+        if value_end:
+            # (a value holding its closer's text, which the template writes as it is: `<arg_value>use </arg_value>
+            # in docs</arg_value>`; a closer is the value's own where text and another value closer follow it
+            # before the next argument or the call's end. While more may come that is undecided: a stream waits
+            # there, never showing a value cut at a closer that turns out to be its own, and an output cut
+            # after a closer waits first for the call's end, the closer a completion appends.)
+            value_closers = list(dict.fromkeys([_lead(m.value_suffix) + value_end, value_end]))
+            next_markers = [x for x in dict.fromkeys([*ends_call, t(m.arg_prefix, C_SPACE), value_end]) if x]
+            closer = self.choice([self.literal(c) for c in value_closers])
+            held = self.peek(closer + self.negate(self.space() + self.choice([self.literal(x) for x in next_markers]))
+                             + self.until_one_of(next_markers) + self.literal(value_end)) + closer
+            text = text + self.zero_or_more(held + self.until_one_of(ends))
+        string = self.tool_arg_string_value(text) + close
 
         def unclosed(suffix: str) -> P | None:
             # (a name's marker whose closing text the model left out, `<parameter=path\n` for
@@ -119,8 +132,11 @@ class LooseCalls(ChatBuilder):
         missing = unclosed(m.name_suffix)
         if missing is not None:
             name_close = name_close | missing
-        body = self.zero_or_more(self.tool_arg(self.choice(args)) if f is None else self.choice(args)) \
-            if args else self.eps()
+        one = self.tool_arg(self.choice(args)) if f is None else self.choice(args) if args else None
+        if value_end:  # (a value's closer where no value is open, `<function=f>\n</parameter>\n</function>`)
+            stray = self.repair("stray_closer", self.space() + self.literal(value_end))
+            one = stray if one is None else self.choice([one, stray])
+        body = self.zero_or_more(one) if one is not None else self.eps()
         return self.tool(self.tool_open(name_open + name + name_close) + self.tagged_arguments(self.tool_args(body))
                          + self.space()
                          + self.tool_close(self.tagged_call_close(m))) + self.space()

@@ -17,7 +17,7 @@ from typing import Any
 from autoparser.analysis.model import CallForm
 from autoparser.analysis.reasoning import REASONING_SPELLINGS
 from autoparser.chat.builder import DerivedReasoning, TaggedMarkers, python_value_ends
-from autoparser.chat.tags import VALUE_KEY, VALUE_STRING, VALUE_TOKEN
+from autoparser.chat.tags import TOOL_NAME_ESCAPED, VALUE_KEY, VALUE_STRING, VALUE_TOKEN
 from autoparser.chat.tools import Function, Parameter
 from autoparser.peg import P
 from autoparser.peg.builder import Operand, rule_name
@@ -334,6 +334,12 @@ class RelaxedBuilder(LooseCalls):
 
     def joined_markers(self, text: str) -> P:
         return self.marker_spaced(text)
+
+    def escaped_name(self, name: str, spelled: str) -> P:
+        declared = super().escaped_name(name, spelled)
+        if spelled == name:
+            return declared
+        return self.choice([declared, self.atomic(self.tag(TOOL_NAME_ESCAPED, self.literal(spelled)))])
 
     def spaced_marker(self, text: str) -> P:
         return self.space() + self.markup([text])

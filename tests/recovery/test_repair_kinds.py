@@ -23,11 +23,14 @@ from typing import Any
 import pytest
 
 from autoparser import generate
+from autoparser.chat.stream import apply_deltas
 from autoparser.corpus import Corpus
 from autoparser.errors import ParseError
 from autoparser.peg.nodes import C_SPACE
+from autoparser.template.render import ChatTemplate
 from autoparser.testing.peg_tester import PegTestCase, peg_tester
 from autoparser.testing.recovery import markup_spans, unaccounted
+from autoparser.types import ChatMessage
 
 CORPUS = Corpus.load()
 
@@ -902,6 +905,42 @@ def test_a_marker_without_its_closing_text(template: str, output: str) -> None:
           ["unclosed_marker"])
 
 
+@pytest.mark.parametrize(("template", "output"), [
+    # Seed-OSS renders `<parameter=K>V</parameter>` (analyzer-derived): the closer written again after a value
+    (SEED, "<seed:tool_call>\n<function=get_weather>\n<parameter=city>Paris</parameter>\n</parameter>\n</function>"
+           "\n</seed:tool_call>"),
+    # Qwen3.5 renders `<parameter=K>\nV\n</parameter>` (hand-written format): a closer before the first value
+    (QWEN35, "<tool_call>\n<function=get_weather>\n</parameter>\n<parameter=city>\nParis\n</parameter>\n</function>"
+             "\n</tool_call>"),
+])
+def test_a_value_closer_where_no_value_is_open(template: str, output: str) -> None:
+    """A value's closer where no value is open (mlx-lm's Qwen3-Coder test writes one after a name whose `>` is
+    left out, in a call with no arguments): markup, said by a diagnostic; the call's values are read."""
+    check(case(template, output, enable_thinking=False), {"tool_calls": [PARIS | {"arguments": '{"city":"Paris"}'}]},
+          ["stray_closer"])
+
+
+@pytest.mark.parametrize(("template", "output", "value"), [
+    # GLM-4.6 renders `<arg_key>K</arg_key>\n<arg_value>V</arg_value>\n` with V as it is (analyzer-derived): the
+    # closer and its newline inside the value
+    ("zai-org__GLM-4.6", "<tool_call>get_weather\n<arg_key>city</arg_key>\n<arg_value>a </arg_value>\nb</arg_value>\n"
+                         "<arg_key>days</arg_key>\n<arg_value>3</arg_value>\n</tool_call>", "a </arg_value>\nb"),
+    # Qwen3.5 renders `<parameter=K>\nV\n</parameter>` with V as it is (hand-written format): the closer on a line
+    # of its own inside the value, twice
+    (QWEN35, "<tool_call>\n<function=get_weather>\n<parameter=city>\nx\n</parameter>\ny\n</parameter>\nz\n"
+             "</parameter>\n<parameter=days>\n3\n</parameter>\n</function>\n</tool_call>",
+     "x\n</parameter>\ny\n</parameter>\nz"),
+])
+def test_a_value_holding_its_closer(template: str, output: str, value: str) -> None:
+    """A string value holding its closer's text, as the template renders such a value (it writes values as they
+    are; smg's GLM-4.7 test `use </arg_value> in docs`): the closer that text and another closer follow is the
+    value's, the one the next argument follows ends it. No repair: the template writes this; llama.cpp's parse
+    ends the value at the first closer and fails, and llama.cpp's grammar, which ends it there too, is not
+    asked: a model it constrains does not write this."""
+    check(case(template, output, enable_thinking=False).grammar_check(False),
+          {"tool_calls": [call("get_weather", json.dumps({"city": value, "days": 3}))]}, [])
+
+
 def test_whitespace_between_markers_the_template_writes_together() -> None:
     """Kimi K2 Thinking writes `<|tool_call_begin|>functions.NAME:0<|tool_call_argument_begin|>{...}<|tool_call_end|>`
     with nothing between the markers; a model puts spaces and newlines there (smg's Kimi K2 tests): formatting."""
@@ -946,6 +985,40 @@ def test_arguments_as_the_json_block_the_template_writes_for_a_string() -> None:
     assert [(c.name, json.loads(c.arguments)) for c in got.tool_calls] == [("get_weather", {"city": "Paris"})]
     assert '<|open|>call index="1"<|sep|>' in got.content
     assert {"json_arguments", "unparsed_text"} <= {d.kind for d in got.diagnostics}
+
+
+def test_a_tool_name_the_template_escapes_in_its_attribute() -> None:
+    """Kimi K3's template escapes an attribute's value (`escape_attr`: `&` as `&amp;`, `"` as `&quot;`), so it
+    writes a call to `find&replace` as `tool="find&amp;replace"`; llama.cpp's parser matches the name as declared
+    and keeps the call as content (mlx-lm's Kimi K3 test found it with a call without arguments). The output
+    here is the template's own rendering of two calls, the escaped one with an argument, parsed whole and
+    streamed: both are read, with no repair (the template writes them so)."""
+    source = CORPUS.by_name("llama.cpp__Kimi-K3").read_text()
+    tools = [WEATHER, {"type": "function", "function": {"name": "find&replace", "parameters": {
+        "type": "object", "properties": {"text": {"type": "string"}}}}}]
+    calls = [{"type": "function", "function": {"name": n, "arguments": a}}
+             for n, a in (("find&replace", {"text": "a & b"}), ("get_weather", {"city": "Paris"}))]
+    request = {"messages": [{"role": "user", "content": "Hi"}], "tools": tools, "parallel_tool_calls": True}
+    tmpl = ChatTemplate(source)
+    prompt = tmpl.render(request["messages"], tools=tools, add_generation_prompt=True)
+    whole = tmpl.render([*request["messages"], {"role": "assistant", "content": "", "tool_calls": calls}],
+                        tools=tools, add_generation_prompt=False)
+    assert whole.startswith(prompt) and 'tool="find&amp;replace"' in whole
+    out = whole[len(prompt):]
+    params = generate(source, request)
+    want = [("find&replace", {"text": "a & b"}), ("get_weather", {"city": "Paris"})]
+    got = params.parse(out)
+    assert [(c.name, json.loads(c.arguments)) for c in got.tool_calls] == want
+    assert not got.diagnostics and not got.content.strip(C_SPACE)
+    folded = ChatMessage()
+    stream = params.stream()
+    for i in range(0, len(out), 5):
+        folded = apply_deltas(folded, stream.feed(out[i:i + 5]))
+    final = stream.finish()
+    folded = apply_deltas(folded, stream.last_deltas)
+    assert folded.tool_calls == final.tool_calls == got.tool_calls
+    with pytest.raises(ParseError):
+        params.parse(out, strict=True)
 
 
 def test_tools_whose_names_differ_only_by_dash_and_underscore() -> None:

@@ -33,6 +33,11 @@ EOM_TOKEN = "<|end_of_msg|>"
 TOOLS_RULE = "kimi-k3-tool-call"
 
 
+def _escape_attr(value: str) -> str:
+    """An attribute's value as the template's `escape_attr` macro writes it."""
+    return value.replace("&", "&amp;").replace('"', "&quot;")
+
+
 def detect(source: str) -> FormatSpec | None:
     return SPEC if "<|open|>" in source and "<|close|>" in source and "<|end_of_msg|>" in source else None
 
@@ -51,7 +56,8 @@ def _build(b: Build) -> P:
     # a truncated response runs to whichever section comes next (relaxed: or to where a call written without
     # the tools section's opener begins, `<|open|>call tool="NAME"`)
     # (operands in the C++ evaluation order, see cpp_sum, so that automaton rule ids match)
-    bare = [f'{CALL_START}{f.name}"' for f in functions(b.inputs.tools)] if b.tool_calls else []
+    bare = list(dict.fromkeys(f'{CALL_START}{n}"' for f in functions(b.inputs.tools)
+                              for n in (f.name, _escape_attr(f.name)))) if b.tool_calls else []
     p.calls_begin_at(bare)  # (after a call it cannot read, reading resumes at the next)
     response = p.cpp_sum(lambda: p.optional(p.literal(RESP_START)),
                          lambda: p.content_until_calls([RESP_END, TOOLS_START, MSG_END], bare,
@@ -98,7 +104,7 @@ def _build(b: Build) -> P:
         sep = p.literal(SEP)
         attrs = p.until(SEP)
         quote = p.literal('"')
-        tool_name = p.tool_name(p.literal(name))
+        tool_name = p.escaped_name(name, _escape_attr(name))
         call_open = p.tool_open(p.space_then(p.literal(CALL_START)) + tool_name + quote + attrs + sep)
         call = p.tool(call_open + call_args + call_close)
         tool_choices |= p.rule(f"kimi-k3-tool-{name}", call)
