@@ -118,17 +118,17 @@ def _markup_of(arena: Arena) -> re.Pattern[str]:
     return re.compile(f"(?:{'|'.join(alternatives)})*")
 
 
-def skipped_by(result: ParseResult, arena: Arena, offset: int) -> list[Span]:
+def skipped_by(result: ParseResult, arena: Arena, offset: int, partial: bool = False) -> list[Span]:
     """The texts (spans of the parsed text, from `offset` on) a parse of `arena` stepped over: what a rule that
     scans to the first call (`SCAN_TO_CALLS`) consumed, but whitespace around it, where it is more than markup
     (a stray end marker it steps over is markup). llama.cpp's Gemma 4 parser scans there where the text before
     the call fits no message (a thought never closed): its text reaches no field. A scan that reaches the end of
-    the text is undecided: more may come."""
+    the text is undecided while more may come (`partial`); in a complete output it stepped over all it read."""
     if result.fail or SCAN_TO_CALLS not in arena.rules:  # (the common case: a parser without such a scan)
         return []
     out, text = [], result.text
     for node in result.ast.walk(result.nodes):
-        if node.rule != SCAN_TO_CALLS or node.end <= max(node.start, offset) or node.end >= len(text):
+        if node.rule != SCAN_TO_CALLS or node.end <= max(node.start, offset) or (partial and node.end >= len(text)):
             continue
         start, end = max(node.start, offset), node.end
         if _markup_of(arena).fullmatch(text, start, end):

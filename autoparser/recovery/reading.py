@@ -235,7 +235,7 @@ class Reader:
                    arena: Arena) -> Reading:
         """The reading of a message mapped from `result`, the parse of `arena` (the mapping having `dropped`
         these spans; what the parse stepped over is not accounted for either: `skipped_by`)."""
-        dropped = [*dropped, *skipped_by(result, arena, self.offset)]
+        dropped = [*dropped, *skipped_by(result, arena, self.offset, partial)]
         return Reading(msg, tuple(covered_by(result, self.offset, dropped, partial)), result, self.offset)
 
     def _read_whole(self, result: ParseResult, output: str, msg: ChatMessage | None = None) -> bool:

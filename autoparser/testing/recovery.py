@@ -17,7 +17,7 @@ from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from autoparser.chat.tags import FIELD_TAGS
+from autoparser.chat.tags import FIELD_TAGS, SCAN_TO_CALLS
 from autoparser.corpus.mutations import mutations, recovered
 from autoparser.errors import ParseError
 from autoparser.params import ChatParams
@@ -124,7 +124,9 @@ def _markup_spans(params: ChatParams, output: str) -> list[tuple[int, int]]:
     def innermost(node: AstNode) -> bool:  # tagged arguments' tool-args node holds their markup too
         return not any(d.tag in FIELD_TAGS for d in ast.walk(node.children))
 
-    fields = sorted((n.start, n.end) for n in ast.walk(result.nodes) if n.tag in FIELD_TAGS and innermost(n))
+    # (what a scan to the first call steps over is text, not markup: the message must hold it, or say it kept it)
+    fields = sorted((n.start, n.end) for n in ast.walk(result.nodes)
+                    if (n.tag in FIELD_TAGS and innermost(n)) or n.rule == SCAN_TO_CALLS)
     spans, pos = [], max(result.start, offset)
     for start, end in fields:
         if start > pos:

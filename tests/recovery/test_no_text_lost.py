@@ -30,7 +30,9 @@ from typing import Any
 
 import pytest
 
+from autoparser import generate
 from autoparser.chat.stream import apply_deltas
+from autoparser.corpus import Corpus
 from autoparser.corpus.roundtrip import generate_cached, generator_request
 from autoparser.params import ChatParams
 from autoparser.peg import nodes as N
@@ -146,3 +148,28 @@ def test_random_outputs_of_the_templates_markers_lose_no_text(template: str) -> 
 
 def test_the_stream_ratchet_names_real_templates() -> None:
     STREAM_RATCHET.check_known(TEMPLATES)
+
+
+_WEATHER = {"type": "function", "function": {"name": "get_weather", "parameters": {
+    "type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}}}
+
+
+@pytest.mark.parametrize("template", ["google__gemma-4-26B-A4B-it", "unsloth__gemma-4"])
+@pytest.mark.parametrize("thinking", [True, False])
+@pytest.mark.parametrize("output", [
+    "the user wants the weather<channel|>The answer is sunny.",
+    'the user wants the weather\n<channel|>call:get_weather{city:<|"|>Paris<|"|>}<tool_call|>',
+])
+def test_text_after_a_stray_channel_end_is_not_stepped_over(template: str, thinking: bool, output: str) -> None:
+    """Gemma 4's templates end a thought with `<channel|>`; an output that writes it with no thought open (or
+    after the one the prompt closed) sent llama.cpp's parser scanning for a call to the end of the output, and
+    the default parse let that stand: everything after the marker was gone, with no diagnostic (the random
+    outputs above found it, once their check stopped counting a scan's span as markup). A scan that reaches the
+    end of a complete output stepped over its text: the message holds every word, and says what it repaired."""
+    source = Corpus.load().by_name(template).read_text()
+    params = generate(source, {"messages": [{"role": "user", "content": "Hi"}], "tools": [_WEATHER],
+                               "enable_thinking": thinking, "reasoning_format": "auto"})
+    got = params.parse(output)
+    assert not unaccounted(output, got, markup_spans(params, output, got)), got
+    assert got.diagnostics, got
+    assert ("sunny" in got.content) if "sunny" in output else [c.name for c in got.tool_calls] == ["get_weather"]

@@ -292,6 +292,16 @@ def test_calls_one_after_the_other_as_models_write_them(between: str) -> None:
           ["extra_call"])
 
 
+def test_a_second_call_where_the_request_allows_one() -> None:
+    """Ling 3 writes the text after its calls up to the end of the turn as content; with parallel calls off, a
+    second call there was that content, with no word said (found beside the matrix's Ling 3 variants). It is
+    read and reported, as in the other formats."""
+    one = "<tool_call>get_weather\n<arg_key>city</arg_key>\n<arg_value>{}</arg_value>\n</tool_call>"
+    out = one.format("Paris") + "\n" + one.format("Tokyo")
+    check(case("llama.cpp__inclusionai-ling-3.0-flash", out, enable_thinking=False, parallel_tool_calls=False),
+          {"tool_calls": [PARIS, TOKYO]}, ["extra_call"])
+
+
 def test_repairs_after_skipped_text_say_where_they_are() -> None:
     """After text the reading skips (`<|python_tag|>`, which Llama 3.2's template never writes), the repairs
     found in the rest keep their place in the output, in the position and in the message."""

@@ -125,7 +125,10 @@ def _build(b: Build) -> P:
                       + p.tool_args(args) + p.tool_close(p.optional(p.space()) + p.literal(CALL_END)))
         tool_choices |= p.rule(f"ling3-tool-{name}", call)
 
-    calls = tool_choices + p.zero_or_more(p.space() + tool_choices) if b.parallel else tool_choices
+    # (relaxed: where the request allows one call, a second one is read and reported; the section's tail would
+    # take it as content, with no word said)
+    calls = tool_choices + p.zero_or_more(p.space() + tool_choices) if b.parallel \
+        else p.extra_calls(tool_choices, tool_choices)
     tools_section = p.trigger_rule(TOOLS_RULE, calls + p.space() + p.optional(p.content(p.until(ROLE_END)))
                                    + p.optional(p.literal(ROLE_END)))
     tool_calls = tools_section if b.required else p.optional(tools_section)
