@@ -21,7 +21,7 @@ from autoparser.chat.request import ToolChoice
 from autoparser.corpus.mutations import mutations
 from autoparser.corpus.roundtrip import expressible_scenarios
 from autoparser.errors import AutoparserError
-from autoparser.export import response_template
+from autoparser.export import for_reader, response_template
 from autoparser.export.constrained import Constraint, constraint, to_lark, to_structural_tag
 
 __all__ = ["BEAM", "BREAKING", "CONSUMERS", "CONSUMERS_FILE", "beam_results", "consumer_record", "consumer_results",
@@ -125,11 +125,12 @@ def consumer_results(name: str, source: str) -> dict[str, str | None]:
 
 def beam_results(name: str, source: str) -> dict[str, str | None]:
     """Case id -> None or what went wrong, for vLLM's `beam` parser reading the response_template we export for
-    it (`response_template(source, "vllm")`): for each scenario whose output is calls alone (the `required`
-    requests, where beam constrains a template whose content has no opener), beam derives a structural tag from
-    the template alone (vLLM's `tool_call_structural_tag`, as its parser calls it), and xgrammar accepts the
-    intended output and rejects the broken ones under it (`name::scenario::vllm-beam`,
-    `name::scenario::mutation::vllm-beam`). Needs vLLM's parser modules on sys.path (`python -m tools.vllm_beam`).
+    it (`response_template(source, "vllm")`, here made from the transformers file: `for_reader`): for each
+    scenario whose output is calls alone (the `required` requests, where beam constrains a template whose
+    content has no opener), beam derives a structural tag from the template alone (vLLM's
+    `tool_call_structural_tag`, as its parser calls it), and xgrammar accepts the intended output and rejects
+    the broken ones under it (`name::scenario::vllm-beam`, `name::scenario::mutation::vllm-beam`). Needs vLLM's
+    parser modules on sys.path (`python -m tools.vllm_beam`).
     {} for a template with no response_template or no such scenario."""
     from vllm.parser.chat_parsing.response_templates import load_response_template
     from vllm.parser.response_template_grammar import message_start_anchors, tool_call_structural_tag
@@ -143,7 +144,7 @@ def beam_results(name: str, source: str) -> dict[str, str | None]:
     if "tool_calls" not in spec["fields"] or not scenarios:
         return {}
     try:  # the form vLLM serves (a template it refuses is ExportError's reason)
-        template = load_response_template(response_template(source, "vllm"))
+        template = load_response_template(for_reader(spec, "vllm"))
     except (AutoparserError, ValueError) as e:
         return {f"{name}::{b.scenario}::{BEAM}": f"no response_template for vLLM: {e}" for b, _ in scenarios}
     thinking = template.fields.get("thinking")

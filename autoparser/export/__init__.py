@@ -60,8 +60,8 @@ from autoparser.peg.nodes import C_SPACE
 from autoparser.template.render import normalize_source
 from autoparser.template.sandbox import time_budget
 
-__all__ = ["READERS", "ExportError", "NothingToExport", "lark_grammar", "response_template", "structural_tag",
-           "transformers_message", "vllm_fields"]
+__all__ = ["READERS", "ExportError", "NothingToExport", "for_reader", "lark_grammar", "response_template",
+           "structural_tag", "transformers_message", "vllm_fields"]
 
 # A tool's name as templates write it; `name` is the capture the transform reads.
 _NAME = r"(?P<name>[A-Za-z0-9_.:\-]+)"
@@ -89,7 +89,13 @@ def response_template(source: str, reader: str = "transformers") -> dict[str, An
         raise ValueError(f"reader {reader!r}: one of {', '.join(READERS)}")
     with time_budget(phase="exporting"):
         spec = _response_template(normalize_source(source))
-    return {**spec, "fields": vllm_fields(spec["fields"])} if reader == "vllm" else spec
+    return for_reader(spec, reader)
+
+
+def for_reader(spec: Mapping[str, Any], reader: str) -> dict[str, Any]:
+    """A response_template made for transformers (`response_template(source)`), as `reader` takes it; ExportError
+    when that reader cannot take it."""
+    return {**spec, "fields": vllm_fields(spec["fields"])} if reader == "vllm" else dict(spec)
 
 
 def vllm_fields(fields: Mapping[str, Any]) -> dict[str, Any]:

@@ -72,7 +72,7 @@ def complete_at_end(arena: Arena, closers: frozenset[str], text: str, fmt: ChatF
     other way on. Where nothing it waits for closes, and nothing was appended yet (the output's structures are
     whole), a closer of the format that ends the parse there (it succeeds, reading the closer to its end and no
     more text into a field) is appended."""
-    result, added = parse_text(arena, text), ""
+    result, added, pieces = parse_text(arena, text), "", list[str]()
     for _ in range(8):
         if not result.need_more_input:
             break
@@ -81,9 +81,10 @@ def complete_at_end(arena: Arena, closers: frozenset[str], text: str, fmt: ChatF
             if not any(c.endswith(want) for c in closers) and want != '"':
                 continue
             tried = parse_text(arena, text + added + want)
-            if tried.fail or not _only_closes(before, map_result(tried, fmt)):
+            if tried.fail or not _only_closes(before, map_result(tried, fmt), [*pieces, want]):
                 continue
             result, added = tried, added + want
+            pieces.append(want)
             break
         else:
             ending = None if added else _ending_closer(arena, closers, text, before, fmt)
@@ -99,14 +100,17 @@ def _ending_closer(arena: Arena, closers: frozenset[str], text: str, before: Cha
     closer first), the message otherwise unchanged; None if none does."""
     for closer in sorted({c.strip(C_SPACE) or c for c in closers}, key=lambda c: (-len(c), c)):
         tried = parse_text(arena, text + closer)
-        if tried.success and tried.end == len(text) + len(closer) and _only_closes(before, map_result(tried, fmt)):
+        if tried.success and tried.end == len(text) + len(closer) \
+                and _only_closes(before, map_result(tried, fmt), [closer]):
             return tried, closer
     return None
 
 
-def _only_closes(before: ChatMessage, after: ChatMessage) -> bool:
+def _only_closes(before: ChatMessage, after: ChatMessage, appended: list[str]) -> bool:
     """`after` adds nothing to `before` but closing: the same text fields, the same calls with arguments grown
-    by closing punctuation only, and maybe calls the closers completed (their text was in the output)."""
+    by closing punctuation only, and maybe calls the closers completed (their text was in the output, and no
+    closer `appended` is in their arguments: a closer that ends up in a value made the text before it a value's
+    own, where a value may hold its closer)."""
     if (after.content, after.reasoning_content) != (before.content, before.reasoning_content):
         return False
     if len(after.tool_calls) < len(before.tool_calls):
@@ -116,7 +120,8 @@ def _only_closes(before: ChatMessage, after: ChatMessage) -> bool:
             return False
         if a.arguments[len(b.arguments):].strip(C_SPACE + '"}],'):
             return False
-    return True
+    markers = [m for m in (a.strip(C_SPACE) for a in appended) if m.strip('"}],')]  # (not JSON's own closing)
+    return not any(m in c.arguments for c in after.tool_calls[len(before.tool_calls):] for m in markers)
 
 
 def _json_stack(text: str) -> tuple[list[str], bool, bool, int]:

@@ -951,6 +951,25 @@ def test_a_value_holding_its_closer(template: str, output: str, value: str) -> N
           {"tool_calls": [call("get_weather", json.dumps({"city": value, "days": 3}))]}, [])
 
 
+@pytest.mark.parametrize(("template", "output"), [
+    ("zai-org__GLM-4.7-Flash", "get_weather<arg_key>city</arg_key><arg_value>Paris</arg_value>\n</user>"),
+    (QWEN35, "<function=get_weather>\n<parameter=city>\nParis\n</parameter>\n</junk>"),
+])
+def test_a_completion_never_makes_a_value_hold_the_closer_it_appends(template: str, output: str) -> None:
+    """A call without its opener whose closer is another tag (Ollama's Laguna tests write `</user>`): the
+    completion appended the value's closer after the tag, so the closer the output wrote became the value's own
+    (a value holds its closer where another one follows: `test_a_value_holding_its_closer`) and the value
+    `Paris</arg_value>\n</user>`. A closer appended at the end is never a field's text: the output stays
+    content, said so (it was content with no diagnostic before values could hold closers)."""
+    params = generate(CORPUS.by_name(template).read_text(),
+                      {"messages": [{"role": "user", "content": "Hi"}], "tools": [WEATHER], "enable_thinking": False,
+                       "reasoning_format": "auto"})
+    got = params.parse(output)
+    assert not any("</" in c.arguments for c in got.tool_calls), got
+    assert "unparsed_text" in [d.kind for d in got.diagnostics]
+    assert not unaccounted(output, got, markup_spans(params, output, got))
+
+
 def test_whitespace_between_markers_the_template_writes_together() -> None:
     """Kimi K2 Thinking writes `<|tool_call_begin|>functions.NAME:0<|tool_call_argument_begin|>{...}<|tool_call_end|>`
     with nothing between the markers; a model puts spaces and newlines there (smg's Kimi K2 tests): formatting."""
