@@ -208,6 +208,12 @@ class ChatBuilder(ChatTags):
         begins (`texts`), in the relaxed parser; llama.cpp reads no such call."""
         return []
 
+    def dropped_reasoning(self, strict: Callable[[], P], start: str, end: str) -> P:
+        """A reasoning block llama.cpp's parser reads and drops (`strict()`: MiniMax M3's `<mm:think>...</mm:think>`
+        where the request turned thinking off). Relaxed: its text is reasoning, as a
+        `repair:unrequested_reasoning`, and the strict reading of an output that writes one does not stand."""
+        return strict()
+
     def reasoning_ended_by_call(self, close: P, openers: Sequence[str]) -> P:
         """How reasoning ends (`close`). Relaxed: also where a call written without its opener begins."""
         return close

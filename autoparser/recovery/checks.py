@@ -27,6 +27,8 @@ MESSAGES = {
     "repeated_reasoning_start": "reasoning start {raw!r} repeated at {pos} (the prompt opened it): dropped",
     "prompt_reasoning": "the output at {pos} continues a reasoning block the prompt left open: read as reasoning "
                         "(llama.cpp reads it as content)",
+    "unrequested_reasoning": "reasoning block {raw!r} at {pos} where the request turned thinking off (llama.cpp "
+                             "drops it): read as reasoning",
     "undeclared_reasoning": "reasoning block {raw!r} at {pos} that the template does not show: read as reasoning",
     "missing_reasoning_start": "reasoning end {raw!r} at {pos} with no reasoning open: the text before it read as "
                                "reasoning",

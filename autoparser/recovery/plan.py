@@ -22,7 +22,7 @@ from autoparser.peg import nodes as N
 from autoparser.peg.nodes import C_SPACE
 from autoparser.types import ChatMessage
 
-__all__ = ["CALL_START", "END_SPACE", "RELAXED_MARKUP", "REPAIR", "RecoveryPlan", "plan_of"]
+__all__ = ["CALL_START", "DROPPED_BLOCK", "END_SPACE", "RELAXED_MARKUP", "REPAIR", "RecoveryPlan", "plan_of"]
 
 # Tag prefix of the readings beyond the template (`repair:<kind>`): the default parse reports each node of one
 # as a diagnostic (recovery/checks.py).
@@ -32,6 +32,9 @@ REPAIR = "repair:"
 RELAXED_MARKUP = "relaxed-markup"
 # Tag of where calls without any marker begin (`{"name"`): after text it cannot read, the reading resumes there.
 CALL_START = "call-start"
+# Tag of a block llama.cpp's parser reads and drops (its start and end markers): where an output writes one with
+# text in it, the strict reading loses that text and does not stand.
+DROPPED_BLOCK = "dropped-block"
 # Tag of the whitespace the relaxed parser reads before the end of the output (or before a further call section,
 # where the output may as well end): formatting where the output ends there, the start of the text that follows
 # where it does not (a prefix that ends in it only seems to end).
@@ -70,6 +73,8 @@ class RecoveryPlan:
     prompt_reasoning: bool = False
     """The prompt leaves a reasoning block open that only the relaxed parser reads: every output may be
     reasoning the strict message shows as content."""
+    dropped_blocks: tuple[tuple[str, str], ...] = ()
+    """The blocks (start, end) llama.cpp's parser reads and drops (`DROPPED_BLOCK`)."""
     call_markers: tuple[str, ...] = ()
     """The texts calls begin with (the format's trigger words, and where calls have no marker, how the
     template begins one): after a call it cannot read, the reading resumes at the next one."""
@@ -79,6 +84,19 @@ class RecoveryPlan:
     """The special tokens the template writes after an assistant message's text (its end-of-turn suffix): an
     output that ends with them where a server did not stop on them ends its text there."""
     triggered_by: re.Pattern[str] | None = field(default=None, repr=False, compare=False)
+
+    def drops_text(self, output: str) -> bool:
+        """Whether `output` writes a block llama.cpp's parser drops with text in it (up to its end, or to the
+        end of the output)."""
+        for start, end in self.dropped_blocks:
+            at = output.find(start)
+            while at >= 0:
+                body = at + len(start)
+                stop = output.find(end, body)
+                if _NOT_WS.search(output, body, stop if stop >= 0 else len(output)):
+                    return True
+                at = output.find(start, body)
+        return False
 
     def triggered(self, msg: ChatMessage) -> bool:
         """Whether the strict message's text holds a trigger, where the relaxed parser may read otherwise (in
@@ -103,6 +121,7 @@ def plan_of(relaxed: Arena, *, reasoning_start: str = "", reasoning_end: str = "
     triggers: list[str] = []
     lead: list[str] = []
     starts: list[str] = []
+    dropped: list[tuple[str, str]] = []
     prompt_reasoning = False
     for node in relaxed.parsers:
         if not isinstance(node, N.Tag):
@@ -116,11 +135,15 @@ def plan_of(relaxed: Arena, *, reasoning_start: str = "", reasoning_end: str = "
             triggers.extend(_literals(relaxed, node.child))
         elif tag == CALL_START:
             starts.extend(_literals(relaxed, node.child))
+        elif tag == DROPPED_BLOCK:
+            start, end = _literals(relaxed, node.child)
+            dropped.append((start, end))
     lead_triggers = tuple(dict.fromkeys(t for t in lead if t.strip(C_SPACE)))
     return RecoveryPlan(
         relaxed, reasoning_start=reasoning_start, reasoning_end=reasoning_end, tools=tools, triggers=tuple(dict.fromkeys(triggers)),
         lead_triggers=lead_triggers, prompt_reasoning=prompt_reasoning,
-        call_markers=tuple(dict.fromkeys((*call_markers, *starts))), closers=closers(relaxed), turn_end=turn_end,
+        call_markers=tuple(dict.fromkeys((*call_markers, *starts))), dropped_blocks=tuple(dict.fromkeys(dropped)),
+        closers=closers(relaxed), turn_end=turn_end,
         triggered_by=re.compile("|".join(map(re.escape, lead_triggers))) if lead_triggers else None)
 
 

@@ -191,8 +191,9 @@ class Reader:
         msg, dropped = map_accounted(result, self.format)
         whole = self._read_whole(result, output, msg)
         skipped = skipped_by(result, self.strict, self.offset)
-        if not whole or skipped or self.plan.triggered(msg):
-            # (a text the parse stepped over reached no field: the relaxed parser may read it)
+        if not whole or skipped or self.plan.triggered(msg) or self.plan.drops_text(output):
+            # (a text the parse stepped over, or a block it dropped, reached no field: the relaxed parser may
+            # read it)
             return StrictParse(result, msg, dropped + skipped, whole, False)
         msg = drop_repeated_start(msg, self.plan.reasoning_start, output, False)
         return StrictParse(result, msg, dropped, True, True)

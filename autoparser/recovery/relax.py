@@ -23,7 +23,7 @@ from autoparser.peg import P
 from autoparser.peg.builder import Operand, rule_name
 from autoparser.peg.nodes import C_SPACE
 from autoparser.recovery.loose import LooseCalls
-from autoparser.recovery.plan import CALL_START, END_SPACE, RELAXED_MARKUP
+from autoparser.recovery.plan import CALL_START, DROPPED_BLOCK, END_SPACE, RELAXED_MARKUP
 
 __all__ = ["RelaxedBuilder"]
 
@@ -140,6 +140,12 @@ class RelaxedBuilder(LooseCalls):
         # (where it does not read so, as llama.cpp reads it: a block it reads without its start, or to the end)
         return self.choice([(opener() if opener else self.literal(start)) + (self.space() if spaced else self.eps())
                             + self._reasoning_body(end, calls), strict()])
+
+    def dropped_reasoning(self, strict: Callable[[], P], start: str, end: str) -> P:
+        # (a node no parser refers to: data for the recovery plan, `RecoveryPlan.drops_text`)
+        self.tag(DROPPED_BLOCK, self.literal(start) + self.literal(end))
+        return self.repair("unrequested_reasoning", self.literal(start)) + self.space() \
+            + self.reasoning(self.until(end)) + self.literal(end)
 
     def derived_reasoning(self, strict: Callable[[], P], block: DerivedReasoning) -> P:
         if not block.shown and block.extracted:

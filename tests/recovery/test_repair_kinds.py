@@ -970,6 +970,30 @@ def test_a_completion_never_makes_a_value_hold_the_closer_it_appends(template: s
     assert not unaccounted(output, got, markup_spans(params, output, got))
 
 
+# MiniMax M3's call as its template renders it, every tag behind the namespace prefix `]<]minimax[>[`
+M3_CALL = (']<]minimax[>[<tool_call>\n]<]minimax[>[<invoke name="get_weather">]<]minimax[>[<city>Paris]<]minimax[>['
+           '</city>]<]minimax[>[</invoke>\n]<]minimax[>[</tool_call>')
+
+
+@pytest.mark.parametrize(("after", "message"), [
+    ("The answer is sunny.", {"content": "The answer is sunny."}),
+    (M3_CALL, {"tool_calls": [PARIS]}),
+])
+def test_a_reasoning_block_the_request_turned_off(after: str, message: dict[str, Any]) -> None:
+    """MiniMax M3 with thinking off: llama.cpp's parser reads a `<mm:think>...</mm:think>` block the model writes
+    anyway and drops it, text and all, and the default parse let that stand with no diagnostic (found by reading
+    every handler's unmapped scans). The block is reasoning, said by a diagnostic; before an answer, and before a
+    call."""
+    out = "<mm:think>The user asks about Paris.</mm:think>" + after
+    params = generate(CORPUS.by_name("llama.cpp__MiniMax-M3").read_text(),
+                      {"messages": [{"role": "user", "content": "Hi"}], "tools": TOOLS, "enable_thinking": False,
+                       "reasoning_format": "auto", "parallel_tool_calls": True})
+    strict = params.parse(out, strict=True)
+    assert "Paris" not in strict.reasoning_content + strict.content  # (llama.cpp's reading drops it)
+    check(case("llama.cpp__MiniMax-M3", out, enable_thinking=False),
+          {"reasoning_content": "The user asks about Paris.", **message}, ["unrequested_reasoning"])
+
+
 def test_whitespace_between_markers_the_template_writes_together() -> None:
     """Kimi K2 Thinking writes `<|tool_call_begin|>functions.NAME:0<|tool_call_argument_begin|>{...}<|tool_call_end|>`
     with nothing between the markers; a model puts spaces and newlines there (smg's Kimi K2 tests): formatting."""

@@ -125,9 +125,13 @@ def _build(b: Build) -> P:
             block = p.reasoning_between(thought, THINK_START, THINK_END, [FC_START] if b.tool_calls else [],
                                         spaced=True)
         else:
-            close = p.literal(THINK_END)
-            body = p.ac(p.until(THINK_END) + close, THINK_END)
-            block = p.literal(THINK_START) + body
+            def dropped() -> P:
+                close = p.literal(THINK_END)
+                body = p.ac(p.until(THINK_END) + close, THINK_END)
+                return p.literal(THINK_START) + body
+
+            # (llama.cpp drops a block the model writes with thinking off; relaxed: read as reasoning)
+            block = p.dropped_reasoning(dropped, THINK_START, THINK_END)
         # a turn without reasoning opens with a bare `</mm:think>`, from the generation prompt or the model
         reasoning = p.optional(p.choice([block, p.literal(THINK_END)]))
 
