@@ -120,7 +120,7 @@ def _only_closes(before: ChatMessage, after: ChatMessage, appended: list[str]) -
             return False
         if a.arguments[len(b.arguments):].strip(C_SPACE + '"}],'):
             return False
-    markers = [m for m in (a.strip(C_SPACE) for a in appended) if m.strip('"}],')]  # (not JSON's own closing)
+    markers = [m for m in (piece.strip(C_SPACE) for piece in appended) if m.strip('"}],')]  # (not JSON's closing)
     return not any(m in c.arguments for c in after.tool_calls[len(before.tool_calls):] for m in markers)
 
 
