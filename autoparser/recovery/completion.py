@@ -72,7 +72,7 @@ def complete_at_end(arena: Arena, closers: frozenset[str], text: str, fmt: ChatF
     other way on. Where nothing it waits for closes, and nothing was appended yet (the output's structures are
     whole), a closer of the format that ends the parse there (it succeeds, reading the closer to its end and no
     more text into a field) is appended."""
-    result, added, pieces = parse_text(arena, text), "", list[str]()
+    result, pieces = parse_text(arena, text), list[str]()  # (the closers appended, in order)
     for _ in range(8):
         if not result.need_more_input:
             break
@@ -80,18 +80,18 @@ def complete_at_end(arena: Arena, closers: frozenset[str], text: str, fmt: ChatF
         for want in _waiting_for(arena, result):
             if not any(c.endswith(want) for c in closers) and want != '"':
                 continue
-            tried = parse_text(arena, text + added + want)
+            tried = parse_text(arena, text + "".join(pieces) + want)
             if tried.fail or not _only_closes(before, map_result(tried, fmt), [*pieces, want]):
                 continue
-            result, added = tried, added + want
+            result = tried
             pieces.append(want)
             break
         else:
-            ending = None if added else _ending_closer(arena, closers, text, before, fmt)
+            ending = None if pieces else _ending_closer(arena, closers, text, before, fmt)
             if ending is not None:
                 return ending
             break
-    return result, added
+    return result, "".join(pieces)
 
 
 def _ending_closer(arena: Arena, closers: frozenset[str], text: str, before: ChatMessage,

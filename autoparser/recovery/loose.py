@@ -66,9 +66,9 @@ class LooseCalls(ChatBuilder):
         ends = list(dict.fromkeys([_lead(m.value_suffix) + value_end, value_end,
                                    *("\n" + e for e in ends_call), *ends_call]))
         at_call_end = self.peek(self.space() + self.choice([self.literal(e) for e in ends_call]))
+        value_closers = [self.literal(c) for c in dict.fromkeys([_lead(m.value_suffix) + value_end, value_end])]
         close = self.tool_arg_close(self.choice([
-            self.literal(_lead(m.value_suffix) + value_end), self.literal(value_end),
-            self.repair("missing_argument_closer", at_call_end)]))
+            *value_closers, self.repair("missing_argument_closer", at_call_end)]))
         text = self.until_one_of(ends)
         if value_end:
             # (a value holding its closer's text, which the template writes as it is: `<arg_value>use </arg_value>
@@ -76,9 +76,8 @@ class LooseCalls(ChatBuilder):
             # before the next argument or the call's end. While more may come that is undecided: a stream waits
             # there, never showing a value cut at a closer that turns out to be its own, and an output cut
             # after a closer waits first for the call's end, the closer a completion appends.)
-            value_closers = list(dict.fromkeys([_lead(m.value_suffix) + value_end, value_end]))
             next_markers = [x for x in dict.fromkeys([*ends_call, t(m.arg_prefix, C_SPACE), value_end]) if x]
-            closer = self.choice([self.literal(c) for c in value_closers])
+            closer = self.choice(value_closers)
             held = self.peek(closer + self.negate(self.space() + self.choice([self.literal(x) for x in next_markers]))
                              + self.until_one_of(next_markers) + self.literal(value_end)) + closer
             text = text + self.zero_or_more(held + self.until_one_of(ends))
