@@ -215,7 +215,8 @@ class ChatBuilder(ChatTags):
         return strict()
 
     def reasoning_ended_by_call(self, close: P, openers: Sequence[str]) -> P:
-        """How reasoning ends (`close`). Relaxed: also where a call written without its opener begins."""
+        """How reasoning ends (`close`). Relaxed: also where a call begins (`openers`) that llama.cpp's reasoning
+        runs over: one written without its opener, or a section a format's reasoning scan does not stop at."""
         return close
 
     def derived_reasoning(self, strict: Callable[[], P], block: DerivedReasoning) -> P:
@@ -419,6 +420,18 @@ class ChatBuilder(ChatTags):
         reads JSON only. Relaxed: the Python literals the parameter's schema allows, read as the JSON they stand
         for."""
         return None
+
+    def value_or_text(self, value: P, text: Callable[[], P]) -> P:
+        """A value of its schema's type, then its closer (`value`). Relaxed: also, where the text there is no such
+        value, that text as a string and its closer (`text()`), as the loose tagged readings keep it (the
+        recovery's checks report a top-level one: `argument_type`)."""
+        return value
+
+    def nested_elements(self, strict: Callable[[], P], elements: Callable[[], P]) -> P:
+        """An argument value llama.cpp reads only as JSON (`strict()`: an object the schema gives no properties)
+        where the template writes every mapping as nested elements. Relaxed: also as those (`elements()`), as
+        the template writes them (no repair)."""
+        return strict()
 
     def tagged_arguments(self, args: P, json_open: str = "", json_close: str = "") -> P:
         """A tagged call's arguments as the template writes them, an element each (`args`). Relaxed: also one

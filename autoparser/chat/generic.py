@@ -160,8 +160,10 @@ def _reasoning(b: Build, a: TemplateAnalysis) -> P:
     """The reasoning parser every body starts with: llama.cpp's (`_cpp_reasoning`), through the builder's hook
     where the relaxed parser reads more (`ChatBuilder.derived_reasoning`)."""
     r, fmt = a.reasoning, a.tools.format
+    # (without tools too: a model that writes a call while reasoning has ended its reasoning there, and the
+    # call's text, which no tool can answer, is content)
     markers = tuple(m for m in (_trim(fmt.section_start), _trim(fmt.per_call_start)) if m) \
-        if b.tool_calls and fmt.mode is not ToolFormat.NONE else ()
+        if fmt.mode is not ToolFormat.NONE else ()
     read = b.extract_reasoning and r.mode in (ReasoningMode.TAG_BASED, ReasoningMode.TOOLS_ONLY) and bool(r.end)
     block = DerivedReasoning(r.start, r.end, shown=r.mode is not ReasoningMode.NONE, read=read,
                              extracted=b.inputs.reasoning_format != "none", call_markers=markers,

@@ -550,8 +550,13 @@ def _m3_collect(ast: Ast, node: AstNode, tag: str, out: list[AstId]) -> None:
 
 def _m3_value_of(ast: Ast, node: AstNode) -> AstId:
     for cid in node.children:
-        if ast.get(cid).tag in (TOOL_ARG_VALUE, TOOL_ARG_STRING_VALUE, TOOL_ARG_OBJECT, TOOL_ARG_ARRAY):
+        child = ast.get(cid)
+        if child.tag in (TOOL_ARG_VALUE, TOOL_ARG_STRING_VALUE, TOOL_ARG_OBJECT, TOOL_ARG_ARRAY):
             return cid
+        if not child.tag:  # (a rule's node: the relaxed parser's value of any shape is one, recursive)
+            found = _m3_value_of(ast, child)
+            if found != INVALID_AST_ID:
+                return found
     return INVALID_AST_ID
 
 

@@ -45,7 +45,8 @@ MESSAGES = {
     "call_wrapper": "call wrapped in {raw!r} at {pos}: unwrapped",
     "extra_member": "call member {raw!r} at {pos}, which no field of a call holds: dropped (kept here)",
     "argument_whitespace": "argument value at {pos} without the template's surrounding newlines: accepted",
-    "missing_argument_closer": "argument value at {pos} not closed: it ends where the call does",
+    "missing_argument_closer": "argument value at {pos} not closed: it ends where the next argument or the call "
+                               "does",
     "missing_call_closer": "tool call at {pos} not closed: it ends where the next marker begins",
     "unparsed_text": "text at {pos} does not fit the format: kept as content",
     "trailing_text": "text at {pos} after the end of the format: kept as content",

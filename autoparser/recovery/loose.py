@@ -15,7 +15,7 @@ from autoparser.chat.tags import TOOL_ARGS_STRING, TOOL_NAME_STRING
 from autoparser.chat.tools import Function, Parameter, parameters
 from autoparser.peg import P
 from autoparser.peg.nodes import C_SPACE
-from autoparser.recovery.plan import REPAIR
+from autoparser.recovery.plan import RELAXED_MARKUP, REPAIR
 
 __all__ = ["LooseCalls"]
 
@@ -43,6 +43,11 @@ class LooseCalls(ChatBuilder):
         """`repair:kind:(p)`: a reading the strict format does not allow; the default parse reports it."""
         return self.tag(REPAIR + kind, p)
 
+    def markup(self, texts: Sequence[str]) -> P:
+        """A choice of `texts` that the relaxed parser reads as markup where llama.cpp's reads text (tagged, so
+        that the recovery plan finds them: `RecoveryPlan.triggers`)."""
+        return self.tag(RELAXED_MARKUP, self.choice([self.literal(t) for t in texts]))
+
     def loose_tagged_call(self, m: TaggedMarkers, f: Function | None,
                           json_first: Callable[[Parameter], bool] = lambda param: param.types != {"string"}) -> P:
         """One tagged call as the template writes it, and as models write it beyond the template. A format's
@@ -56,19 +61,27 @@ class LooseCalls(ChatBuilder):
         (a missing required one is the recovery's to report); values without the template's whitespace around
         them (`<parameter=path>/tmp/x</parameter>`; extra whitespace stays in the value, as in the strict
         parse); a value as Python spells it where the schema allows it (`python_spelled`); a value's closer
-        left out where the call's closer follows, or written where no value is open; a call's closer left out
+        left out where the call's closer or a declared argument's opener follows, or written where no value is
+        open; a call's closer left out
         where the next marker follows; the arguments as one JSON object (`tagged_arguments`); a value that does
         not fit its schema kept as a string."""
         t = str.strip
         call_end, after = t(m.call_close, C_SPACE), t(m.after_call, C_SPACE)
         value_end = t(m.value_suffix, C_SPACE)
         ends_call = [e for e in (call_end, after) if e]
+        # (a value's closer left out where a declared argument's opener follows, `x\n<parameter=b>`: the opener up
+        # to its first gap, so that a value's own text stops the value only where it names a declared argument)
+        arg_prefix, arg_suffix = t(m.arg_prefix, C_SPACE), t(m.arg_suffix, C_SPACE)
+        next_args = [arg_prefix + param.name + (_MARKER_GAP.split(arg_suffix)[0] if arg_suffix else "")
+                     for param in parameters(f)] if f is not None and arg_prefix else []
         ends = list(dict.fromkeys([_lead(m.value_suffix) + value_end, value_end,
-                                   *("\n" + e for e in ends_call), *ends_call]))
-        at_call_end = self.peek(self.space() + self.choice([self.literal(e) for e in ends_call]))
+                                   *("\n" + e for e in (*ends_call, *next_args)), *ends_call, *next_args]))
+        # (the openers are markup there, where the strict parser reads a value: triggers of the recovery plan)
+        at_next = self.peek(self.space() + self.choice([*(self.literal(e) for e in ends_call),
+                                                        *([self.markup(next_args)] if next_args else [])]))
         value_closers = [self.literal(c) for c in dict.fromkeys([_lead(m.value_suffix) + value_end, value_end])]
         close = self.tool_arg_close(self.choice([
-            *value_closers, self.repair("missing_argument_closer", at_call_end)]))
+            *value_closers, self.repair("missing_argument_closer", at_next)]))
         text = self.until_one_of(ends)
         if value_end:
             # (a value holding its closer's text, which the template writes as it is: `<arg_value>use </arg_value>

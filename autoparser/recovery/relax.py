@@ -23,7 +23,7 @@ from autoparser.peg import P
 from autoparser.peg.builder import Operand, rule_name
 from autoparser.peg.nodes import C_SPACE
 from autoparser.recovery.loose import LooseCalls
-from autoparser.recovery.plan import CALL_START, DROPPED_BLOCK, END_SPACE, RELAXED_MARKUP
+from autoparser.recovery.plan import CALL_START, DROPPED_BLOCK, END_SPACE
 
 __all__ = ["RelaxedBuilder"]
 
@@ -54,11 +54,6 @@ class RelaxedBuilder(LooseCalls):
         """The end of the output, whitespace before it allowed: a model may end its turn with a newline where the
         template writes none, and whitespace at the end of an output is formatting, not a repair."""
         return self.tag(END_SPACE, self.space()) + super().end()
-
-    def markup(self, texts: Sequence[str]) -> P:
-        """A choice of `texts` that the relaxed parser reads as markup where llama.cpp's reads text (tagged, so
-        that the recovery plan finds them: `RecoveryPlan.triggers`)."""
-        return self.tag(RELAXED_MARKUP, self.choice([self.literal(t) for t in texts]))
 
     def opener_or_missing(self, opener: str) -> P:
         """`opener | repair:call_opener_spelling:(trimmed) | repair:missing_call_opener:(ε)`: a call opener the
@@ -130,8 +125,9 @@ class RelaxedBuilder(LooseCalls):
     def reasoning_ended_by_call(self, close: P, openers: Sequence[str]) -> P:
         if not openers:
             return close
-        return close | self.repair("reasoning_ended_by_call", self.peek(self.choice([self.literal(o)
-                                                                                    for o in openers])))
+        # (before `close`, which may match nothing: an optional end marker; the openers are markup where the
+        # strict parser reads reasoning, triggers of the recovery plan)
+        return self.repair("reasoning_ended_by_call", self.peek(self.markup(openers))) | close
 
     def reasoning_between(self, strict: Callable[[], P], start: str, end: str, calls: Sequence[str], *,
                           spaced: bool = False, opener: Callable[[], P] | None = None) -> P:
@@ -184,14 +180,21 @@ class RelaxedBuilder(LooseCalls):
         stray = self.optional(self._stray_end(end))  # (outside the draft's atomic: it waits on trailing whitespace)
         if not markers:
             return self.reasoning(self.until(end)) + closed + stray
-        at_call = self.peek(self.choice([self.literal(m) for m in markers]))
         # (the markers are markup there where the strict parser reads reasoning: the recovery plan's triggers)
+        at_call = self.peek(self.choice([self.literal(m) for m in markers]))
         return self.reasoning(self.until_one_of([end, *markers])) + self.choice([
             closed,
             at_call + self.atomic(self.reasoning(self.until(end)) + closed),
             self.repair("reasoning_ended_by_call", self.peek(self.markup(markers)))]) + stray
 
     # --- calls ----------------------------------------------------------------------------------------------
+
+    def value_or_text(self, value: P, text: Callable[[], P]) -> P:
+        # (whole or not at all: a stream never shows a prefix of the text as a value, `0` of `018956`)
+        return self.atomic(value) | text()
+
+    def nested_elements(self, strict: Callable[[], P], elements: Callable[[], P]) -> P:
+        return strict() | elements()
 
     def arguments_value(self) -> P:
         return self.json_object()

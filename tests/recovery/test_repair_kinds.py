@@ -108,6 +108,24 @@ def test_last_argument_closer_missing_tagged_is_no_longer_an_empty_message() -> 
           ["missing_argument_closer"])
 
 
+@pytest.mark.parametrize(("template", "output", "request_"), [
+    # Seed-OSS writes `<parameter=K>V</parameter>` (no newlines around the value)
+    (SEED, "<seed:tool_call>\n<function=get_weather>\n<parameter=city>Paris\n<parameter=days>3</parameter>\n"
+           "</function>\n</seed:tool_call>", {"enable_thinking": False}),
+    # GLM-4.7 writes `<arg_key>K</arg_key><arg_value>V</arg_value>`
+    (GLM, "<tool_call>get_weather<arg_key>city</arg_key><arg_value>Paris<arg_key>days</arg_key><arg_value>3"
+          "</arg_value></tool_call>", {"enable_thinking": False}),
+    # Qwen3.5 writes `<parameter=K>\nV\n</parameter>`
+    (QWEN35, "<tool_call>\n<function=get_weather>\n<parameter=city>\nParis\n<parameter=days>\n3\n</parameter>\n"
+             "</function>\n</tool_call>", {}),
+])
+def test_argument_closer_missing_before_the_next_argument(template: str, output: str, request_: dict[str, Any]) -> None:
+    # (found by vLLM's Qwen3-Coder test `test_extract_tool_calls_missing_closing_parameter_tag`: the value ran on
+    # into the next argument, which was lost)
+    check(case(template, output, **request_), {"tool_calls": [call("get_weather", '{"city": "Paris", "days": 3}')]},
+          ["missing_argument_closer"])
+
+
 def test_output_ending_inside_the_arguments_gives_valid_json() -> None:
     check(case(QWEN25, '<tool_call>\n{"name": "get_weather", "arguments": {"city": "Pa'),
           {"tool_calls": [PARIS | {"arguments": '{"city": "Pa"}'}]}, ["missing_closer"], space_after=False)
@@ -395,6 +413,37 @@ def test_a_draft_call_in_closed_reasoning_of_a_hand_written_format_stays_reasoni
     msg = case(template, out, **request_).expect({"reasoning_content": f"Draft: {call_text} - no.",
                                                   "content": "It is sunny."})
     assert not msg.diagnostics
+
+
+KIMI_K3 = "llama.cpp__Kimi-K3"
+K3_CALL = ('<|open|>tools<|sep|><|open|>call tool="get_weather" index="1"<|sep|><|open|>argument key="city" '
+           'type="string"<|sep|>Paris<|close|>argument<|sep|><|close|>call<|sep|><|close|>tools<|sep|>')
+
+
+def test_calls_section_while_reasoning_is_open_ends_the_reasoning_of_kimi_k3() -> None:
+    # Kimi K3's prompt opens the think section (`<|open|>think<|sep|>`); llama.cpp's parser reads it up to its
+    # closer or the response opener, so a tools section the model writes without closing it was reasoning, and
+    # the call lost to it (smg's kimi_k3 reasoning tests end the section there)
+    check(case(KIMI_K3, f"I need the weather.{K3_CALL}<|close|>message<|sep|>",
+               chat_template_kwargs={"thinking": True}),
+          {"reasoning_content": "I need the weather.", "tool_calls": [PARIS]}, ["reasoning_ended_by_call"])
+
+
+# A call while reasoning is open where the request declares no tools: the reasoning ends there as with tools (as
+# vLLM's qwen3 and smg's kimi_k3 reasoning parsers end it), and the call's text, which no tool answers, is content
+# (a diagnostic says it does not fit). The data that found it was Qwen3's and Kimi K3's; these are other templates
+# of the tag + JSON and tagged formats.
+@pytest.mark.parametrize(("template", "start", "call_text", "request_"), [
+    # Mellum2: `<think>...</think>`, which the model opens; calls `<tool_call>\n{json}\n</tool_call>`
+    (MELLUM, "<think>\n", '<tool_call>\n{"name": "get_weather", "arguments": {"city": "Paris"}}\n</tool_call>', {}),
+    # GLM-4.7: the prompt opens `<think>`; calls `<tool_call>NAME<arg_key>K</arg_key><arg_value>V</arg_value>`
+    (GLM, "", "<tool_call>get_weather<arg_key>city</arg_key><arg_value>Paris</arg_value></tool_call>",
+     {"enable_thinking": True}),
+])
+def test_call_while_reasoning_is_open_ends_the_reasoning_without_tools(
+        template: str, start: str, call_text: str, request_: dict[str, Any]) -> None:
+    check(case(template, f"{start}I need the weather.\n{call_text}", tools=[], **request_),
+          {"reasoning_content": "I need the weather.\n", "content": call_text}, ["unparsed_text"])
 
 
 # Formats whose prompt opens no reasoning: the model opens the block itself, then calls without closing it. (The
@@ -992,6 +1041,36 @@ def test_a_reasoning_block_the_request_turned_off(after: str, message: dict[str,
     assert "Paris" not in strict.reasoning_content + strict.content  # (llama.cpp's reading drops it)
     check(case("llama.cpp__MiniMax-M3", out, enable_thinking=False),
           {"reasoning_content": "The user asks about Paris.", **message}, ["unrequested_reasoning"])
+
+
+def test_an_object_argument_the_schema_gives_no_properties_as_the_template_writes_it() -> None:
+    """MiniMax M3's template writes every mapping as nested elements (its `to_xml`: `NS<k>v NS</k>`, a list as
+    `NS<item>` elements, numbers and booleans as their text), whatever the schema says; llama.cpp's parser reads an
+    object whose schema lists no properties only as JSON text, so the call was content (found by vLLM's MiniMax M3
+    tests; the corpus has no other template of this format). Its own rendering of such a call is read, and the
+    JSON text still is. A value that is not of its type (`018956` for an integer: no JSON value) is its text,
+    where the call was content."""
+    ns = "]<]minimax[>["
+    settings = {"mode": "cool", "zones": [1, "attic"], "eco": True}
+    rendered = ChatTemplate(CORPUS.by_name("llama.cpp__MiniMax-M3").read_text()).render(
+        [{"role": "user", "content": "Hi"}, {"role": "assistant", "content": "", "tool_calls": [
+            {"type": "function", "function": {"name": "set_mode", "arguments": {"settings": settings}}}]}],
+        add_generation_prompt=False, tools=TOOLS)
+    start = rendered.rindex(ns + "<tool_call>")  # (the last: the system prompt shows the format too)
+    out = rendered[start:rendered.index(ns + "</tool_call>", start) + len(ns + "</tool_call>")]
+    assert ns + "<mode>cool" + ns + "</mode>" in out  # (the template's own form)
+    message = {"tool_calls": [call("set_mode", json.dumps({"settings": settings}))]}
+    # (the grammar is llama.cpp's, which constrains such an argument to JSON text: it rejects the elements)
+    got = case("llama.cpp__MiniMax-M3", out, enable_thinking=False).grammar_check(False).expect(message)
+    assert not got.diagnostics
+    as_json = out.replace(out[out.index(ns + "<settings>"):out.index(ns + "</invoke>")],
+                          f"{ns}<settings>{json.dumps(settings)}{ns}</settings>")
+    case("llama.cpp__MiniMax-M3", as_json, enable_thinking=False).expect(message)
+    typed = out.replace(ns + '<invoke name="set_mode">', ns + '<invoke name="get_weather">' + ns + "<city>Paris" + ns + "</city>"
+        + ns + "<days>018956" + ns + "</days>" + ns + "</invoke>\n" + ns + '<invoke name="set_mode">')
+    check(case("llama.cpp__MiniMax-M3", typed, enable_thinking=False).grammar_check(False),
+          {"tool_calls": [call("get_weather", '{"city": "Paris", "days": "018956"}'), *message["tool_calls"]]},
+          ["argument_type"])
 
 
 def test_whitespace_between_markers_the_template_writes_together() -> None:

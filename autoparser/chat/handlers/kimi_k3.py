@@ -47,17 +47,21 @@ def _build(b: Build) -> P:
     end = p.end()
     start = p.optional(p.literal(MSG_START))
 
+    bare = list(dict.fromkeys(f'{CALL_START}{n}"' for f in functions(b.inputs.tools)
+                              for n in (f.name, _escape_attr(f.name)))) if b.tool_calls else []
+
     # The generation prompt opens the think section, so it is consumed even when reasoning is not extracted;
-    # a model that skips the closer ends its reasoning at the response opener.
-    think_until = p.until_one_of([THINK_END, RESP_START])
+    # a model that skips the closer ends its reasoning at the response opener (relaxed: or at its calls, the
+    # tools section or a call written without it; without tools too, the call then being text)
+    call_starts = [TOOLS_START, *bare]
+    think_until = p.until_one_of([THINK_END, RESP_START, *p.bare_call_starts(call_starts)])
     think_body = p.reasoning(think_until) if b.extract_reasoning else p.content(think_until)
-    reasoning = p.optional(p.optional(p.literal(THINK_START)) + think_body + p.optional(p.literal(THINK_END)))
+    reasoning = p.optional(p.optional(p.literal(THINK_START)) + think_body
+                           + p.reasoning_ended_by_call(p.optional(p.literal(THINK_END)), call_starts))
 
     # a truncated response runs to whichever section comes next (relaxed: or to where a call written without
     # the tools section's opener begins, `<|open|>call tool="NAME"`)
     # (operands in the C++ evaluation order, see cpp_sum, so that automaton rule ids match)
-    bare = list(dict.fromkeys(f'{CALL_START}{n}"' for f in functions(b.inputs.tools)
-                              for n in (f.name, _escape_attr(f.name)))) if b.tool_calls else []
     p.calls_begin_at(bare)  # (after a call it cannot read, reading resumes at the next)
     response = p.cpp_sum(lambda: p.optional(p.literal(RESP_START)),
                          lambda: p.content_until_calls([RESP_END, TOOLS_START, MSG_END], bare,

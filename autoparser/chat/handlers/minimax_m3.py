@@ -19,6 +19,7 @@ from autoparser.chat.spec import Build, FormatSpec, Prefill, SchemaRule, word
 from autoparser.chat.tools import functions
 from autoparser.gbnf.schema import SchemaNode, compile_schema
 from autoparser.peg.builder import P
+from autoparser.peg.builder import rule_name as peg_rule_name
 from autoparser.types import ChatFormat
 
 NS = "]<]minimax[>["
@@ -54,9 +55,18 @@ class _ArgsBuilder:
         name = p.tool_arg_name(p.literal(tag))
         return p.rule(rule_name, p.tool_arg(p.tool_arg_open(p.literal(NS + "<") + name + gt) + value))
 
-    def value(self, schema: Any, node: SchemaNode, pointer: str, rule_name: str, close: str) -> P:
+    def value(self, schema: Any, node: SchemaNode, pointer: str, rule_name: str, close: str,
+              alternative: bool = False) -> P:
+        """An element's value up to its `close`r (`alternative`: one branch of a union, which the union's text
+        fallback, `value_or_text`, follows only once all have failed)."""
         p = self.p
         close_tag = p.tool_arg_close(p.literal(close))
+
+        def text() -> P:
+            return p.tool_arg_string_value(p.until(close)) + p.tool_arg_close(p.literal(close))
+
+        def or_text(value: P) -> P:
+            return value if alternative else p.value_or_text(value, text)
 
         # a string takes any text, so a union with a string branch is read as a string
         if node.may_be_string():
@@ -70,8 +80,8 @@ class _ArgsBuilder:
                 alts = [(alt, f"{pointer}/{key}/{i}") for i, alt in enumerate(schema[key])]
             else:  # a type list
                 alts = [(dict(schema, type=t), f"{pointer}/type/{i}") for i, t in enumerate(schema["type"])]
-            return p.choice([self.value(alt, child, alt_pointer, f"{rule_name}-{i}", close)
-                             for i, ((alt, alt_pointer), child) in enumerate(zip(alts, node.children))])
+            return or_text(p.choice([self.value(alt, child, alt_pointer, f"{rule_name}-{i}", close, True)
+                                     for i, ((alt, alt_pointer), child) in enumerate(zip(alts, node.children))]))
 
         if node.kind == "object" and isinstance(schema.get("properties"), Mapping) and schema["properties"]:
             space = p.space()
@@ -87,12 +97,39 @@ class _ArgsBuilder:
             space = p.space()
             return p.tag(TOOL_ARG_ARRAY, p.repeat(p.space() + item, 0, -1)) + space + close_tag
 
-        if pointer or schema is self.root:
-            value_schema = p.schema(p.json(), rule_name + "-schema", self.root, pointer=pointer)
-        else:
-            # the implicit item schema of an array without `items`: any value, outside the document
-            value_schema = p.schema(p.json(), rule_name + "-schema", schema)
-        return p.tool_arg_json_value(value_schema) + close_tag
+        def json_value() -> P:
+            if pointer or schema is self.root:
+                value_schema = p.schema(p.json(), rule_name + "-schema", self.root, pointer=pointer)
+            else:
+                # the implicit item schema of an array without `items`: any value, outside the document
+                value_schema = p.schema(p.json(), rule_name + "-schema", schema)
+            return p.tool_arg_json_value(value_schema) + close_tag
+
+        if node.kind == "object":  # (no properties: llama.cpp reads JSON text, the template writes elements)
+            return or_text(p.nested_elements(json_value, lambda: self.any_value(rule_name + "-elements")))
+        return or_text(json_value())
+
+    def any_value(self, rule_name: str) -> P:
+        """A value as the template's `to_xml` writes any value, whatever its schema (relaxed only, see
+        `nested_elements`): a mapping as nested elements, a list as `NS<item>` elements, a scalar as its text
+        (read as JSON where it is a JSON value: `to_xml` prints numbers and booleans so), each followed by its
+        element's closer, whatever element it is."""
+        p = self.p
+
+        def build() -> P:
+            value = p.ref(peg_rule_name(rule_name))  # (the name the rule is registered under)
+            close = p.tool_arg_close(p.literal(NS + "</") + p.until(">") + p.literal(">"))
+            name = p.tool_arg_name(p.until(">"))
+            member = p.tool_arg(p.tool_arg_open(p.literal(NS + "<") + p.negate(p.literal("/") | "item>") + name
+                                                + p.literal(">")) + value)
+            item = p.tag(TOOL_ARG_ITEM, p.literal(NS + "<item>") + value)
+            scalar = p.atomic(p.tool_arg_json_value(p.json()) + close) \
+                | p.tool_arg_string_value(p.until(NS + "</")) + close
+            return p.choice([p.tag(TOOL_ARG_ARRAY, p.one_or_more(p.space() + item)) + p.space() + close,
+                             p.tag(TOOL_ARG_OBJECT, p.one_or_more(p.space() + member)) + p.space() + close,
+                             scalar])
+
+        return p.rule(rule_name, build)
 
     def members(self, schema: Mapping[str, Any], node: SchemaNode, pointer: str, rule_prefix: str) -> P:
         """Required properties in schema order, then optional ones in any order and number."""
