@@ -22,7 +22,8 @@ from autoparser.peg import nodes as N
 from autoparser.peg.nodes import C_SPACE
 from autoparser.types import ChatMessage
 
-__all__ = ["CALL_START", "DROPPED_BLOCK", "END_SPACE", "RELAXED_MARKUP", "REPAIR", "RecoveryPlan", "plan_of"]
+__all__ = ["CALL_START", "DROPPED_BLOCK", "END_SPACE", "RELAXED_MARKUP", "REPAIR", "SPACED_MARKUP", "RecoveryPlan",
+           "plan_of"]
 
 # Tag prefix of the readings beyond the template (`repair:<kind>`): the default parse reports each node of one
 # as a diagnostic (recovery/checks.py).
@@ -30,6 +31,9 @@ REPAIR = "repair:"
 # Tag of texts the relaxed parser reads as markup where llama.cpp's reads text (calls written without their
 # opener): where the strict message holds one, the relaxed parser may read the output otherwise.
 RELAXED_MARKUP = "relaxed-markup"
+# Tag of such texts made of pieces that whitespace may separate (`[`, `{`, `"name"` of a pretty-printed call array
+# written without its opener): the strict message's text holds them where it matches their pattern.
+SPACED_MARKUP = "relaxed-markup-spaced"
 # Tag of where calls without any marker begin (`{"name"`): after text it cannot read, the reading resumes there.
 CALL_START = "call-start"
 # Tag of a block llama.cpp's parser reads and drops (its start and end markers): where an output writes one with
@@ -84,6 +88,8 @@ class RecoveryPlan:
     """The special tokens the template writes after an assistant message's text (its end-of-turn suffix): an
     output that ends with them where a server did not stop on them ends its text there."""
     triggered_by: re.Pattern[str] | None = field(default=None, repr=False, compare=False)
+    triggered_within: re.Pattern[str] | None = field(default=None, repr=False, compare=False)
+    """The spaced triggers (`SPACED_MARKUP`), as one pattern searched anywhere in the text."""
 
     def drops_text(self, output: str) -> bool:
         """Whether `output` writes a block llama.cpp's parser drops with text in it (up to its end, or to the
@@ -110,6 +116,10 @@ class RecoveryPlan:
             for call in msg.tool_calls:
                 if t in call.arguments:
                     return True
+        within = self.triggered_within
+        if within is not None and (within.search(content) or within.search(reasoning)
+                                   or any(within.search(call.arguments) for call in msg.tool_calls)):
+            return True
         lead = self.triggered_by
         return lead is not None and lead.match(content, lead_end(content)) is not None
 
@@ -122,6 +132,7 @@ def plan_of(relaxed: Arena, *, reasoning_start: str = "", reasoning_end: str = "
     lead: list[str] = []
     starts: list[str] = []
     dropped: list[tuple[str, str]] = []
+    spaced: list[str] = []
     prompt_reasoning = False
     for node in relaxed.parsers:
         if not isinstance(node, N.Tag):
@@ -133,6 +144,8 @@ def plan_of(relaxed: Arena, *, reasoning_start: str = "", reasoning_end: str = "
             lead.extend(_literals(relaxed, node.child))
         elif tag in (RELAXED_MARKUP, REPAIR + "call_opener_spelling"):
             triggers.extend(_literals(relaxed, node.child))
+        elif tag == SPACED_MARKUP:
+            spaced.append(f"[{re.escape(C_SPACE)}]*".join(map(re.escape, _literals(relaxed, node.child))))
         elif tag == CALL_START:
             starts.extend(_literals(relaxed, node.child))
         elif tag == DROPPED_BLOCK:
@@ -144,7 +157,8 @@ def plan_of(relaxed: Arena, *, reasoning_start: str = "", reasoning_end: str = "
         lead_triggers=lead_triggers, prompt_reasoning=prompt_reasoning,
         call_markers=tuple(dict.fromkeys((*call_markers, *starts))), dropped_blocks=tuple(dict.fromkeys(dropped)),
         closers=closers(relaxed), turn_end=turn_end,
-        triggered_by=re.compile("|".join(map(re.escape, lead_triggers))) if lead_triggers else None)
+        triggered_by=re.compile("|".join(map(re.escape, lead_triggers))) if lead_triggers else None,
+        triggered_within=re.compile("|".join(dict.fromkeys(spaced))) if spaced else None)
 
 
 def _literals(arena: Arena, pid: int, depth: int = 0) -> Iterator[str]:

@@ -11,6 +11,7 @@ the recovery plan reads back (recovery/plan.py).
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
@@ -23,9 +24,12 @@ from autoparser.peg import P
 from autoparser.peg.builder import Operand, rule_name
 from autoparser.peg.nodes import C_SPACE
 from autoparser.recovery.loose import LooseCalls
-from autoparser.recovery.plan import CALL_START, DROPPED_BLOCK, END_SPACE
+from autoparser.recovery.plan import CALL_START, DROPPED_BLOCK, END_SPACE, SPACED_MARKUP
 
 __all__ = ["RelaxedBuilder"]
+
+# Where a JSON token of a bare call start ends, whitespace may follow (`[`, `{`): `[{"name"` is `[`, `{`, `"name"`.
+_JSON_TOKEN_END = re.compile(r"(?<=^[\[{])|(?<=^[\[{][\[{])")
 
 
 
@@ -92,15 +96,32 @@ class RelaxedBuilder(LooseCalls):
 
     def content_until_calls(self, markers: Sequence[str], bare: Sequence[str], call: Callable[[], P]) -> P:
         """Content up to the first marker, or up to the first of the `bare` texts where `call()` follows (a call
-        written without its opener); at a bare text no call follows, the content goes on past it."""
+        written without its opener; JSON's whitespace allowed between the tokens of a JSON one, `[\n  {"name"`, as
+        models pretty-print calls); at a bare text no call follows, the content goes on past it."""
         if not bare:
             return super().content_until_calls(markers, bare, call)
+        pieces = [[t for t in _JSON_TOKEN_END.split(text) if t] for text in bare]
+        heads = [p[0] for p in pieces]  # (where the scan stops: a bare text, or its first JSON token)
         # (a marker's surrounding whitespace may be left out: the opener reads it so, see opener_or_missing)
-        delimiters = list(dict.fromkeys([*(m.strip(C_SPACE) or m for m in markers), *bare]))
-        at_bare = self.choice([self.literal(t) for t in bare])
-        more = self.sequence([self.peek(self.markup(bare)), self.negate(call()),
-                              self.content(at_bare + self.until_one_of(delimiters))])
+        stops = list(dict.fromkeys(m.strip(C_SPACE) or m for m in markers))
+        delimiters = list(dict.fromkeys([*stops, *heads]))
+        starts = self.choice([self.markup(p) if len(p) == 1 else self.spaced_markup(p) for p in pieces])
+        # (the content ends at a head the calls follow, and at a marker that begins with a head, `[TOOL_CALLS]` and
+        # `[`; a marker that is a bare text too ends it only where the calls follow)
+        guarded = [m for m in stops if m not in heads and any(m.startswith(h) for h in heads)]
+        more = self.sequence([*([self.negate(self.choice([self.literal(m) for m in guarded]))] if guarded else []),
+                              self.negate(self.peek(starts) + call()),
+                              self.content(self.choice([self.literal(h) for h in dict.fromkeys(heads)])
+                                           + self.until_one_of(delimiters))])
         return self.content(self.until_one_of(delimiters)) + self.zero_or_more(more)
+
+    def spaced_markup(self, pieces: Sequence[str]) -> P:
+        """`pieces` in order, whitespace or none between them, read as markup where llama.cpp's parser reads text
+        (tagged, so that the recovery plan finds them: `RecoveryPlan.triggered_within`)."""
+        out = self.literal(pieces[0])
+        for piece in pieces[1:]:
+            out = out + self.space() + self.literal(piece)
+        return self.tag(SPACED_MARKUP, out)
 
     def content_until_call_list(self, markers: Sequence[str], bare: Sequence[str], call: Callable[[], P]) -> P:
         # A bare list may begin with a call it cannot read: content also stops at a `[` the calls follow (and

@@ -136,6 +136,19 @@ def test_first_opener_missing_json() -> None:
           {"content": "Sure.\n", "tool_calls": [PARIS]}, ["missing_call_opener"])
 
 
+@pytest.mark.parametrize(("template", "output", "content"), [
+    # Qwen2.5 writes `<tool_call>\n{"name": ..., "arguments": ...}\n</tool_call>`
+    (QWEN25, 'Sure.\n{\n  "name": "get_weather",\n  "arguments": {"city": "Paris"}\n}\n</tool_call>', "Sure.\n"),
+    # Mistral Nemo writes `[TOOL_CALLS][{"name": ..., "arguments": ...}]`
+    ("mistralai__Mistral-Nemo-Instruct-2407",
+     'Sure. [\n  {\n    "name": "get_weather",\n    "arguments": {"city": "Paris"}\n  }\n]', "Sure. "),
+])
+def test_first_opener_missing_json_pretty_printed(template: str, output: str, content: str) -> None:
+    # a call without its opener, its JSON pretty-printed: it was read only where it began `{"name"` (found by vLLM's
+    # Granite tests, `<tool_call> [{\n  "name": ...`), and was content with no diagnostic
+    check(case(template, output), {"content": content, "tool_calls": [PARIS]}, ["missing_call_opener"])
+
+
 def test_first_opener_missing_tagged() -> None:
     # Qwen3.5's generation prompt opens `<think>\n`: the call without its `<tool_call>` line also ends it
     out = 'Checking.\n<function=get_weather>\n<parameter=city>\nParis\n</parameter>\n</function>\n</tool_call>'
