@@ -421,10 +421,11 @@ class ChatBuilder(ChatTags):
         for."""
         return None
 
-    def value_or_text(self, value: P, text: Callable[[], P]) -> P:
+    def value_or_text(self, value: P, text: Callable[[], P], checked: Callable[[], P] | None = None) -> P:
         """A value of its schema's type, then its closer (`value`). Relaxed: also, where the text there is no such
         value, that text as a string and its closer (`text()`), as the loose tagged readings keep it (the
-        recovery's checks report a top-level one: `argument_type`)."""
+        recovery's checks report a top-level one: `argument_type`); `checked()`, where llama.cpp takes `value`'s
+        text as JSON unchecked (its mapper writes it into the arguments as it is), is the value read as JSON."""
         return value
 
     def nested_elements(self, strict: Callable[[], P], elements: Callable[[], P]) -> P:
@@ -460,8 +461,9 @@ class ChatBuilder(ChatTags):
         raw-text parser `raw` when only strings do; `mixed()` (JSON tried first, raw text otherwise) for the rest."""
         self.eps()  # default-initialised in the C++ before it is chosen (it takes an id, as rule names embed ids)
         if "string" not in param.types:
-            return self.tool_arg_json_value(self.schema(self.json(), schema_rule, schema, pointer=param.pointer)) \
-                + close
+            return self.value_or_text(self.tool_arg_json_value(self.schema(self.json(), schema_rule, schema,
+                                                                           pointer=param.pointer)) + close,
+                                      lambda: raw)
         if param.types == {"string"}:
             return raw
         return mixed()

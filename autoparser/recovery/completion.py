@@ -15,7 +15,7 @@ from autoparser.peg.engine import OBS_LITERAL, OBS_STRING, OBS_UNTIL, OBS_UNTIL_
 from autoparser.peg.nodes import C_SPACE
 from autoparser.types import ChatFormat, ChatMessage, Diagnostic, ToolCall
 
-__all__ = ["close_json", "closed_calls", "complete_at_end", "parse_text", "viable_prefix"]
+__all__ = ["close_json", "closed_as_complete", "closed_calls", "complete_at_end", "parse_text", "viable_prefix"]
 
 
 
@@ -91,7 +91,33 @@ def complete_at_end(arena: Arena, closers: frozenset[str], text: str, fmt: ChatF
             if ending is not None:
                 return ending
             break
+    if result.need_more_input and not pieces:
+        return closed_as_complete(arena, closers, text, fmt) or (result, "")
     return result, "".join(pieces)
+
+
+def closed_as_complete(arena: Arena, closers: frozenset[str], text: str,
+                        fmt: ChatFormat) -> tuple[ParseResult, str] | None:
+    """`text` read as the complete output it is, with one or two of the format's `closers` appended: the first
+    (the shortest) that makes it parse whole, adds calls to what the partial parse reads, and ends up in no field.
+    For a parse that waits on no closer: a call in reasoning no end marker follows, a draft while more may come,
+    is the reasoning's end in a complete output, but the call's closer that the output leaves out is looked for
+    only once the draft reading has failed."""
+    before = map_result(parse_text(arena, text), fmt)
+    pieces = sorted({c.strip(C_SPACE) or c for c in closers}, key=lambda c: (len(c), c))
+    # (the rest of a closer the output ends in the start of, `</tool_ca`, first)
+    rests = [c[k:] for c in pieces for k in range(len(c) - 1, 0, -1) if text.endswith(c[:k])]
+    for appended in dict.fromkeys([*rests, *pieces, *(a + b for a in pieces for b in pieces)]):
+        tried = parse_text(arena, text + appended, partial=False)
+        if not tried.success or tried.end != len(text) + len(appended):
+            continue
+        after = map_result(tried, fmt)
+        fields = [after.content, after.reasoning_content, *(c.arguments for c in after.tool_calls)]
+        if len(after.tool_calls) > len(before.tool_calls) \
+                and not any(p.strip('"}],') and p in f for p in pieces if p in text[-len(p):] + appended
+                            for f in fields):
+            return tried, appended
+    return None
 
 
 def _ending_closer(arena: Arena, closers: frozenset[str], text: str, before: ChatMessage,

@@ -35,7 +35,7 @@ from autoparser.peg import nodes as N
 from autoparser.peg.engine import OBS_LITERAL
 from autoparser.peg.nodes import C_SPACE
 from autoparser.recovery.checks import call_positions, diagnostic, drop_repeated_start, moved, with_repairs
-from autoparser.recovery.completion import closed_calls, complete_at_end, parse_text, viable_prefix
+from autoparser.recovery.completion import closed_as_complete, closed_calls, complete_at_end, parse_text, viable_prefix
 from autoparser.recovery.coverage import (
     SPECIAL_TOKEN,
     Reading,
@@ -189,7 +189,8 @@ class Reader:
         if result.fail:
             return StrictParse(result, ChatMessage(), [], False, False)
         msg, dropped = map_accounted(result, self.format)
-        whole = self._read_whole(result, output, msg)
+        # (a value llama.cpp's mapper writes into the arguments unchecked may leave them no JSON: not read whole)
+        whole = self._read_whole(result, output, msg) and all(_json(c.arguments) for c in msg.tool_calls)
         skipped = skipped_by(result, self.strict, self.offset)
         if not whole or skipped or self.plan.triggered(msg) or self.plan.drops_text(output):
             # (a text the parse stepped over, or a block it dropped, reached no field: the relaxed parser may
@@ -279,7 +280,11 @@ class Reader:
         if complete.success and self._read_whole(complete, read[offset:]) \
                 and len(call_positions(complete, offset)) > len(call_positions(result, offset)) \
                 and not any(n.tag == CONTENT and n.start < offset for n in complete.ast.walk(complete.nodes)):
-            return complete  # (and no content read from the generation prompt)
+            # (and no content read from the generation prompt; but where closers the output leaves out make it
+            # hold more calls still, the head's completion appends them: `_head`)
+            closed = closed_as_complete(relaxed, self.plan.closers, effective, self.format)
+            if closed is None or len(call_positions(closed[0], offset)) <= len(call_positions(complete, offset)):
+                return complete
         return result
 
     def _head(self, effective: str, output_len: int, partial: bool) -> tuple[Reading, ParseResult]:

@@ -210,9 +210,9 @@ class RelaxedBuilder(LooseCalls):
 
     # --- calls ----------------------------------------------------------------------------------------------
 
-    def value_or_text(self, value: P, text: Callable[[], P]) -> P:
+    def value_or_text(self, value: P, text: Callable[[], P], checked: Callable[[], P] | None = None) -> P:
         # (whole or not at all: a stream never shows a prefix of the text as a value, `0` of `018956`)
-        return self.atomic(value) | text()
+        return self.atomic(checked() if checked is not None else value) | text()
 
     def nested_elements(self, strict: Callable[[], P], elements: Callable[[], P]) -> P:
         return strict() | elements()
@@ -314,7 +314,9 @@ class RelaxedBuilder(LooseCalls):
                                      + self.literal("=") + value)
 
         def spelled(quote: str) -> P:
-            return (self.literal(element) + attributes() + self.chars("[ \t\n]") + self.literal(f"name={quote}")
+            # (no whitespace before the name at all, `<functionname="f">`, as a tokenizer that drops a space
+            # writes it: vLLM's MiniCPM5 tests)
+            return (self.literal(element) + attributes() + self.chars("[ \t\n]", 0) + self.literal(f"name={quote}")
                     + name() + self.literal(quote) + attributes() + self.space() + self.literal(">"))
 
         def either() -> P:

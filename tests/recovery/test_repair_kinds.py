@@ -480,6 +480,15 @@ REASONING_THE_MODEL_OPENS = [
 ]
 
 
+def test_call_ends_reasoning_whose_start_llama_cpp_reads_as_optional() -> None:
+    # Ling 3's format (Ring 2.6, whose prompt opens no `<think>`): llama.cpp's parser reads a block whose start is
+    # optional, so an output that writes no `<think>` is reasoning to its end, a call in it too (found by trying
+    # a call with no reasoning in each hand-written format)
+    call_text = "<tool_call>get_weather\n<arg_key>city</arg_key>\n<arg_value>Paris</arg_value>\n</tool_call>"
+    check(case("inclusionAI__Ring-2.6-1T", f"I need the weather.\n{call_text}"),
+          {"reasoning_content": "I need the weather.\n", "tool_calls": [PARIS]}, ["reasoning_ended_by_call"])
+
+
 @pytest.mark.parametrize(("template", "start", "call_text", "request_"), REASONING_THE_MODEL_OPENS)
 def test_call_while_reasoning_the_model_opened_is_open_ends_the_reasoning(
         template: str, start: str, call_text: str, request_: dict[str, Any]) -> None:
@@ -1086,6 +1095,23 @@ def test_an_object_argument_the_schema_gives_no_properties_as_the_template_write
           ["argument_type"])
 
 
+@pytest.mark.parametrize(("template", "output", "request_"), [
+    # Ling 3 writes `<tool_call>NAME\n<arg_key>K</arg_key>\n<arg_value>V</arg_value>`, a value its schema does not
+    # let be a string as JSON: the call was content, with no diagnostic
+    ("llama.cpp__inclusionai-ling-3.0-flash", "<tool_call>get_weather\n<arg_key>city</arg_key>\n<arg_value>Paris"
+     "</arg_value>\n<arg_key>days</arg_key>\n<arg_value>three</arg_value>\n</tool_call>", {}),
+    # Kimi K3 writes `<|open|>argument key="K" type="T"<|sep|>V<|close|>argument<|sep|>`; llama.cpp's mapper writes
+    # a value its schema does not let be a string into the arguments as it is: they were no JSON (`"days":three`)
+    (KIMI_K3, K3_CALL.replace('<|close|>call', '<|open|>argument key="days" type="integer"<|sep|>three'
+                                               '<|close|>argument<|sep|><|close|>call'),
+     {"chat_template_kwargs": {"thinking": False}}),
+])
+def test_a_value_that_is_not_of_its_type_is_its_text(template: str, output: str, request_: dict[str, Any]) -> None:
+    # (found by trying a mistyped value in each hand-written format; the loose tagged readings keep one so)
+    check(case(template, output, **request_),
+          {"tool_calls": [call("get_weather", '{"city": "Paris", "days": "three"}')]}, ["argument_type"])
+
+
 def test_whitespace_between_markers_the_template_writes_together() -> None:
     """Kimi K2 Thinking writes `<|tool_call_begin|>functions.NAME:0<|tool_call_argument_begin|>{...}<|tool_call_end|>`
     with nothing between the markers; a model puts spaces and newlines there (smg's Kimi K2 tests): formatting."""
@@ -1228,6 +1254,11 @@ def test_the_whitespace_around_a_fenced_json_block_is_formatting(space: str) -> 
     # another attribute before the name, and one after it (mlx-lm's Muse Spark test), on MiniCPM5
     ("llama.cpp__openbmb-MiniCPM5-1B",
      '<function type="tool" name="get_weather">\n<param name="city" type="string">Paris</param>\n</function>', False),
+    # no whitespace before the name at all, as a tokenizer that drops a space writes it (vLLM's MiniCPM5 tests,
+    # `<functionname="get_weather"><paramname="city">`), on Muse Glimmer
+    ("llama.cpp__muse-glimmer",
+     ' to=get_weather<|message|><atem:function_calls><atem:invokename="get_weather"><atem:parametername="city">'
+     "Paris</atem:parameter></atem:invoke></atem:function_calls>", True),
 ])
 def test_a_name_attribute_in_single_quotes_or_beside_other_attributes(template: str, out: str,
                                                                       enable_thinking: bool) -> None:

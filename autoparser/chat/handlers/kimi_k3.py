@@ -86,8 +86,12 @@ def _build(b: Build) -> P:
             for key, prop in (props.items() if isinstance(props, Mapping) else ()):
                 kind = prop.get("type") if isinstance(prop, Mapping) else None
                 kind = kind if isinstance(kind, str) else "string"
+                # (relaxed: a value that is no JSON, `three` for an integer, is its text: the C++'s mapper writes
+                # the text into the arguments as it is, which then are no JSON)
                 value = p.tool_arg_string_value(p.until(ARG_END)) if kind == "string" \
-                    else p.tool_arg_value(p.until(ARG_END))
+                    else p.value_or_text(p.tool_arg_value(p.until(ARG_END)),
+                                         lambda: p.tool_arg_string_value(p.until(ARG_END)),
+                                         lambda: p.tool_arg_json_value(p.json()) + p.peek(p.literal(ARG_END)))
                 # The attributes after the key are skipped up to <|sep|>. Operands are created right to left, as
                 # the C++ compiler evaluates `a + b + ...`, so that automaton rule ids match its grammar.
                 close = p.tool_arg_close(p.literal(ARG_END))

@@ -73,9 +73,12 @@ def _build(b: Build) -> P:
 
     if think_open or not b.extract_reasoning:
         reasoning = p.optional(think_block())
-    else:  # (relaxed: a block the model opens itself also ends at a call, as one the prompt opened does)
-        reasoning = p.optional(p.reasoning_between(think_block, THINK_START, THINK_END,
-                                                   [CALL_START, *p.bare_call_starts(bare)] if b.tool_calls else []))
+    else:  # (relaxed: a block the model opens itself also ends at a call, as one the prompt opened does; so does
+        # one it writes without its start, which llama.cpp's optional start reads to the end of the output)
+        # (the optional inside: a reading that ends the reasoning where it begins is a repair all the same)
+        reasoning = p.reasoning_between(lambda: p.optional(think_block()), THINK_START, THINK_END,
+                                        [CALL_START, *p.bare_call_starts(bare)] if b.tool_calls else [],
+                                        opener=lambda: p.optional(p.literal(THINK_START)))
 
     # (relaxed: a `<tool_call>` no tool's name follows is the opener mentioned in the text, and the content goes
     # on past it: the end-of-turn tail below would otherwise take the calls after it as content; a call that
