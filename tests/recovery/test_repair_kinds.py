@@ -389,6 +389,16 @@ def test_call_while_reasoning_is_open_ends_the_reasoning() -> None:
           {"reasoning_content": "I need the weather.\n", "tool_calls": [PARIS]}, ["reasoning_ended_by_call"])
 
 
+def test_call_while_reasoning_is_open_ends_the_reasoning_in_an_output_cut_after_it() -> None:
+    # a call in reasoning is a draft while the end marker may still come, so its reading waits for one; the
+    # output is complete, and leaves out the call's closer too: it was content (found by the round trips of Ring
+    # 2.6 once its reasoning ends at a call, with their last closer cut)
+    out = '<think>\nI need the weather.\n<tool_call>\n{"name": "get_weather", "arguments": {"city": "Paris"}}'
+    check(case(MELLUM, out, reasoning_format="auto"), {"reasoning_content": "I need the weather.\n",
+                                                        "tool_calls": [PARIS]},
+          ["reasoning_ended_by_call", "missing_closer"])
+
+
 def test_call_inside_reasoning_that_is_closed_later_stays_reasoning() -> None:
     draft = '<tool_call>\n{"name": "get_weather", "arguments": {"city": "Paris"}}\n</tool_call> - no, not needed.'
     out = f"<think>\nDraft: {draft}\n</think>\n\nIt is sunny."
