@@ -100,9 +100,9 @@ def closed_as_complete(arena: Arena, closers: frozenset[str], text: str,
                         fmt: ChatFormat) -> tuple[ParseResult, str] | None:
     """`text` read as the complete output it is, with one or two of the format's `closers` appended: the first
     (the shortest) that makes it parse whole, adds calls to what the partial parse reads, and ends up in no field.
-    For a parse that waits on no closer: a call in reasoning no end marker follows, a draft while more may come,
-    is the reasoning's end in a complete output, but the call's closer that the output leaves out is looked for
-    only once the draft reading has failed."""
+    For a partial parse that waits on no closer: a call in reasoning no end marker follows is a draft while more
+    may come, so that parse waits on the end marker; in a complete output the reasoning ends at the call, and the
+    call's closers the output leaves out are appended to that reading."""
     before = map_result(parse_text(arena, text), fmt)
     pieces = sorted({c.strip(C_SPACE) or c for c in closers}, key=lambda c: (len(c), c))
     # (the rest of a closer the output ends in the start of, `</tool_ca`, first)
@@ -113,9 +113,8 @@ def closed_as_complete(arena: Arena, closers: frozenset[str], text: str,
             continue
         after = map_result(tried, fmt)
         fields = [after.content, after.reasoning_content, *(c.arguments for c in after.tool_calls)]
-        if len(after.tool_calls) > len(before.tool_calls) \
-                and not any(p.strip('"}],') and p in f for p in pieces if p in text[-len(p):] + appended
-                            for f in fields):
+        written = [p for p in pieces if p.strip('"}],') and p in text[-len(p):] + appended]  # (or completed)
+        if len(after.tool_calls) > len(before.tool_calls) and not any(p in f for p in written for f in fields):
             return tried, appended
     return None
 

@@ -62,9 +62,8 @@ class LooseCalls(ChatBuilder):
         them (`<parameter=path>/tmp/x</parameter>`; extra whitespace stays in the value, as in the strict
         parse); a value as Python spells it where the schema allows it (`python_spelled`); a value's closer
         left out where the call's closer or a declared argument's opener follows, or written where no value is
-        open; a call's closer left out
-        where the next marker follows; the arguments as one JSON object (`tagged_arguments`); a value that does
-        not fit its schema kept as a string."""
+        open; a call's closer left out where the next marker follows; the arguments as one JSON object
+        (`tagged_arguments`); a value that does not fit its schema kept as a string."""
         t = str.strip
         call_end, after = t(m.call_close, C_SPACE), t(m.after_call, C_SPACE)
         value_end = t(m.value_suffix, C_SPACE)

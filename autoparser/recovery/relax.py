@@ -32,7 +32,6 @@ __all__ = ["RelaxedBuilder"]
 _JSON_TOKEN_END = re.compile(r"(?<=^[\[{])|(?<=^[\[{][\[{])")
 
 
-
 class RelaxedBuilder(LooseCalls):
     """The builder of a format's relaxed parser: `ChatBuilder`'s hooks, reading more (see each hook there)."""
 
@@ -201,8 +200,8 @@ class RelaxedBuilder(LooseCalls):
         stray = self.optional(self._stray_end(end))  # (outside the draft's atomic: it waits on trailing whitespace)
         if not markers:
             return self.reasoning(self.until(end)) + closed + stray
-        # (the markers are markup there where the strict parser reads reasoning: the recovery plan's triggers)
         at_call = self.peek(self.choice([self.literal(m) for m in markers]))
+        # (the markers are markup there where the strict parser reads reasoning: the recovery plan's triggers)
         return self.reasoning(self.until_one_of([end, *markers])) + self.choice([
             closed,
             at_call + self.atomic(self.reasoning(self.until(end)) + closed),

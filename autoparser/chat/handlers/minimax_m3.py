@@ -57,8 +57,8 @@ class _ArgsBuilder:
 
     def value(self, schema: Any, node: SchemaNode, pointer: str, rule_name: str, close: str,
               alternative: bool = False) -> P:
-        """An element's value up to its `close`r (`alternative`: one branch of a union, which the union's text
-        fallback, `value_or_text`, follows only once all have failed)."""
+        """An element's value and its closer `close` (`alternative`: one branch of a union, which the union's
+        text fallback, `value_or_text`, follows only once every branch has failed)."""
         p = self.p
         close_tag = p.tool_arg_close(p.literal(close))
 
