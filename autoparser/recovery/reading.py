@@ -29,7 +29,7 @@ from typing import NamedTuple
 
 from autoparser.chat.growth import held_tail
 from autoparser.chat.mapper import map_accounted, without_open_calls
-from autoparser.chat.tags import CONTENT, TOOL, TOOL_ARGS, TOOL_CLOSE, TOOL_OPEN
+from autoparser.chat.tags import CONTENT, REASONING, TOOL, TOOL_ARGS, TOOL_CLOSE, TOOL_OPEN
 from autoparser.peg import Arena, ParseResult
 from autoparser.peg import nodes as N
 from autoparser.peg.engine import OBS_LITERAL
@@ -475,10 +475,13 @@ def _before_open_call(arena: Arena, result: ParseResult, cut: int) -> int:
         call_start = opens[-1] if opens else inside.start
     else:
         call_start = open_call.start
-    # The opener before the call's body (`<tool_call>\n` before `{`) is the start of the call section rule.
+    # The opener before the call's body (`<tool_call>\n` before `{`) is the start of the call section rule; a
+    # section around it that the trigger rule does not begin (Kimi K2's `<|tool_calls_section_begin|>` before
+    # `<|tool_call_begin|>`) is a rule holding the open call that begins after the text before it.
+    text_end = max((n.end for n in nodes if n.tag in (CONTENT, REASONING) and n.end <= call_start), default=0)
     start = call_start
     for node in nodes:
-        if node.rule in triggers and node.is_partial and last_closed_end <= node.start < start \
-                and node.end >= call_start:
+        if node.is_partial and last_closed_end <= node.start < start and node.end >= call_start \
+                and (node.rule in triggers or (node.rule and node.start >= text_end)):
             start = node.start
     return start

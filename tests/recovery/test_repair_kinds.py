@@ -1122,6 +1122,17 @@ def test_a_value_that_is_not_of_its_type_is_its_text(template: str, output: str,
           {"tool_calls": [call("get_weather", '{"city": "Paris", "days": "three"}')]}, ["argument_type"])
 
 
+def test_a_section_whose_call_cannot_be_read_keeps_its_opener() -> None:
+    """Kimi K2 writes `<|tool_calls_section_begin|><|tool_call_begin|>functions.NAME:0...`; a call whose id has no
+    `functions.` prefix cannot be read, and its text is content, the section's opener too: the reading cut back
+    only to the call's own opener, so the section's went as markup (found by vLLM's Kimi K2 test
+    `no_functions_prefix`, on Kimi K2 Instruct; here Kimi K2 Thinking)."""
+    out = ('A. <|tool_calls_section_begin|><|tool_call_begin|>get_weather:0<|tool_call_argument_begin|>{"city": "T"}'
+           '<|tool_call_end|><|tool_calls_section_end|> and more')
+    check(case("moonshotai__Kimi-K2-Thinking", out, enable_thinking=False), {"content": out},
+          ["unparsed_text", "unparsed_text"])
+
+
 def test_whitespace_between_markers_the_template_writes_together() -> None:
     """Kimi K2 Thinking writes `<|tool_call_begin|>functions.NAME:0<|tool_call_argument_begin|>{...}<|tool_call_end|>`
     with nothing between the markers; a model puts spaces and newlines there (smg's Kimi K2 tests): formatting."""
