@@ -161,6 +161,10 @@ class LooseCalls(ChatBuilder):
             return self.literal(text)
         pieces = _MARKER_GAP.split(core)
         pieces[0], pieces[-1] = _lead(text) + pieces[0], pieces[-1] + _trail(text)
+        return self.space_between(pieces)
+
+    def space_between(self, pieces: Sequence[str]) -> P:
+        """`pieces` in order, with any whitespace, or none, between them."""
         out = self.literal(pieces[0])
         for piece in pieces[1:]:
             out = out + self.space() + self.literal(piece)

@@ -280,8 +280,10 @@ class Reader:
         if complete.success and self._read_whole(complete, read[offset:]) \
                 and len(call_positions(complete, offset)) > len(call_positions(result, offset)) \
                 and not any(n.tag == CONTENT and n.start < offset for n in complete.ast.walk(complete.nodes)):
-            # (and no content read from the generation prompt; but where closers the output leaves out make it
-            # hold more calls still, the head's completion appends them: `_head`)
+            # (and no content read from the generation prompt; but where text after its calls is a call whose
+            # closers the output leaves out, the head's completion appends them: `_head`)
+            if not _text_after_calls(complete):
+                return complete
             closed = closed_as_complete(relaxed, self.plan.closers, effective, self.format)
             if closed is None or len(call_positions(closed[0], offset)) <= len(call_positions(complete, offset)):
                 return complete
@@ -443,6 +445,13 @@ def _before_cut_marker(result: ParseResult, cut: int) -> int:
     marker, its text goes on as content; `cut` when the text ends in none."""
     starts = [pos for kind, _pid, pos in result.observed if kind == OBS_LITERAL and pos < len(result.text)]
     return min(starts, default=cut)
+
+
+def _text_after_calls(result: ParseResult) -> bool:
+    """Whether a parse reads text after the last of its calls (there, closers an output leaves out may make a
+    call of it)."""
+    ends = [n.end for n in result.ast.walk(result.nodes) if n.tag in (TOOL, TOOL_ARGS, TOOL_CLOSE)]
+    return bool(ends) and bool(result.text[max(ends):].strip(C_SPACE))
 
 
 def _before_open_call(arena: Arena, result: ParseResult, cut: int) -> int:

@@ -117,10 +117,7 @@ class RelaxedBuilder(LooseCalls):
     def spaced_markup(self, pieces: Sequence[str]) -> P:
         """`pieces` in order, whitespace or none between them, read as markup where llama.cpp's parser reads text
         (tagged, so that the recovery plan finds them: `RecoveryPlan.triggered_within`)."""
-        out = self.literal(pieces[0])
-        for piece in pieces[1:]:
-            out = out + self.space() + self.literal(piece)
-        return self.tag(SPACED_MARKUP, out)
+        return self.tag(SPACED_MARKUP, self.space_between(pieces))
 
     def content_until_call_list(self, markers: Sequence[str], bare: Sequence[str], call: Callable[[], P]) -> P:
         # A bare list may begin with a call it cannot read: content also stops at a `[` the calls follow (and
