@@ -63,6 +63,9 @@ class TaggedMarkers:
     value_suffix: str
     call_close: str
     after_call: str = ""
+    call_open: str = ""
+    """The marker each call opens with where the template writes one per call (`<tool_call>`): the next
+    call's, where a call's closers are left out."""
 
     @property
     def readable(self) -> bool:
@@ -181,6 +184,12 @@ class ChatBuilder(ChatTags):
         """`opener then`, the opener a `call_opener`. (`then` is made first, by the caller, and the opener's
         literal after it, as the C++ evaluates `opener + then`.)"""
         return self.call_opener(opener) + then
+
+    def block_closer(self, closer: str, opener: str) -> P:
+        """The end marker (`closer`) of the block the template writes around calls, which `opener` begins
+        (`<tool_call>` ... `</tool_call>`). Relaxed: also left out where the next block opens, as
+        `repair:missing_call_closer` (models that write a block per call drop the closer between them)."""
+        return self.literal(closer)
 
     def calls_opened(self, opener: str, call: P, min_calls: int, max_calls: int) -> P:
         """`(opener call){min,max}`. Relaxed: the first call's opener may be left out (a format whose every call
@@ -560,7 +569,7 @@ class ChatBuilder(ChatTags):
         if array_wrapped:
             calls = self.call_array(calls)
         section = self.trigger_rule("tool-call", self.call_opener(section_start) + self.space() + calls
-                                    + self.space() + self.literal(section_end))
+                                    + self.space() + self.block_closer(section_end, section_start))
         return section if force_tool_calls else self.optional(section)
 
     def _json_tools_function_is_key(self, tools: Any, args_key: str, eff_args_key: str, call_id_key: str,

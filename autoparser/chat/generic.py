@@ -311,8 +311,9 @@ def _func(d: _Derived, name: str, call_id_section: P, have_call_id: bool, args: 
     elif fmt.per_call_end:
         # Close only once the end marker is visible, so a half-seen "</" does not close the call early.
         # (relaxed, space_then: whitespace before the end marker, where the template writes none)
-        peek = p.peek(p.space() + p.literal(fmt.per_call_end)) if tools.arguments.tolerate_intertag_whitespace \
-            else p.peek(p.space_then(p.literal(fmt.per_call_end)))
+        closer = fmt.per_call_end, fmt.per_call_start
+        peek = p.peek(p.space() + p.block_closer(*closer)) if tools.arguments.tolerate_intertag_whitespace \
+            else p.peek(p.space_then(p.block_closer(*closer)))
         func = func + p.tool_close(peek)
     else:
         func = func + p.tool_close(p.space())  # a close node, so the mapper closes the argument braces
@@ -349,7 +350,8 @@ def _tag_with_json(d: _Derived) -> P:
     p.eps()  # `tool_calls` is default-initialised in the C++ (node ids: rule names)
     if fmt.per_call_start:
         # (relaxed, space_then: whitespace before the call's end marker, where the template writes none)
-        wrapped = p.opened(fmt.per_call_start, p.grouped_calls(choice)) + p.space_then(p.literal(fmt.per_call_end))
+        wrapped = p.opened(fmt.per_call_start, p.grouped_calls(choice)) \
+            + p.space_then(p.block_closer(fmt.per_call_end, fmt.per_call_start))
         if b.parallel:
             calls = p.trigger_rule("tool-call", wrapped + p.zero_or_more(p.space() + wrapped))
         else:
@@ -441,7 +443,7 @@ def _tagged_markers(d: _Derived) -> TaggedMarkers:
     tools = d.a.tools
     fn, a, fmt = tools.function, tools.arguments, tools.format
     return TaggedMarkers(fn.name_prefix, fn.name_suffix + fn.args_separator, a.name_prefix, a.name_suffix + a.value_prefix,
-                         a.value_suffix, fn.close, fmt.per_call_end or fmt.section_end)
+                         a.value_suffix, fn.close, fmt.per_call_end or fmt.section_end, fmt.per_call_start)
 
 
 def _tag_with_tagged(d: _Derived) -> P:
@@ -469,7 +471,8 @@ def _tag_with_tagged(d: _Derived) -> P:
                                   lambda param: not param.may_be_string)
     p.eps()  # `tool_calls` is default-initialised in the C++ (node ids: rule names)
     if fmt.per_call_start:
-        wrapped = p.opened(fmt.per_call_start, p.space()) + p.grouped_calls(choice) + p.space() + fmt.per_call_end
+        wrapped = p.opened(fmt.per_call_start, p.space()) + p.grouped_calls(choice) + p.space() \
+            + p.block_closer(fmt.per_call_end, fmt.per_call_start)
         if b.parallel:
             calls = p.trigger_rule("tool-call", wrapped + p.zero_or_more(p.space() + wrapped) + p.space())
         else:

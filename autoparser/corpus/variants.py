@@ -55,6 +55,11 @@ KINDS = (
     # Qwen3-Coder parser reads whichever `<tool_call>` scope they stand in (vllm-project/vllm#41970). Applies
     # where each call's own text begins with a marker of its own (`<function=`, a JSON object).
     "calls_in_one_section",
+    # The closer of each call but the last left out where the template writes a wrapper (an opener and a closer)
+    # per call: the call ends where the next one's opener begins (`...}\n<tool_call>\n{...}</tool_call>`). A
+    # call whose closing tag never arrives, which the strict reading throws away with the call
+    # (JustVugg/colibri#505). Applies to the parallel calls of a format with both per-call markers.
+    "closer_dropped_between_calls",
     # The section markers left out, each call keeping its own markers: DeepSeek V3.2/V4 invokes without the
     # section wrapper, which SGLang returns as content (sgl-project/sglang#40236). Applies where every call
     # begins with its own opener or function marker.
@@ -248,6 +253,7 @@ def variants(params: ChatParams, output: str, expected: ChatMessage, markers: Fo
         ("markers_with_extra_space", _with_extra_space),
         ("one_section_per_call", _one_section_per_call),
         ("calls_in_one_section", _calls_in_one_section),
+        ("closer_dropped_between_calls", _closer_dropped_between_calls),
         ("bare_calls", _bare_calls),
         ("reasoning_start_dropped", _reasoning_start_dropped),
         ("reasoning_end_dropped_before_calls", _reasoning_end_dropped),
@@ -448,6 +454,15 @@ def _calls_in_one_section(params: ChatParams, layout: _Layout, expected: ChatMes
         piece = text[openers[i][1]:stop].lstrip(C_SPACE)
         out += "\n" + (piece.rstrip(C_SPACE) if i + 1 < len(openers) else piece)
     return Variant("calls_in_one_section", out, expected, _ALL_FIELDS)
+
+
+def _closer_dropped_between_calls(params: ChatParams, layout: _Layout, expected: ChatMessage,
+                                  m: FormatMarkers) -> Variant | None:
+    calls = _calls(layout, m)
+    if calls is None or len(calls.units) < 2 or None in calls.openers or None in calls.closers:
+        return None
+    dropped = {closer: "" for closer in calls.closers[:-1] if closer is not None}
+    return Variant("closer_dropped_between_calls", _rewrite(layout.output, dropped), expected, _ALL_FIELDS)
 
 
 def _bare_calls(params: ChatParams, layout: _Layout, expected: ChatMessage, m: FormatMarkers) -> Variant | None:

@@ -42,6 +42,7 @@ MESSAGES = {
     "name_key": "tool name under {raw!r} at {pos}: read as the name",
     "arguments_key": "arguments under {raw!r} at {pos}: read as the arguments",
     "arguments_as_string": "arguments given as a JSON string at {pos}: decoded",
+    "empty_arguments": "no arguments written at {pos} (an empty arguments string): read as {{}}",
     "call_wrapper": "call wrapped in {raw!r} at {pos}: unwrapped",
     "extra_member": "call member {raw!r} at {pos}, which no field of a call holds: dropped (kept here)",
     "argument_whitespace": "argument value at {pos} without the template's surrounding newlines: accepted",
@@ -110,7 +111,7 @@ def repair_diagnostics(result: ParseResult, offset: int, partial: bool = True) -
             continue
         if not node.is_partial or (not partial and text.strip(C_SPACE)):
             out.append(diagnostic(node.tag[len(REPAIR):], max(0, node.start - offset), text))
-    return out
+    return list(dict.fromkeys(out))  # (a closer both a call and its wrapper miss is one repair)
 
 
 def drop_repeated_start(msg: ChatMessage, marker: str, output: str, partial: bool) -> ChatMessage:

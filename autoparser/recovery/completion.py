@@ -31,13 +31,20 @@ def parse_text(arena: Arena, text: str, *, partial: bool = True) -> ParseResult:
 
 
 def viable_prefix(arena: Arena, effective: str, offset: int) -> int:
-    """The length of the longest prefix of `effective` (at least `offset`) the parser can continue."""
+    """The length of the longest prefix of `effective` (at least `offset`) the parser can continue: its parse
+    does not fail, nor end before the prefix does (a format without an end anchor succeeds on what it read
+    and leaves the rest)."""
+
+    def stops(end: int) -> bool:
+        result = parse_text(arena, effective[:end])
+        return result.fail or (result.success and result.end < end)
+
     lo, hi = offset, len(effective)  # effective[:lo] is viable (or lo == offset), effective[:hi] is not
-    if parse_text(arena, effective[:lo]).fail:
+    if stops(lo):
         return offset
     while hi - lo > 1:
         mid = (lo + hi) // 2
-        if parse_text(arena, effective[:mid]).fail:
+        if stops(mid):
             hi = mid
         else:
             lo = mid
@@ -78,7 +85,10 @@ def complete_at_end(arena: Arena, closers: frozenset[str], text: str, fmt: ChatF
             break
         before = map_result(result, fmt)
         for want in _waiting_for(arena, result):
-            if not any(c.endswith(want) for c in closers) and want != '"':
+            # (what the appended text completes must be a closer: the rest of an opener cut off, `<tool` +
+            # `_call>`, ends a closer too)
+            done = text + "".join(pieces) + want
+            if not any(c.endswith(want) and done.endswith(c.strip(C_SPACE) or c) for c in closers) and want != '"':
                 continue
             tried = parse_text(arena, text + "".join(pieces) + want)
             if tried.fail or not _only_closes(before, map_result(tried, fmt), [*pieces, want]):

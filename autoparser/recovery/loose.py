@@ -89,7 +89,8 @@ class LooseCalls(ChatBuilder):
             # there, never showing a value cut at a closer that turns out to be its own, and an output cut
             # after a closer waits first for the call's end, the closer a completion appends.)
             next_markers = [x for x in dict.fromkeys([*ends_call, t(m.arg_prefix, C_SPACE), value_end]) if x]
-            closer = self.choice(value_closers)
+            # (the call's closer likewise: `<arg_value>a </tool_call> b</arg_value>`, lmdeploy's GLM-4.7 tests)
+            closer = self.choice([*value_closers, *(self.literal(e) for e in ends_call)])
             held = self.peek(closer + self.negate(self.space() + self.choice([self.literal(x) for x in next_markers]))
                              + self.until_one_of(next_markers) + self.literal(value_end)) + closer
             text = text + self.zero_or_more(held + self.until_one_of(ends))
@@ -177,11 +178,14 @@ class LooseCalls(ChatBuilder):
 
     def tagged_call_close(self, m: TaggedMarkers) -> P:
         """Where a tagged call ends: its closer, or, without a closer of its own, where the next marker shows
-        (not at a half-seen one); a closer left out where the next marker follows."""
-        call_end, after = m.call_close.strip(C_SPACE), m.after_call.strip(C_SPACE)
+        (not at a half-seen one); a closer left out where the next marker follows, or the next call's opener."""
+        call_end, after, opener = (t.strip(C_SPACE) for t in (m.call_close, m.after_call, m.call_open))
         call_close = self.literal(call_end) if call_end else self.peek(self.space() + self.literal(after))
-        if call_end and after:
-            call_close = self.choice([call_close, self.repair("missing_call_closer", self.peek(self.literal(after)))])
+        missing = [self.peek(self.literal(after))] if call_end and after else []
+        if opener and opener not in (call_end, after):
+            missing.append(self.peek(self.space() + self.literal(opener)))
+        if missing:
+            call_close = self.choice([call_close, self.repair("missing_call_closer", self.choice(missing))])
         return call_close
 
     def loose_json_call(self, name_key: str, args_key: str, names: Sequence[str]) -> P:

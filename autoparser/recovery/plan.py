@@ -161,10 +161,15 @@ def plan_of(relaxed: Arena, *, reasoning_start: str = "", reasoning_end: str = "
         triggered_within=re.compile("|".join(dict.fromkeys(spaced))) if spaced else None)
 
 
+# What a closer left out is read by (`block_closer`, `tagged_call_close`): no closer.
+_MISSING_CALL_CLOSER = REPAIR + "missing_call_closer"
+
+
 def _literals(arena: Arena, pid: int, depth: int = 0) -> Iterator[str]:
-    """The literal texts under a node (its delimiters for a scan)."""
+    """The literal texts under a node (its delimiters for a scan), but those a closer left out is read by (what
+    follows it: the next call's opener)."""
     node = arena.parsers[pid]
-    if depth > 12:
+    if depth > 12 or (isinstance(node, N.Tag) and node.tag == _MISSING_CALL_CLOSER):
         return
     if isinstance(node, N.Literal):
         yield node.literal
@@ -172,6 +177,7 @@ def _literals(arena: Arena, pid: int, depth: int = 0) -> Iterator[str]:
         yield from node.delimiters
     for child in N.child_ids(node):
         yield from _literals(arena, child, depth + 1)
+
 
 
 @functools.lru_cache(maxsize=256)
@@ -190,6 +196,13 @@ def closers(arena: Arena) -> frozenset[str]:
             return False
         return any(holds_call(c, depth + 1) for c in N.child_ids(node))
 
+    def closer_at(pid: int) -> str:
+        node = parsers[pid]
+        if isinstance(node, N.Choice) and node.children and all(
+                isinstance(alt := parsers[c], N.Tag) and alt.tag == _MISSING_CALL_CLOSER for c in node.children[1:]):
+            node = parsers[node.children[0]]  # (a closer also read left out: `block_closer`)
+        return node.literal if isinstance(node, N.Literal) and node.literal.strip(C_SPACE) else ""
+
     for node in parsers:
         if isinstance(node, N.Tag) and node.tag in (TOOL_CLOSE, TOOL_ARG_CLOSE, TOOL_ARG_STRING_VALUE):
             out.update(s for s in _literals(arena, node.child) if s.strip(C_SPACE))
@@ -198,14 +211,11 @@ def closers(arena: Arena) -> frozenset[str]:
             # between, where the relaxed parser reads it: `space_then`)
             children = [c for c in node.children if not isinstance(parsers[c], N.Space)]
             for before, after in itertools.pairwise(children):
-                lit = parsers[after]
-                if isinstance(lit, N.Literal) and lit.literal.strip(C_SPACE) and holds_call(before):
-                    out.add(lit.literal)
+                if (lit := closer_at(after)) and holds_call(before):
+                    out.add(lit)
         elif isinstance(node, N.Rule) and node.trigger:
             # a call section's own closer: the last literal of its body
             body = parsers[node.child]
-            if isinstance(body, N.Sequence) and body.children:
-                last = parsers[body.children[-1]]
-                if isinstance(last, N.Literal) and last.literal.strip(C_SPACE):
-                    out.add(last.literal)
+            if isinstance(body, N.Sequence) and body.children and (last := closer_at(body.children[-1])):
+                out.add(last)
     return frozenset(out)

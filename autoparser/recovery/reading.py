@@ -32,7 +32,7 @@ from autoparser.chat.mapper import map_accounted, without_open_calls
 from autoparser.chat.tags import CONTENT, REASONING, TOOL, TOOL_ARGS, TOOL_CLOSE, TOOL_OPEN
 from autoparser.peg import Arena, ParseResult
 from autoparser.peg import nodes as N
-from autoparser.peg.engine import OBS_LITERAL
+from autoparser.peg.engine import OBS_LITERAL, OBS_UNTIL_CUT
 from autoparser.peg.nodes import C_SPACE
 from autoparser.recovery.checks import call_positions, diagnostic, drop_repeated_start, moved, with_repairs
 from autoparser.recovery.completion import closed_as_complete, closed_calls, complete_at_end, parse_text, viable_prefix
@@ -192,6 +192,8 @@ class Reader:
         # (a value llama.cpp's mapper writes into the arguments unchecked may leave them no JSON: not read whole)
         whole = self._read_whole(result, output, msg) and all(_json(c.arguments) for c in msg.tool_calls)
         skipped = skipped_by(result, self.strict, self.offset)
+        if self.cut_markers(result, self.strict):
+            whole = False
         if not whole or skipped or self.plan.triggered(msg) or self.plan.drops_text(output):
             # (a text the parse stepped over, or a block it dropped, reached no field: the relaxed parser may
             # read it)
@@ -238,7 +240,31 @@ class Reader:
         """The reading of a message mapped from `result`, the parse of `arena` (the mapping having `dropped`
         these spans; what the parse stepped over is not accounted for either: `skipped_by`)."""
         dropped = [*dropped, *skipped_by(result, arena, self.offset, partial)]
+        if not partial:
+            dropped += self.cut_markers(result, arena)
         return Reading(msg, tuple(covered_by(result, self.offset, dropped, partial)), result, self.offset)
+
+    def cut_markers(self, result: ParseResult, arena: Arena) -> list[Span]:
+        """Where a parse of a complete output stopped at the start of a marker the end cut off that would open a
+        call or reasoning (`hello <tool`, `...</tool_call>\n<tool`): the generation stopped there and wrote no
+        marker, so that text is the model's own (a closer cut off, `</tool_ca`, closes what it began)."""
+        if not result.need_more_input:
+            return []
+        text = result.text
+        openers = {m.strip(C_SPACE) for m in (*self.plan.call_markers, self.plan.reasoning_start)} - {""}
+        out = []
+        for kind, pid, pos in result.observed:
+            node = arena.parsers[pid] if pid >= 0 else None
+            cut = text[pos:]
+            if isinstance(node, N.Until) and kind == OBS_UNTIL_CUT:
+                markers = [d.strip(C_SPACE) for d in node.delimiters if d.startswith(cut)]
+            elif isinstance(node, N.Literal) and kind == OBS_LITERAL:
+                markers = [node.literal.strip(C_SPACE)]
+            else:
+                continue
+            if cut.strip(C_SPACE) and any(m in openers for m in markers):
+                out.append((pos, len(text)))
+        return out
 
     def _read_whole(self, result: ParseResult, output: str, msg: ChatMessage | None = None) -> bool:
         """Whether a parse read the whole output as llama.cpp reads it: to its end (but for the special tokens
@@ -376,6 +402,12 @@ class Reader:
                 *msg.diagnostics, diagnostic("repeated_closer", at, again))), covered=(*reading.covered,
                                                                                      (end, at + len(again))))
             end = at + len(again)
+        if self._calls_from(output, end):
+            # (the parse stopped before a call it cannot read to its end: what of it can be read is, as where
+            # the parse fails, and the reading resumes at a later call)
+            head, cut = self.split_unparsed(self.generation_prompt + output)
+            if cut > end and len(head.message.tool_calls) > len(reading.message.tool_calls):
+                return self.after_unparsed(output, head, cut, partial, skips)
         if self._calls_from(output, end + 1):
             return self.after_unparsed(output, reading, end, partial, skips)
         return self._with_unparsed(reading, output, end, partial, "trailing_text")

@@ -79,6 +79,13 @@ class RelaxedBuilder(LooseCalls):
         self.calls_begin_at([opener.strip(C_SPACE)])  # (a call begins at its opener: reading may resume there)
         return super().opened(opener, then)
 
+    def block_closer(self, closer: str, opener: str) -> P:
+        after = opener.strip(C_SPACE)
+        if not closer.strip(C_SPACE) or not after:
+            return super().block_closer(closer, opener)
+        return self.choice([super().block_closer(closer, opener),
+                            self.repair("missing_call_closer", self.peek(self.literal(after)))])
+
     def calls_opened(self, opener: str, call: P, min_calls: int, max_calls: int) -> P:
         if not opener.strip(C_SPACE):
             return super().calls_opened(opener, call, min_calls, max_calls)
@@ -214,7 +221,8 @@ class RelaxedBuilder(LooseCalls):
         return strict() | elements()
 
     def arguments_value(self) -> P:
-        return self.json_object()
+        # (nothing where the template writes the arguments string as it is, and it was empty: `{}`)
+        return self.json_object() | self.repair("empty_arguments", self.eps())
 
     def loose_json_calls(self, calls: P, name_key: str, args_key: str, names: Sequence[str]) -> P:
         # the template's calls first, then as models write them beyond it

@@ -22,6 +22,7 @@ from autoparser.corpus.mutations import mutations, recovered
 from autoparser.errors import ParseError
 from autoparser.params import ChatParams
 from autoparser.peg import AstNode
+from autoparser.recovery.checks import call_positions
 from autoparser.recovery.completion import complete_at_end, parse_text, viable_prefix
 from autoparser.recovery.coverage import SPECIAL_TOKEN
 from autoparser.testing.streaming import stream_mismatch
@@ -114,11 +115,18 @@ def _markup_spans(params: ChatParams, output: str) -> list[tuple[int, int]]:
     reader = params.reader
     arena, offset = reader.plan.relaxed, reader.offset
     effective = reader.generation_prompt + output
-    result = reader.complete_parse(effective)
+    result, read = reader.complete_parse(effective), len(effective)
     if result.fail:
         result = parse_text(arena, effective[:viable_prefix(arena, effective, offset)])
     elif not result.success:
         result = complete_at_end(arena, reader.plan.closers, effective, reader.format)[0]
+    elif result.end < read and any(effective.find(m, result.end) >= 0 for m in reader.plan.call_markers):
+        # (the parse stopped before a call it cannot read to its end: the reading reads what of it it can,
+        # `Reader.rest_after`)
+        head, cut = reader.split_unparsed(effective)
+        if head.result is not None and offset + cut > result.end \
+                and len(call_positions(head.result, offset)) > len(call_positions(result, offset)):
+            result, read = head.result, offset + cut
     ast = result.ast
 
     def innermost(node: AstNode) -> bool:  # tagged arguments' tool-args node holds their markup too
@@ -132,7 +140,7 @@ def _markup_spans(params: ChatParams, output: str) -> list[tuple[int, int]]:
         if start > pos:
             spans.append((pos, start))
         pos = max(pos, end)
-    end = min(result.end, len(effective))  # (not the closers the completion added)
+    end = min(result.end, read)  # (not the closers the completion added)
     if end > pos:
         spans.append((pos, end))
     return [(a - offset, b - offset) for a, b in spans if b > offset]

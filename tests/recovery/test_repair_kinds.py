@@ -1341,3 +1341,91 @@ def test_whitespace_before_the_message_closer_after_the_calls(space: str) -> Non
     assert [(c.name, json.loads(c.arguments)) for c in got.tool_calls] == [("get_weather", {"city": "Paris"}),
                                                                              ("get_weather", {"city": "Rome"})]
     assert got.content == "" and got.diagnostics == ()
+
+
+PARIS_ROME = ("Paris", "Rome")
+
+
+@pytest.mark.parametrize(("template", "first", "second", "spaced"), [
+    (QWEN25, '<tool_call>\n{"name": "get_weather", "arguments": {"city": "Paris"}}\n',
+     '<tool_call>\n{"name": "get_weather", "arguments": {"city": "Rome"}}\n</tool_call>', True),
+    (QWEN35, "<tool_call>\n<function=get_weather>\n<parameter=city>\nParis\n</parameter>\n</function>\n",
+     "<tool_call>\n<function=get_weather>\n<parameter=city>\nRome\n</parameter>\n</function>\n</tool_call>", False),
+    (GLM, "<tool_call>get_weather<arg_key>city</arg_key><arg_value>Paris</arg_value>",
+     "<tool_call>get_weather<arg_key>city</arg_key><arg_value>Rome</arg_value></tool_call>", False),
+    ("deepseek-ai__DeepSeek-V3.1", '<｜tool▁calls▁begin｜><｜tool▁call▁begin｜>get_weather<｜tool▁sep｜>{"city": "Paris"}',
+     '<｜tool▁call▁begin｜>get_weather<｜tool▁sep｜>{"city": "Rome"}<｜tool▁call▁end｜><｜tool▁calls▁end｜>', True),
+])
+def test_a_call_closer_left_out_before_the_next_call(template: str, first: str, second: str, spaced: bool) -> None:
+    """A call whose closer never comes (JustVugg/colibri#505), here before the next call: a template that
+    renders a wrapper around each call (`<tool_call>` ... `</tool_call>`; DeepSeek V3.1's `<｜tool▁call▁begin｜>` ...
+    `<｜tool▁call▁end｜>` inside its section) has the call end where the next call's opener begins. One of the two
+    calls was lost to the content (Qwen2.5, GLM, DeepSeek: the second; Qwen3.5: the first)."""
+    args = '{{"city": "{}"}}' if spaced else '{{"city":"{}"}}'
+    check(case(template, first + second, enable_thinking=False),
+          {"tool_calls": [call("get_weather", args.format(c)) for c in PARIS_ROME]}, ["missing_call_closer"])
+
+
+@pytest.mark.parametrize(("template", "garbled"), [
+    (QWEN35, "{\n</tool_call>"), (QWEN35, "</parameter></tool_call>"),
+    ("Qwen__Qwen3-Coder-30B-A3B-Instruct", "\nbeta\n</tool_call>"),
+])
+def test_a_call_whose_wrapper_end_is_garbled_after_it_is_read(template: str, garbled: str) -> None:
+    """Text between a whole call's `</function>` and its `</tool_call>` (found by the random outputs of
+    tests/recovery/test_no_text_lost.py, where the stream showed a call the final message did not hold): the
+    format has no end anchor, so the parse stopped before the call it could not read to its end, and the whole
+    output was content. The call is read, as far as it goes; the rest is content."""
+    out = "<tool_call>\n<function=get_weather>\n<parameter=city>\nParis\n</parameter>\n</function>" + garbled
+    check(case(template, out, enable_thinking=False),
+          {"content": garbled.lstrip(C_SPACE), "tool_calls": [call("get_weather", '{"city":"Paris"}')]},
+          ["missing_closer", "unparsed_text"])
+
+
+@pytest.mark.parametrize(("template", "out", "cut"), [
+    ("Qwen__Qwen3-0.6B", "Let me check <tool", "<tool"),
+    (QWEN25, 'Done.\n<tool_call>\n{"name": "get_weather", "arguments": {"city": "Paris"}}\n</tool_call>\n<tool_c',
+     "<tool_c"),
+    (GLM, "Let me check <tool_ca", "<tool_ca"),
+])
+def test_an_opener_the_end_cuts_off_is_text(template: str, out: str, cut: str) -> None:
+    """An output that stops inside a call's opener (`<tool`, in lmdeploy's response-parser tests): no marker was
+    written, yet the text went, with no diagnostic (llama.cpp's parse takes the start of a marker at the end for
+    the marker to come). It is content. (A closer cut off, `</tool_ca`, still closes the call it ends:
+    `partial_closer_at_end` in tests/recovery/test_variants.py.)"""
+    calls = [call("get_weather", '{"city": "Paris"}')] if "get_weather" in out else []
+    content = out[:out.index("<tool_call>")] + cut if calls else out
+    check(case(template, out, enable_thinking=False), {"content": content, "tool_calls": calls}, ["unparsed_text"],
+          space_after=False)
+
+
+@pytest.mark.parametrize(("template", "out"), [
+    ("moonshotai__Kimi-K2.6", "<|tool_calls_section_begin|><|tool_call_begin|>functions.get_weather:0"
+                              "<|tool_call_argument_begin|><|tool_call_end|><|tool_calls_section_end|>"),
+    ("deepseek-ai__DeepSeek-V3.1", "<｜tool▁calls▁begin｜><｜tool▁call▁begin｜>get_weather<｜tool▁sep｜>"
+                                   "<｜tool▁call▁end｜><｜tool▁calls▁end｜>"),
+])
+def test_a_call_whose_arguments_string_is_empty(template: str, out: str) -> None:
+    """Kimi K2.6 and DeepSeek V3.1 write a call's arguments as the string they are, so empty arguments render
+    nothing between the markers (lmdeploy's Kimi K2 tests read `{}` there). The call was content."""
+    weather = {"type": "function", "function": {"name": "get_weather", "parameters": {
+        "type": "object", "properties": {"city": {"type": "string"}}}}}
+    read = call("get_weather", "{}")
+    if "functions." in out:  # (Kimi's call id, written with the call)
+        read["id"] = "functions.get_weather:0"
+    check(case(template, out, enable_thinking=False, tools=[BASH, weather]), {"tool_calls": [read]},
+          ["empty_arguments"])
+
+
+@pytest.mark.parametrize(("template", "output"), [
+    ("zai-org__GLM-4.7-Flash", "<tool_call>get_weather<arg_key>city</arg_key><arg_value>a </tool_call> b</arg_value>"
+                               "</tool_call>"),
+    ("llama.cpp__poolside-Laguna-XS.2", "<tool_call>get_weather\n<arg_key>city</arg_key>\n<arg_value>a </tool_call> b"
+                                        "</arg_value>\n</tool_call>"),
+])
+def test_a_value_holding_the_calls_closer(template: str, output: str) -> None:
+    """A string value holding the call's closer, as the template renders `a </tool_call> b` (it writes values as
+    they are): llama.cpp's parse reads it, but with text after the call the reading ended the value at that
+    closer and kept the rest as content (lmdeploy's GLM-4.7 tests), and a stream did so even with the whole output
+    in one chunk (TensorRT-LLM's Laguna tests). The closer that text and the value's closer follow is the value's."""
+    check(case(template, output + "Done.", enable_thinking=False).grammar_check(False),
+          {"content": "Done.", "tool_calls": [call("get_weather", '{"city":"a </tool_call> b"}')]}, ["unparsed_text"])

@@ -30,7 +30,8 @@ from autoparser.peg.builder import P
 
 GEN_PREFIX = "<|im_start|>assistant\n"
 ARG_CLOSE = "\n</parameter>\n"
-MARKERS = TaggedMarkers("<function=", ">\n", "<parameter=", ">\n", ARG_CLOSE, "</function>\n", "</tool_call>")
+MARKERS = TaggedMarkers("<function=", ">\n", "<parameter=", ">\n", ARG_CLOSE, "</function>\n", "</tool_call>",
+                        "<tool_call>")
 
 
 def detect(source: str) -> FormatSpec | None:
@@ -87,7 +88,7 @@ def _build(b: Build, *, coder: bool) -> P:
         tool_choice = p.tagged_call_choice(strict_choice, MARKERS, functions(b.inputs.tools),
                                            lambda param: param.types != {"string"})
         min_calls = 1 if b.required else 0
-        tool_call_body = p.grouped_calls(tool_choice) + "</tool_call>" + p.space()
+        tool_call_body = p.grouped_calls(tool_choice) + p.block_closer("</tool_call>", "<tool_call>") + p.space()
         tool_call = p.rule("tool-call", p.call_opener("<tool_call>\n") + tool_call_body)
         # Qwen3-Coder may drop the first `<tool_call>` line (llama.cpp reads it so)
         tool_call_first = p.rule("tool-call-first", p.optional(p.call_opener("<tool_call>\n")) + tool_call_body) \
