@@ -185,6 +185,12 @@ class ChatBuilder(ChatTags):
         literal after it, as the C++ evaluates `opener + then`.)"""
         return self.call_opener(opener) + then
 
+    def undeclared_call(self, call: Callable[[P], P]) -> list[P]:
+        """Calls to a tool the request does not declare: none (a format reads the names it is given). Relaxed:
+        `call(name)`, its name any name (`repair:unknown_tool`), for a format whose name has a marker of its own
+        (the caller says so by asking)."""
+        return []
+
     def block_closer(self, closer: str, opener: str) -> P:
         """The end marker (`closer`) of the block the template writes around calls, which `opener` begins
         (`<tool_call>` ... `</tool_call>`). Relaxed: also left out where the next block opens, as

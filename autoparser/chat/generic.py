@@ -282,12 +282,13 @@ def _bare_json_triggers(fmt: ToolFormatAnalysis) -> tuple[tuple[GrammarTrigger, 
     return (), pattern(rf'(\{{{s}{wrapper}"{re.escape(first)}"{s}:{s}"{{name}}")')
 
 
-def _func(d: _Derived, name: str, call_id_section: P, have_call_id: bool, args: P, atomic_peek: P | None) -> P:
+def _func(d: _Derived, name: str | P, call_id_section: P, have_call_id: bool, args: P, atomic_peek: P | None) -> P:
+    """A call of the tool `name` (or whose name `name` reads: `undeclared_call`)."""
     p, tools = d.p, d.a.tools
     fn, fmt = tools.function, tools.format
     # Nodes are made in the order GCC builds each C++ expression (the operands of `a + b` right to left), as
     # grammar rule names embed node ids: a new node on the right is made before the left's.
-    name_node = p.tool_name(p.literal(name))
+    name_node = p.tool_name(p.literal(name)) if isinstance(name, str) else name
     # (relaxed, `call_part_marker`: the whitespace of the name's suffix and of the call's close any, or none)
     open_ = p.tool_open(fn.name_prefix + name_node + p.call_part_marker(fn.name_suffix))
     p.eps()  # `func_parser` is default-initialised in the C++
@@ -347,6 +348,22 @@ def _tag_with_json(d: _Derived) -> P:
             args = args + p.literal(args_m.end)
         peek = p.peek(p.literal(args_m.start)) if args_m.start else None
         choice = choice | p.rule(f"tool-{f.name}", _func(d, f.name, call_id_section, have_call_id, args, peek))
+
+    def undeclared(name: P) -> P:
+        call_id_section, have_call_id = _call_id_section(d, inside=False)
+        args = p.tool_args(p.arguments_value())
+        if args_m.start:
+            args = p.literal(args_m.start) + args
+        if args_m.end:
+            args = args + p.literal(args_m.end)
+        peek = p.peek(p.literal(args_m.start)) if args_m.start else None
+        return _func(d, name, call_id_section, have_call_id, args, peek)
+
+    if (tools.function.name_suffix + args_m.start).strip(C_SPACE):
+        # (relaxed: a call to a tool the request does not declare, where a marker ends its name,
+        # `NAME<｜tool▁sep｜>{...}`)
+        for call in p.undeclared_call(undeclared):
+            choice = choice | p.rule("tool-undeclared", call)  # (a rule of its own, as each tool's call)
     p.eps()  # `tool_calls` is default-initialised in the C++ (node ids: rule names)
     if fmt.per_call_start:
         # (relaxed, space_then: whitespace before the call's end marker, where the template writes none)

@@ -286,6 +286,30 @@ def test_call_to_an_undeclared_tool_is_kept(template: str) -> None:
     check(case(template, out), {"tool_calls": [call("get_time", '{"tz": "UTC"}')]}, ["unknown_tool"])
 
 
+@pytest.mark.parametrize(("template", "out", "arguments"), [
+    # a marker ends the name: `NAME<｜tool▁sep｜>` (analyzer-derived JSON calls)
+    ("deepseek-ai__DeepSeek-V3.1", "<｜tool▁calls▁begin｜><｜tool▁call▁begin｜>get_time<｜tool▁sep｜>"
+                                   '{"tz": "UTC"}<｜tool▁call▁end｜><｜tool▁calls▁end｜>', '{"tz": "UTC"}'),
+    ("axolotl__deepseek_v3", "<｜tool▁calls▁begin｜><｜tool▁call▁begin｜>function<｜tool▁sep｜>get_time\n```json\n"
+                             '{"tz": "UTC"}\n```<｜tool▁call▁end｜><｜tool▁calls▁end｜>', '{"tz": "UTC"}'),
+    # the name in an attribute, `invoke name="NAME"` (hand-written DSML)
+    ("deepseek-ai__DeepSeek-V3.2", '<｜DSML｜function_calls>\n<｜DSML｜invoke name="get_time">\n<｜DSML｜parameter name="tz" '
+                                   'string="true">UTC</｜DSML｜parameter>\n</｜DSML｜invoke>\n</｜DSML｜function_calls>',
+     '{"tz":"UTC"}'),
+    ("llama.cpp__deepseek-ai-DeepSeek-V4", '<｜DSML｜tool_calls>\n<｜DSML｜invoke name="get_time">\n<｜DSML｜parameter '
+                                           'name="n" string="false">3</｜DSML｜parameter>\n</｜DSML｜invoke>\n'
+                                           '</｜DSML｜tool_calls>', '{"n":3}'),
+    # `call:NAME{...}` (hand-written Gemma 4)
+    ("google__gemma-4-31B-it", '<|tool_call>call:get_time{tz:<|"|>UTC<|"|>}<tool_call|>', '{"tz":"UTC"}'),
+])
+def test_call_to_an_undeclared_tool_is_kept_where_a_marker_bounds_its_name(template: str, out: str,
+                                                                            arguments: str) -> None:
+    """The formats whose builders match each declared name (TensorRT-LLM's `test_undefined_tool`, for each
+    parser): the call was content. Where a marker bounds the name it is read, as in the formats above; the
+    caller validates names. (GLM's name has no marker of its own: there the declared names only are read.)"""
+    check(case(template, out, enable_thinking=False), {"tool_calls": [call("get_time", arguments)]}, ["unknown_tool"])
+
+
 def test_text_after_the_last_call_is_content() -> None:
     out = '<tool_call>\n<function=bash>\n<parameter=command>\nls\n</parameter>\n</function>\n</tool_call>\nDone.'
     check(case(QWEN35, out), {"content": "Done.", "tool_calls": [call("bash", '{"command": "ls"}')]},

@@ -129,6 +129,20 @@ def _tool_choice(b: Build) -> P:
         name = p.tool_name(p.literal(f.name))
         func = p.tool(p.tool_open(p.literal(invoke_start + ' name="') + name + tail) + args + space + close)
         tool_choice |= p.rule(f"tool-{f.name}", func)
+
+    def undeclared(name: P) -> P:  # (relaxed: a call to a tool the request does not declare, any argument)
+        def arg(is_string: bool) -> P:
+            value = p.tool_arg_string_value(p.until(param_end)) if is_string else p.tool_arg_json_value(p.json())
+            kind = p.literal(f'" string="{"true" if is_string else "false"}">')
+            key = p.tool_arg_name(p.until('"'))
+            return p.tool_arg(p.tool_arg_open(p.literal(param_start + ' name="') + key + kind) + value
+                              + p.tool_arg_close(p.literal(param_end)))
+        args = p.tagged_arguments(p.zero_or_more(p.space() + p.choice([arg(True), arg(False)])))
+        return p.tool(p.tool_open(p.literal(invoke_start + ' name="') + name + p.call_part_marker('">\n')) + args
+                      + p.space() + p.tool_close(p.literal(invoke_end)))
+
+    for call in p.undeclared_call(undeclared):
+        tool_choice |= call
     return tool_choice
 
 

@@ -191,6 +191,10 @@ def _build(b: Build) -> P:
                 p.tool_open(p.tool_name(p.literal(f.name)) + brace),
                 p.tool_args(p.ref("gemma4-dict")),
             ])))
+        # (relaxed: a call to a tool the request does not declare, `call:NAME{...}`)
+        for undeclared in p.undeclared_call(lambda name: p.tool(p.sequence([
+                p.tool_open(name + p.peek(p.literal("{"))), p.tool_args(p.ref("gemma4-dict"))]))):
+            tool_choice |= undeclared
         # (relaxed: the model may leave out the first `<|tool_call>`: that call then begins with `call:NAME{`;
         # and write several calls in one `<|tool_call>...<tool_call|>`)
         # (relaxed, space_then: whitespace before the closer)
