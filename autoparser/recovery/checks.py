@@ -49,6 +49,7 @@ MESSAGES = {
     "missing_argument_closer": "argument value at {pos} not closed: it ends where the next argument or the call "
                                "does",
     "missing_call_closer": "tool call at {pos} not closed: it ends where the next marker begins",
+    "restarted_call": "the call before {pos}, left without its closer, written again at {pos}: one call",
     "unparsed_text": "text at {pos} does not fit the format: kept as content",
     "trailing_text": "text at {pos} after the end of the format: kept as content",
     "unreadable_call": "call {raw!r} at {pos} cannot be read (its neighbours can): kept as content",
@@ -145,12 +146,37 @@ def with_repairs(msg: ChatMessage, result: ParseResult, plan: RecoveryPlan, outp
     diags = repair_diagnostics(result, offset, partial) if relaxed else []
     if diags:
         msg = replace(msg, diagnostics=(*diags, *msg.diagnostics))
+    if relaxed and len(msg.tool_calls) > 1:
+        msg = without_restarted_calls(msg, result, offset, partial)
     if (recovered or diags) and not partial and msg.tool_calls:
         msg = checked_calls(msg, plan.tools, call_positions(result, offset))
     msg = drop_repeated_start(msg, plan.reasoning_start, output, partial)
     if len(msg.diagnostics) < 2:
         return msg
     return replace(msg, diagnostics=tuple(sorted(msg.diagnostics, key=lambda d: d.position)))
+
+
+def without_restarted_calls(msg: ChatMessage, result: ParseResult, offset: int, partial: bool) -> ChatMessage:
+    """`msg` (mapped from `result`) without a call the model wrote again right after itself where it left out
+    its closer (`<tool_call>skill\n{...}\n<tool_call>skill\n{...}</tool_call>`): it started the call over, and the
+    call is one (Ollama's Laguna parser test `IgnoresDuplicatedNestedToolCall`). The repeat's text is kept in a
+    diagnostic. (A stream shows a call once it is closed, and drops the repeat as it closes: it never shows.)"""
+    missing = [d.position for d in repair_diagnostics(result, offset, partial) if d.kind == "missing_call_closer"]
+    calls, starts = msg.tool_calls, call_positions(result, offset)
+    if not missing or len(starts) != len(calls):
+        return msg
+    kept, diags = [calls[0]], list(msg.diagnostics)
+    for i in range(1, len(calls)):
+        before, call = calls[i - 1], calls[i]
+        if (call.name, call.arguments) == (before.name, before.arguments) \
+                and any(starts[i - 1] < at <= starts[i] for at in missing):
+            end = starts[i + 1] if i + 1 < len(starts) else len(result.text) - offset
+            diags.append(diagnostic("restarted_call", starts[i], result.text[offset + starts[i]:offset + end]))
+        else:
+            kept.append(call)
+    if len(kept) == len(calls):
+        return msg
+    return replace(msg, tool_calls=tuple(kept), diagnostics=tuple(diags))
 
 
 def call_positions(result: ParseResult, offset: int) -> list[int]:

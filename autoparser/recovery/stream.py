@@ -19,7 +19,12 @@ from autoparser.chat.tags import TOOL
 from autoparser.errors import ParseError
 from autoparser.peg import ParseResult
 from autoparser.peg.ast import AstId
-from autoparser.recovery.checks import drop_repeated_start, may_become_marker, repair_diagnostics
+from autoparser.recovery.checks import (
+    drop_repeated_start,
+    may_become_marker,
+    repair_diagnostics,
+    without_restarted_calls,
+)
 from autoparser.recovery.coverage import Reading, covered_by, guaranteed
 from autoparser.recovery.reading import Reader, pending_space_held
 from autoparser.types import ChatMessage, MessageDelta
@@ -93,6 +98,8 @@ class RecoveringStream(StreamParser):
             (message, dropped), growth = map_accounted(result, self._fmt), None
         else:
             message, growth, dropped = map_growing_accounted(result, spine, self._fmt)
+        if len(message.tool_calls) > 1:  # (as the whole parse reads them: `with_repairs`)
+            message = without_restarted_calls(message, shown, self._offset, True)
         if dropped:  # text a closed structure dropped is content, where it stands, as the whole parse has it
             # (what follows the parse is not this reading's: it waits, or is the rest `_parsed` keeps)
             rest = (result.end - self._offset, len(self.text))

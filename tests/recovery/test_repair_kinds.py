@@ -1390,6 +1390,22 @@ def test_a_call_closer_left_out_before_the_next_call(template: str, first: str, 
           {"tool_calls": [call("get_weather", args.format(c)) for c in PARIS_ROME]}, ["missing_call_closer"])
 
 
+@pytest.mark.parametrize(("template", "first", "again"), [
+    (QWEN25, '<tool_call>\n{"name": "get_weather", "arguments": {"city": "Paris"}}\n',
+     '<tool_call>\n{"name": "get_weather", "arguments": {"city": "Paris"}}\n</tool_call>'),
+    (QWEN35, "<tool_call>\n<function=get_weather>\n<parameter=city>\nParis\n</parameter>\n</function>\n",
+     "<tool_call>\n<function=get_weather>\n<parameter=city>\nParis\n</parameter>\n</function>\n</tool_call>"),
+])
+def test_a_call_written_again_after_itself_without_its_closer_is_one_call(template: str, first: str,
+                                                                          again: str) -> None:
+    """The same call twice, the first left without its closer (Ollama's Laguna parser test
+    `IgnoresDuplicatedNestedToolCall`): the model started the call over. One call, the repeat's text kept in a
+    diagnostic; where the second call differs, both are calls (above)."""
+    args = '{"city": "Paris"}' if template == QWEN25 else '{"city":"Paris"}'
+    check(case(template, first + again, enable_thinking=False), {"tool_calls": [call("get_weather", args)]},
+          ["missing_call_closer", "restarted_call"])
+
+
 @pytest.mark.parametrize(("template", "garbled"), [
     (QWEN35, "{\n</tool_call>"), (QWEN35, "</parameter></tool_call>"),
     ("Qwen__Qwen3-Coder-30B-A3B-Instruct", "\nbeta\n</tool_call>"),
