@@ -187,8 +187,8 @@ class ChatBuilder(ChatTags):
 
     def undeclared_call(self, call: Callable[[P], P]) -> list[P]:
         """Calls to a tool the request does not declare: none (a format reads the names it is given). Relaxed:
-        `call(name)`, its name any name (`repair:unknown_tool`), for a format whose name has a marker of its own
-        (the caller says so by asking)."""
+        `call(name)`, `name` reading any name (`repair:unknown_tool`). Only formats where a marker bounds the name
+        ask (in GLM's `<tool_call>NAME<arg_key>` a word after a left-out opener would become a call)."""
         return []
 
     def block_closer(self, closer: str, opener: str) -> P:

@@ -90,7 +90,7 @@ def complete_at_end(arena: Arena, closers: frozenset[str], text: str, fmt: ChatF
             done = text + "".join(pieces) + want
             if not any(c.endswith(want) and done.endswith(c.strip(C_SPACE) or c) for c in closers) and want != '"':
                 continue
-            tried = parse_text(arena, text + "".join(pieces) + want)
+            tried = parse_text(arena, done)
             if tried.fail or not _only_closes(before, map_result(tried, fmt), [*pieces, want]):
                 continue
             result = tried

@@ -17,11 +17,11 @@ from autoparser.peg import P
 from autoparser.peg.nodes import C_SPACE
 from autoparser.recovery.plan import RELAXED_MARKUP, REPAIR
 
-__all__ = ["LooseCalls"]
+__all__ = ["NAME_CHARS", "LooseCalls"]
 
 
 # A name models give a tool or an argument the request does not declare.
-_NAME_CHARS = "[A-Za-z0-9_.:-]"
+NAME_CHARS = "[A-Za-z0-9_.:-]"
 
 
 # Where a marker may take any whitespace, or none: a run of whitespace inside it, or between two tags
@@ -122,7 +122,7 @@ class LooseCalls(ChatBuilder):
 
         args: list[P] = []
         if f is None:
-            args.append(opener(self.tool_arg_name(self.chars(_NAME_CHARS, 1, 64)))
+            args.append(opener(self.tool_arg_name(self.chars(NAME_CHARS, 1, 64)))
                         + json_then_string(self.json(), string))
         else:
             for param in parameters(f):
@@ -138,7 +138,7 @@ class LooseCalls(ChatBuilder):
         if prefix.endswith("="):
             name_open = self.choice([name_open, self.repair("call_opener_spelling", self.literal(prefix[:-1] + " "))])
         name = self.tool_name(self.literal(f.name)) if f is not None \
-            else self.repair("unknown_tool", self.tool_name(self.chars(_NAME_CHARS, 1, 64)))
+            else self.repair("unknown_tool", self.tool_name(self.chars(NAME_CHARS, 1, 64)))
         name_close = self.literal(t(m.name_suffix, C_SPACE)) + self.optional(self.literal(_trail(m.name_suffix))) \
             if t(m.name_suffix, C_SPACE) else self.space()
         missing = unclosed(m.name_suffix)

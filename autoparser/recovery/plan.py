@@ -179,7 +179,6 @@ def _literals(arena: Arena, pid: int, depth: int = 0) -> Iterator[str]:
         yield from _literals(arena, child, depth + 1)
 
 
-
 @functools.lru_cache(maxsize=256)
 def closers(arena: Arena) -> frozenset[str]:
     """The texts that only close something in this format: literals under tool-close and argument-close tags,

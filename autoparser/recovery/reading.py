@@ -192,7 +192,7 @@ class Reader:
         # (a value llama.cpp's mapper writes into the arguments unchecked may leave them no JSON: not read whole)
         whole = self._read_whole(result, output, msg) and all(_json(c.arguments) for c in msg.tool_calls)
         skipped = skipped_by(result, self.strict, self.offset)
-        if self.cut_markers(result, self.strict):
+        if self._cut_markers(result, self.strict):
             whole = False
         if not whole or skipped or self.plan.triggered(msg) or self.plan.drops_text(output):
             # (a text the parse stepped over, or a block it dropped, reached no field: the relaxed parser may
@@ -241,10 +241,10 @@ class Reader:
         these spans; what the parse stepped over is not accounted for either: `skipped_by`)."""
         dropped = [*dropped, *skipped_by(result, arena, self.offset, partial)]
         if not partial:
-            dropped += self.cut_markers(result, arena)
+            dropped += self._cut_markers(result, arena)
         return Reading(msg, tuple(covered_by(result, self.offset, dropped, partial)), result, self.offset)
 
-    def cut_markers(self, result: ParseResult, arena: Arena) -> list[Span]:
+    def _cut_markers(self, result: ParseResult, arena: Arena) -> list[Span]:
         """Where a parse of a complete output stopped at the start of a marker the end cut off that would open a
         call or reasoning (`hello <tool`, `...</tool_call>\n<tool`): the generation stopped there and wrote no
         marker, so that text is the model's own (a closer cut off, `</tool_ca`, closes what it began)."""

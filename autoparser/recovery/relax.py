@@ -23,7 +23,7 @@ from autoparser.chat.tools import Function, Parameter
 from autoparser.peg import P
 from autoparser.peg.builder import Operand, rule_name
 from autoparser.peg.nodes import C_SPACE
-from autoparser.recovery.loose import _NAME_CHARS, LooseCalls
+from autoparser.recovery.loose import NAME_CHARS, LooseCalls
 from autoparser.recovery.plan import CALL_START, DROPPED_BLOCK, END_SPACE, SPACED_MARKUP
 
 __all__ = ["RelaxedBuilder"]
@@ -80,7 +80,7 @@ class RelaxedBuilder(LooseCalls):
         return super().opened(opener, then)
 
     def undeclared_call(self, call: Callable[[P], P]) -> list[P]:
-        return [call(self.repair("unknown_tool", self.tool_name(self.chars(_NAME_CHARS, 1, 64))))]
+        return [call(self.repair("unknown_tool", self.tool_name(self.chars(NAME_CHARS, 1, 64))))]
 
     def block_closer(self, closer: str, opener: str) -> P:
         after = opener.strip(C_SPACE)
