@@ -402,15 +402,22 @@ class Reader:
                 *msg.diagnostics, diagnostic("repeated_closer", at, again))), covered=(*reading.covered,
                                                                                      (end, at + len(again))))
             end = at + len(again)
-        if self._calls_from(output, end):
-            # (the parse stopped before a call it cannot read to its end: what of it can be read is, as where
-            # the parse fails, and the reading resumes at a later call)
-            head, cut = self.split_unparsed(self.generation_prompt + output)
-            if cut > end and len(head.message.tool_calls) > len(reading.message.tool_calls):
-                return self.after_unparsed(output, head, cut, partial, skips)
+        split = self.split_at_unread_call(output, end, len(reading.message.tool_calls))
+        if split is not None:  # (and the reading resumes at a later call)
+            return self.after_unparsed(output, *split, partial, skips)
         if self._calls_from(output, end + 1):
             return self.after_unparsed(output, reading, end, partial, skips)
         return self._with_unparsed(reading, output, end, partial, "trailing_text")
+
+    def split_at_unread_call(self, output: str, end: int, calls: int) -> tuple[Reading, int] | None:
+        """Where a parse that read `calls` calls stopped at `end` before a call it cannot read to its end (a
+        format without an end anchor succeeds short of it): the reading of what of it can be read, as where the
+        parse fails, and where in the output the rest begins (`split_unparsed`); None where no such call follows
+        or nothing more of it can be read."""
+        if not self._calls_from(output, end):
+            return None
+        head, cut = self.split_unparsed(self.generation_prompt + output)
+        return (head, cut) if cut > end and len(head.message.tool_calls) > calls else None
 
     def _calls_from(self, output: str, end: int) -> bool:
         """Whether a call marker begins at or after `end` in the output."""

@@ -120,13 +120,11 @@ def _markup_spans(params: ChatParams, output: str) -> list[tuple[int, int]]:
         result = parse_text(arena, effective[:viable_prefix(arena, effective, offset)])
     elif not result.success:
         result = complete_at_end(arena, reader.plan.closers, effective, reader.format)[0]
-    elif result.end < read and any(effective.find(m, result.end) >= 0 for m in reader.plan.call_markers):
-        # (the parse stopped before a call it cannot read to its end: the reading reads what of it it can,
-        # `Reader.rest_after`)
-        head, cut = reader.split_unparsed(effective)
-        if head.result is not None and offset + cut > result.end \
-                and len(call_positions(head.result, offset)) > len(call_positions(result, offset)):
-            result, read = head.result, offset + cut
+    elif result.end < read and (split := reader.split_at_unread_call(
+            output, result.end - offset, len(call_positions(result, offset)))) is not None \
+            and split[0].result is not None:
+        # (the parse stopped before a call it cannot read to its end: the reading reads what of it it can)
+        result, read = split[0].result, offset + split[1]
     ast = result.ast
 
     def innermost(node: AstNode) -> bool:  # tagged arguments' tool-args node holds their markup too
