@@ -63,18 +63,33 @@ class FieldGrowth:
     the message stays as it is.
     """
 
-    __slots__ = ("_escaped", "_holds_tokens", "_trailing_space", "call_index", "field", "plain")
+    __slots__ = ("_escaped", "_holds_tokens", "_trailing_space", "call_index", "field", "plain", "stop_marker")
 
     def __init__(self, field: str, *, call_index: int = -1, escaped: bool = False,
-                 trailing_space: str = "", hold_space: bool = False) -> None:
+                 trailing_space: str = "", hold_space: bool = False, stop_marker: str = "") -> None:
         self.field = field
         self.call_index = call_index
+        # a marker the field's text may not grow by as the parse reads it (a default stream reads a reasoning
+        # block inside the content: recovery/stream.py): a piece that writes it, or begins to, is mapped again.
+        # (Where the field ends with the marker's beginning, the stream maps every piece: no growth is made.)
+        self.stop_marker = stop_marker
         self._escaped = escaped
         # content and reasoning are appended as they are, or, `hold_space`, without what they end with that may
         # be formatting (`held_tail`: shown once something follows it); JSON arguments without trailing whitespace
         self.plain = field in ("content", "reasoning_content") and not hold_space
         self._trailing_space = trailing_space
         self._holds_tokens = hold_space
+
+    def stopped_by(self, piece: str) -> bool:
+        """Whether `piece` writes `stop_marker` or ends with its beginning."""
+        marker = self.stop_marker
+        at = piece.find(marker[0])
+        while at >= 0:
+            rest = piece[at:]
+            if rest.startswith(marker) or marker.startswith(rest):
+                return True
+            at = piece.find(marker[0], at + 1)
+        return False
 
     def added(self, piece: str) -> str:
         """What the field gains when the open node's text gains `piece` (which holds no undecodable bytes)."""

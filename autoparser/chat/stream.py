@@ -234,7 +234,8 @@ class StreamParser:
             return self.last_deltas
         fast = self._fast
         if fast is not None:
-            if fast(piece) is None:
+            growth = self._growth
+            if fast(piece) is None and not (growth is not None and growth.stop_marker and growth.stopped_by(piece)):
                 # The common step: `_resume` surely extends over the piece and only `_growth`'s field grows by
                 # it, as in the branch below (`_resume` is extended over such pieces when next needed).
                 self._parts.append(piece)
@@ -244,7 +245,6 @@ class StreamParser:
                     self._appended.append(piece)
                     self.last_deltas = [MessageDelta("", piece) if plain == 1 else MessageDelta(piece)]
                     return self.last_deltas
-                growth = self._growth
                 assert growth is not None  # set with `_fast`
                 added = growth.added(piece)
                 if added:
@@ -268,6 +268,9 @@ class StreamParser:
             extension = "".join(unchecked) + piece if unchecked else piece
             if resume.extend(extension):
                 growth = self._growth
+                if growth is not None and growth.stop_marker and growth.stopped_by(extension):
+                    self._fold()
+                    growth = self._growth = None  # (the message is mapped again)
                 if growth is not None and not unchecked and self._published:
                     # Only one field grows, by `added`: the deltas are known without building the message.
                     added = growth.added(piece)

@@ -72,6 +72,12 @@ KINDS = (
     # (ggml-org/llama.cpp#21118). The reasoning ends where the call begins (as vLLM reads it since
     # vllm-project/vllm#35687), the call is a call.
     "reasoning_end_dropped_before_calls",
+    # The reasoning block the template writes first written after the answer instead: the model thinks again
+    # once its answer began (TensorRT-LLM's tests/unittest/llmapi/test_reasoning_parser.py,
+    # `test_interleaved_thinking_stream`; LMDeploy's `test_stream_chunk_preserves_order`). vLLM's, SGLang's and
+    # TensorRT-LLM's reasoning parsers read it as reasoning: so must the parse. Applies where the model writes the
+    # reasoning start (the prompt does not open it) and the reply is text only.
+    "reasoning_after_content",
     # One of the format's markers (a call or section opener, else the reasoning start) written inside the
     # content, between two words: prose that mentions a marker must stay content, not become a phantom call
     # (vllm-project/vllm#48931). Policy: a leaked marker is kept in the content, not deleted; the content must
@@ -257,6 +263,7 @@ def variants(params: ChatParams, output: str, expected: ChatMessage, markers: Fo
         ("bare_calls", _bare_calls),
         ("reasoning_start_dropped", _reasoning_start_dropped),
         ("reasoning_end_dropped_before_calls", _reasoning_end_dropped),
+        ("reasoning_after_content", _reasoning_after_content),
         ("leaked_marker", _leaked_marker),
         ("partial_closer_at_end", _partial_closer),
     )
@@ -506,6 +513,26 @@ def _reasoning_end_dropped(params: ChatParams, layout: _Layout, expected: ChatMe
     start, end = found[0]
     keep = "" if start > 0 and text[start - 1] in C_SPACE else "\n"  # (the call still on a line of its own)
     return Variant("reasoning_end_dropped_before_calls", text[:start] + keep + text[_space_after(text, end):],
+                   expected, _ALL_FIELDS)
+
+
+def _reasoning_after_content(params: ChatParams, layout: _Layout, expected: ChatMessage,
+                             m: FormatMarkers) -> Variant | None:
+    text = layout.output
+    lead = _space_after(text, 0)
+    start = next((s for s in m.reasoning_start if text.startswith(s, lead)), "")
+    if not start or expected.tool_calls or not expected.reasoning_content.strip(C_SPACE) \
+            or not expected.content.strip(C_SPACE) or params.prompt.rstrip(C_SPACE).endswith(start):
+        return None
+    ends = sorted(o for e in m.reasoning_end for o in layout.occurrences(e, lead + len(start)))
+    contents = [(s, e) for s, e, t in layout.fields if t == CONTENT and text[s:e].strip(C_SPACE)]
+    if not ends or len(contents) != 1 or contents[0][0] < ends[0][1] \
+            or text[ends[0][1]:contents[0][0]].strip(C_SPACE):  # (only whitespace between: no header to keep)
+        return None
+    block, (first, last) = text[lead:ends[0][1]], contents[0]
+    # the content where the block stood, and the block right after the content's last word
+    words_end = _space_before(text, last)
+    return Variant("reasoning_after_content", text[:lead] + text[first:words_end] + block + text[words_end:],
                    expected, _ALL_FIELDS)
 
 

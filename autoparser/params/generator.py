@@ -159,9 +159,11 @@ def assemble(spec: FormatSpec, tmpl: ChatTemplate, inputs: GenerationInputs) -> 
         rb = RelaxedBuilder()
         relaxed = rb.build((spec.relaxed_build or spec.build)(replace(b, p=rb)))
     recovery = plan_of(relaxed, reasoning_start=spec.thinking_start_tag.strip(C_SPACE),
-                       # (reasoning without its start is read only where the request asks for reasoning)
+                       # (where the request extracts reasoning: with reasoning_format "none" it stays in the content)
                        reasoning_end=next((e.strip(C_SPACE) for e in spec.thinking_end_tags if e.strip(C_SPACE)), "")
-                       if inputs.enable_thinking else "",
+                       if b.extract_reasoning else "",
+                       # (reasoning without its start is read only where the request asks for reasoning)
+                       reasoning_requested=inputs.enable_thinking,
                        tools=tuple(functions(inputs.tools, typed=False)) if tool_calls else (), call_markers=markers,
                        turn_end=turn_end_tokens(tmpl))
     return ChatParams(

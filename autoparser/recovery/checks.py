@@ -17,7 +17,7 @@ from autoparser.recovery.plan import REPAIR, RecoveryPlan, lead_end
 from autoparser.types import ChatMessage, Diagnostic
 
 __all__ = ["MESSAGES", "call_positions", "checked_calls", "diagnostic", "drop_repeated_start", "may_become_marker",
-           "moved", "repair_diagnostics", "with_repairs"]
+           "moved", "repair_diagnostics", "with_late_reasoning", "with_repairs"]
 
 
 # What each repair says, `{raw}` being the text it concerns and `{pos}` where it is in the output: the readings
@@ -32,6 +32,8 @@ MESSAGES = {
     "undeclared_reasoning": "reasoning block {raw!r} at {pos} that the template does not show: read as reasoning",
     "missing_reasoning_start": "reasoning end {raw!r} at {pos} with no reasoning open: the text before it read as "
                                "reasoning",
+    "reasoning_after_content": "reasoning block {raw!r} at {pos} after the content (the template writes reasoning "
+                               "first): read as reasoning",
     "stray_reasoning_end": "reasoning end {raw!r} at {pos} with no reasoning open: dropped",
     "attribute_spelling": "a name attribute spelled otherwise at {pos} (in single quotes, or beside other "
                           "attributes): read as the template's",
@@ -129,6 +131,40 @@ def drop_repeated_start(msg: ChatMessage, marker: str, output: str, partial: boo
     if partial and may_become_marker(reasoning, marker):
         return replace(msg, reasoning_content="")
     return msg
+
+
+def with_late_reasoning(msg: ChatMessage, start: str, end: str, output: str, partial: bool) -> ChatMessage:
+    """`msg` with each reasoning block its content holds (`answer<think>more</think>rest`: a model that thinks
+    again after it began its answer, or between its calls) read as reasoning, after the reasoning before it, the
+    content around it joined (`reasoning_after_content`, its markers in the diagnostic), as vLLM's, SGLang's and
+    TensorRT-LLM's reasoning parsers read it. A start marker nothing closes stays content (prose may mention
+    one): while more may come (`partial`), the content from it on waits, as does a start marker being written."""
+    content = msg.content
+    if not start or not end or (start not in content and not partial):
+        return msg
+    reasoning, diags = msg.reasoning_content, list(msg.diagnostics)
+    at, cursor = content.find(start), 0
+    while at >= 0:
+        close = content.find(end, at + len(start))
+        if close < 0:
+            if partial:
+                content = content[:at]
+            break
+        body = content[at + len(start):close]
+        pos = output.find(start + body + end, cursor)
+        pos = pos if pos >= 0 else max(output.find(start, cursor), 0)
+        cursor = pos + 1
+        reasoning += body
+        diags.append(diagnostic("reasoning_after_content", pos, start + end))
+        content = content[:at] + content[close + len(end):]
+        at = content.find(start, at)
+    if partial:  # (a start marker being written)
+        content = content[:len(content) - max((n for n in range(1, len(start)) if content.endswith(start[:n])),
+                                              default=0)]
+    if content == msg.content:
+        return msg
+    return replace(msg, content=content, reasoning_content=reasoning,
+                   diagnostics=tuple(sorted(diags, key=lambda d: d.position)))
 
 
 def may_become_marker(reasoning: str, marker: str) -> bool:

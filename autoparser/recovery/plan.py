@@ -66,8 +66,11 @@ class RecoveryPlan:
     reasoning_start: str = ""
     """The reasoning start marker, dropped at the start of reasoning when the model repeats it."""
     reasoning_end: str = ""
-    """The reasoning end marker, where the request asks for reasoning: where a complete output writes it with no
-    reasoning open, the text before it was reasoning (the start left out)."""
+    """The reasoning end marker (of the format's reasoning block, whether or not the request asks for reasoning):
+    a block the content holds is reasoning (`Reader.with_late_reasoning`)."""
+    reasoning_requested: bool = False
+    """The request asks for reasoning: where a complete output writes the end marker with no reasoning open, the
+    text before it was reasoning (the start left out)."""
     tools: tuple[Function, ...] = ()
     """The request's tools, which a recovered call's arguments are checked against."""
     triggers: tuple[str, ...] = ()
@@ -124,10 +127,12 @@ class RecoveryPlan:
         return lead is not None and lead.match(content, lead_end(content)) is not None
 
 
-def plan_of(relaxed: Arena, *, reasoning_start: str = "", reasoning_end: str = "", tools: tuple[Function, ...] = (),
-            call_markers: tuple[str, ...] = (), turn_end: tuple[str, ...] = ()) -> RecoveryPlan:
-    """The plan of a request from its relaxed parser (one pass over its nodes), the format's reasoning start,
-    the request's tools, the format's call markers (its trigger words) and the template's end-of-turn tokens."""
+def plan_of(relaxed: Arena, *, reasoning_start: str = "", reasoning_end: str = "", reasoning_requested: bool = False,
+            tools: tuple[Function, ...] = (), call_markers: tuple[str, ...] = (),
+            turn_end: tuple[str, ...] = ()) -> RecoveryPlan:
+    """The plan of a request from its relaxed parser (one pass over its nodes), the format's reasoning markers,
+    whether the request asks for reasoning, the request's tools, the format's call markers (its trigger words)
+    and the template's end-of-turn tokens."""
     triggers: list[str] = []
     lead: list[str] = []
     starts: list[str] = []
@@ -153,7 +158,8 @@ def plan_of(relaxed: Arena, *, reasoning_start: str = "", reasoning_end: str = "
             dropped.append((start, end))
     lead_triggers = tuple(dict.fromkeys(t for t in lead if t.strip(C_SPACE)))
     return RecoveryPlan(
-        relaxed, reasoning_start=reasoning_start, reasoning_end=reasoning_end, tools=tools, triggers=tuple(dict.fromkeys(triggers)),
+        relaxed, reasoning_start=reasoning_start, reasoning_end=reasoning_end,
+        reasoning_requested=reasoning_requested, tools=tools, triggers=tuple(dict.fromkeys(triggers)),
         lead_triggers=lead_triggers, prompt_reasoning=prompt_reasoning,
         call_markers=tuple(dict.fromkeys((*call_markers, *starts))), dropped_blocks=tuple(dict.fromkeys(dropped)),
         closers=closers(relaxed), turn_end=turn_end,

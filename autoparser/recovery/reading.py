@@ -34,7 +34,14 @@ from autoparser.peg import Arena, ParseResult
 from autoparser.peg import nodes as N
 from autoparser.peg.engine import OBS_LITERAL, OBS_UNTIL_CUT
 from autoparser.peg.nodes import C_SPACE
-from autoparser.recovery.checks import call_positions, diagnostic, drop_repeated_start, moved, with_repairs
+from autoparser.recovery.checks import (
+    call_positions,
+    diagnostic,
+    drop_repeated_start,
+    moved,
+    with_late_reasoning,
+    with_repairs,
+)
 from autoparser.recovery.completion import closed_as_complete, closed_calls, complete_at_end, parse_text, viable_prefix
 from autoparser.recovery.coverage import (
     SPECIAL_TOKEN,
@@ -104,7 +111,8 @@ class Reader:
         """The message of `output` (see the module docstring), which accounts for all its text (of a `partial`
         one, for all it has decided, whitespace at the end of its text held back: `pending_space_held`)."""
         if partial:
-            return pending_space_held(guaranteed(self.reading(output, True), output, True))
+            return pending_space_held(self.with_late_reasoning(guaranteed(self.reading(output, True), output, True),
+                                                               output, True))
         strict = self.strict_parse(output)
         if strict.reads_all:
             # (the accepted path: llama.cpp's message, and nothing left to account for)
@@ -119,22 +127,23 @@ class Reader:
 
     def completed(self, msg: ChatMessage, output: str) -> ChatMessage:
         """What a complete output's message is once it is known to end there (a stream's, at its end only)."""
-        plan = self.plan  # (on every accepted parse: the two readings only where they may apply)
-        if plan.reasoning_end:
+        plan = self.plan  # (on every accepted parse: the readings only where they may apply)
+        if plan.reasoning_requested:
             msg = self.with_reasoning_before_end(msg, output)
+        msg = self.with_late_reasoning(msg, output, False)
         if plan.turn_end and output[-1:] in _TOKEN_ENDS:
             msg = self.without_turn_end(msg, output)
         return msg
 
     def with_reasoning_before_end(self, msg: ChatMessage, output: str) -> ChatMessage:
         """`msg`, where the output begins with text and the reasoning end marker with no reasoning open and its
-        start nowhere (`reasoning</think>answer`), with that text as reasoning (`missing_reasoning_start`), as
+        start not before it (`reasoning</think>answer`), with that text as reasoning (`missing_reasoning_start`), as
         vLLM, SGLang and Ollama read it; not where the generation prompt closed a reasoning block (thinking off).
         (Only in a complete output: while more may come, text without the end marker is content, and a stream
         shows it so: it waits where the marker comes.)"""
         start, end = self.plan.reasoning_start, self.plan.reasoning_end
         content = msg.content
-        if not end or msg.reasoning_content or end not in output or not start or start in output \
+        if not end or msg.reasoning_content or end not in output or not start or start in output[:output.find(end)] \
                 or end in self.generation_prompt:  # (a prompt that closed the reasoning turned thinking off)
             return msg
         if end in content:
@@ -151,6 +160,11 @@ class Reader:
         pos = output.find(end, len(before) - len(before.lstrip(C_SPACE)))
         return replace(msg, reasoning_content=before, content=after, diagnostics=tuple(sorted(
             (*msg.diagnostics, diagnostic("missing_reasoning_start", pos, end)), key=lambda d: d.position)))
+
+    def with_late_reasoning(self, msg: ChatMessage, output: str, partial: bool) -> ChatMessage:
+        """`msg` with the reasoning blocks its content holds read as reasoning (checks.with_late_reasoning)."""
+        plan = self.plan
+        return with_late_reasoning(msg, plan.reasoning_start, plan.reasoning_end, output, partial)
 
     def with_reasoning_opened(self, msg: ChatMessage, output: str) -> ChatMessage:
         """`msg`, where it holds reasoning without its start (`missing_reasoning_start`) and text it cannot read

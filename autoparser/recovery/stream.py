@@ -115,13 +115,19 @@ class RecoveringStream(StreamParser):
         if growth is not None and growth.plain:  # (the whitespace `_publish` holds back waits for what follows)
             text = message.content if growth.field == "content" else message.reasoning_content
             growth = FieldGrowth(growth.field, trailing_space=text[len(text) - held_tail(text):], hold_space=True)
+        late = self._reader.with_late_reasoning(message, self.text, True)
+        if late is not message:
+            return late, None  # (what shows depends on whether the block closes)
+        plan = self._reader.plan
+        if growth is not None and growth.field == "content" and plan.reasoning_end:
+            growth.stop_marker = plan.reasoning_start  # (where a reasoning block may begin)
         return message, growth
 
     def _publish(self, new: ChatMessage, *, settled: bool = False) -> list[MessageDelta]:
         # while more may come, the whitespace the text ends with waits (as the default parse of a partial output
         # holds it back: `pending_space_held`)
         if not self._finished:
-            new = pending_space_held(new)
+            new = pending_space_held(self._reader.with_late_reasoning(new, self.text, True))
         sent, published = self._message, self._published
         if not self._finished and _shrinks(sent, new):
             return self._wait(new, sent, published)

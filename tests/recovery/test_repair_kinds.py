@@ -556,6 +556,78 @@ def test_reasoning_the_template_never_shows() -> None:
           {"reasoning_content": "\nThe user greets me.\n", "content": "Hello!"}, ["undeclared_reasoning"])
 
 
+# A reasoning block after the content: the model thinks again after it began its answer, or between its calls
+# (TensorRT-LLM's `test_interleaved_thinking_stream`, LMDeploy's `test_stream_chunk_preserves_order`, smg's GLM-4.5
+# reasoning tests: each engine reads it as reasoning). The templates write one block, before the content; the
+# block is read as reasoning after the reasoning before it, with its markers in the diagnostic.
+ROME = call("get_weather", '{"city": "Rome"}')
+LATE_REASONING = [
+    # Mellum2 renders `<think>...</think>` before the content, and its prompt opens nothing: the model writes both
+    (MELLUM, "<think>\nPlan.\n</think>\n\nFirst part. <think>more thought</think> Second part.", True,
+     {"reasoning_content": "Plan.\nmore thought", "content": "First part.  Second part."}),
+    (MELLUM, '<think>\nI need the weather.\n</think>\n\n<tool_call>\n{"name": "get_weather", "arguments": '
+     '{"city": "Paris"}}\n</tool_call>\n<think>Now Rome.</think>\n<tool_call>\n{"name": "get_weather", '
+     '"arguments": {"city": "Rome"}}\n</tool_call>', True,
+     {"reasoning_content": "I need the weather.\nNow Rome.", "tool_calls": [PARIS, ROME]}),
+    # Qwen3.5's generation prompt opens `<think>\n`
+    (QWEN35, "Plan.\n</think>\n\nFirst part.\n<think>\nmore thought\n</think>\nSecond part.", True,
+     {"reasoning_content": "Plan.\n\nmore thought\n", "content": "First part.\n\nSecond part."}),
+    # GLM-4.7's prompt opens `<think>` too, and its calls are tagged
+    (GLM, "Plan.</think>First.<think>again</think><tool_call>get_weather<arg_key>city</arg_key>"
+     "<arg_value>Paris</arg_value></tool_call>", True,
+     {"reasoning_content": "Plan.again", "content": "First.", "tool_calls": [PARIS]}),
+    # thinking off: Qwen3's prompt closes an empty block (`<think>\n\n</think>\n\n`); the model thinks anyway
+    ("Qwen__Qwen3-0.6B", "Answer. <think>second thoughts</think> Done.", False,
+     {"reasoning_content": "second thoughts", "content": "Answer.  Done."}),
+]
+
+
+@pytest.mark.parametrize(("template", "out", "thinking", "message"), LATE_REASONING)
+def test_a_reasoning_block_after_the_content_is_reasoning(template: str, out: str, thinking: bool,
+                                                           message: dict[str, Any]) -> None:
+    test = case(template, out, reasoning_format="auto", enable_thinking=thinking)
+    params = generate(test.tester.source, dict(test.request, messages=[{"role": "user", "content": "Hey there!"}],
+                                               now=test.tester.now))
+    got = params.parse(out)
+    assert (got.reasoning_content.strip(C_SPACE), got.content.strip(C_SPACE)) == \
+        (message["reasoning_content"].strip(C_SPACE), message.get("content", ""))
+    assert [(c.name, json.loads(c.arguments)) for c in got.tool_calls] == \
+        [(c["name"], json.loads(c["arguments"])) for c in message.get("tool_calls", [])]
+    # (the block is the last `<think>`; text before an end marker the output does not open is reasoning too,
+    # `missing_reasoning_start`, where the prompt opens nothing; a block between two calls, where the format reads
+    # nothing, was text the reading skipped first, `unparsed_text`)
+    assert [(d.kind, d.position) for d in got.diagnostics if d.kind not in ("missing_reasoning_start",
+                                                                            "unparsed_text")] == \
+        [("reasoning_after_content", out.rindex("<think>"))]
+    assert not unaccounted(out, got, markup_spans(params, out, got))
+    for step in (1, 3, 7):  # streamed in chunks of any size: the same message, the block never shown as content
+        stream, acc = params.stream(), ChatMessage()
+        for i in range(0, len(out), step):
+            acc = apply_deltas(acc, stream.feed(out[i:i + step]))
+            assert "<think>" not in acc.content, (step, acc)
+        final = stream.finish()
+        acc = apply_deltas(acc, stream.last_deltas)
+        assert final == got
+        assert (acc.reasoning_content, acc.content) == (got.reasoning_content, got.content), step
+
+
+@pytest.mark.parametrize("out", ["I write <think> to open a thought.", "Open it with <think>",
+                                 "Close it with </think> after."])
+def test_a_reasoning_marker_the_content_mentions_stays_content(out: str) -> None:
+    """A start marker nothing closes (or an end marker alone, where the reasoning was closed) is prose that
+    mentions it: the content keeps it, and a stream holds it back only until the output ends."""
+    test = case(MELLUM, "<think>\nok\n</think>\n\n" + out, reasoning_format="auto", enable_thinking=True)
+    params = generate(test.tester.source, dict(test.request, messages=[{"role": "user", "content": "Hey there!"}],
+                                               now=test.tester.now))
+    got = params.parse(test.input)
+    assert (got.reasoning_content.strip(), got.content.strip(C_SPACE), got.diagnostics) == ("ok", out, ())
+    stream, acc = params.stream(), ChatMessage()
+    for i in range(0, len(test.input), 4):
+        acc = apply_deltas(acc, stream.feed(test.input[i:i + 4]))
+    assert stream.finish() == got
+    assert apply_deltas(acc, stream.last_deltas).content.strip(C_SPACE) == out
+
+
 # --- the outputs that lost text silently (issue 34), each read with its repairs named ------------------------
 
 SEARCH_WEB = {"type": "function", "function": {"name": "search_web", "parameters": {
