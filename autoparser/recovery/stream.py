@@ -3,9 +3,10 @@
 `RecoveringStream` is a `StreamParser` over the relaxed parser that differs through the strict stream's hooks:
 a call still open is not shown (a call is shown whole or not at all: one found malformed later goes to
 content, and what a stream sent cannot be taken back); a repeated reasoning start is dropped, and held back
-while the reasoning could still become one; where the relaxed parser rejects the output, the part it reads
-stays and the rest is content, or read again from the next call marker (re-read at every chunk, which only
-malformed outputs pay); the final message is the default parse's (`Reader.read`), the same for any chunking.
+while the reasoning could still become one; a reasoning block the content holds waits until it closes (then it
+is reasoning) or the output ends (then a start marker nothing closed is content); where the relaxed parser
+rejects the output, the part it reads stays and the rest is content, or read again from the next call marker
+(re-read at every chunk, which only malformed outputs pay); the final message is the default parse's (`Reader.read`), the same for any chunking.
 """
 
 from __future__ import annotations
