@@ -16,8 +16,8 @@ from autoparser.peg.nodes import C_SPACE
 from autoparser.recovery.plan import REPAIR, RecoveryPlan, lead_end
 from autoparser.types import ChatMessage, Diagnostic
 
-__all__ = ["MESSAGES", "call_positions", "checked_calls", "diagnostic", "drop_repeated_start", "may_become_marker",
-           "moved", "repair_diagnostics", "with_late_reasoning", "with_repairs"]
+__all__ = ["MESSAGES", "begun_marker", "call_positions", "checked_calls", "diagnostic", "drop_repeated_start",
+           "may_become_marker", "moved", "repair_diagnostics", "with_late_reasoning", "with_repairs"]
 
 
 # What each repair says, `{raw}` being the text it concerns and `{pos}` where it is in the output: the readings
@@ -133,6 +133,11 @@ def drop_repeated_start(msg: ChatMessage, marker: str, output: str, partial: boo
     return msg
 
 
+def begun_marker(text: str, markers: Iterable[str]) -> int:
+    """How long a beginning of one of `markers` (not the whole marker) `text` ends with: 0 where none."""
+    return max((n for m in markers for n in range(1, len(m)) if text.endswith(m[:n])), default=0)
+
+
 def with_late_reasoning(msg: ChatMessage, start: str, end: str, output: str, partial: bool) -> ChatMessage:
     """`msg` with each reasoning block its content holds (`answer<think>more</think>rest`: a model that thinks
     again after it began its answer, or between its calls) read as reasoning, after the reasoning before it, the
@@ -159,8 +164,7 @@ def with_late_reasoning(msg: ChatMessage, start: str, end: str, output: str, par
         content = content[:at] + content[close + len(end):]
         at = content.find(start, at)
     if partial:  # (a start marker being written)
-        content = content[:len(content) - max((n for n in range(1, len(start)) if content.endswith(start[:n])),
-                                              default=0)]
+        content = content[:len(content) - begun_marker(content, (start,))]
     if content == msg.content:
         return msg
     return replace(msg, content=content, reasoning_content=reasoning,

@@ -35,6 +35,7 @@ from autoparser.peg import nodes as N
 from autoparser.peg.engine import OBS_LITERAL, OBS_UNTIL_CUT
 from autoparser.peg.nodes import C_SPACE
 from autoparser.recovery.checks import (
+    begun_marker,
     call_positions,
     diagnostic,
     drop_repeated_start,
@@ -476,8 +477,7 @@ def with_unparsed(head: ChatMessage, tail: str, position: int, partial: bool = F
     may end in the start of waits (the reading may resume at it)."""
     tail = without_trailing_special(tail, partial)
     if partial:
-        tail = tail[:len(tail) - max((n for m in markers for n in range(1, len(m)) if tail.endswith(m[:n])),
-                                     default=0)]
+        tail = tail[:len(tail) - begun_marker(tail, markers)]
     if not tail:
         return head
     return replace(head, content=head.content + tail, diagnostics=(*head.diagnostics,
