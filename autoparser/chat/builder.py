@@ -307,6 +307,12 @@ class ChatBuilder(ChatTags):
         where the model puts several calls in one block, as `repair:calls_grouped`."""
         return closer
 
+    def opener_again(self, opener: P, marker: str) -> P:
+        """`opener` (a section's opener the generation prompt may write: Kimi K3's `<|open|>response<|sep|>`).
+        Relaxed: the marker written once more right after it, as models repeat the opener their prompt ends
+        with: markup (`repair:repeated_opener`)."""
+        return opener
+
     def call_sections(self, first: P, again: Callable[[], P], markers: Sequence[str]) -> P:
         """The calls' section (`first`). Relaxed: further sections after it (`again()`: a section that holds at
         least one call, beginning with one of `markers`), where the model opens a section for each call although
@@ -856,6 +862,12 @@ class ChatBuilder(ChatTags):
         (`opener` + NAME + `">`, its value `string_value`, which closes itself), as a list of at most one
         parser: none, not read (llama.cpp reads the declared ones only). Relaxed: any name, its value text, where
         the schema allows properties it does not list."""
+        return []
+
+    def undeclared_arg(self, arg: Callable[[], P], schema: Any) -> list[P]:
+        """An argument the tool's schema does not list, `arg()` in the format's own form (its key read by any
+        name), as a list of at most one parser: none (llama.cpp reads the declared ones only). Relaxed: that
+        argument, where the schema allows properties it does not list (`repair:undeclared_argument`)."""
         return []
 
     def undeclared_keyword(self, schema: Any) -> P | None:

@@ -239,7 +239,9 @@ class _DocBuilder:
         target = self.root
         tokens = ref[1:].split("/")
         pointer = ""
-        for sel in tokens[1:]:
+        for token in tokens[1:]:
+            # a reference token escapes `/` and `~` (RFC 6901); llama.cpp looks the escaped token up
+            sel = token.replace("~1", "/").replace("~0", "~")
             if isinstance(target, dict) and sel in target:
                 target = target[sel]
             elif isinstance(target, list):

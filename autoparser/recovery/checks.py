@@ -25,6 +25,7 @@ __all__ = ["MESSAGES", "begun_marker", "call_positions", "checked_calls", "diagn
 MESSAGES = {
     "missing_call_opener": "tool call without its opener at {pos}: read as a call",
     "repeated_reasoning_start": "reasoning start {raw!r} repeated at {pos} (the prompt opened it): dropped",
+    "repeated_opener": "opener {raw!r} at {pos} written again after the same opener: markup",
     "prompt_reasoning": "the output at {pos} continues a reasoning block the prompt left open: read as reasoning "
                         "(llama.cpp reads it as content)",
     "unrequested_reasoning": "reasoning block {raw!r} at {pos} where the request turned thinking off (llama.cpp "

@@ -20,7 +20,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
 
 from autoparser.chat.growth import run_at_end
-from autoparser.chat.tags import CONTENT, SCAN_TO_CALLS
+from autoparser.chat.tags import CONTENT, FIELD_TAGS, SCAN_TO_CALLS
 from autoparser.peg import Arena, ParseResult
 from autoparser.peg import nodes as N
 from autoparser.peg.engine import OBS_DROPPED
@@ -28,8 +28,8 @@ from autoparser.peg.nodes import C_SPACE
 from autoparser.recovery.checks import diagnostic
 from autoparser.types import ChatMessage
 
-__all__ = ["SPECIAL_TOKEN", "Reading", "Span", "content_ends", "covered_by", "guaranteed", "holes_in", "merged",
-           "skipped_by", "special_tail", "without_trailing_special"]
+__all__ = ["SPECIAL_TOKEN", "Reading", "Span", "content_ends", "covered_by", "empty_sections", "guaranteed", "holes_in",
+           "merged", "skipped_by", "special_tail", "unread_cut_call", "without_trailing_special"]
 
 Span = tuple[int, int]
 
@@ -139,6 +139,47 @@ def skipped_by(result: ParseResult, arena: Arena, offset: int, partial: bool = F
             end -= 1
         out.append((start, end))
     return out
+
+
+@functools.lru_cache(maxsize=256)
+def _section_rules(arena: Arena) -> frozenset[str]:
+    """The names of a parser's rules that hold calls: those that wake a lazy grammar (`trigger_rule`)."""
+    return frozenset(node.name for node in arena.parsers if isinstance(node, N.Rule) and node.trigger)
+
+
+def empty_sections(result: ParseResult, arena: Arena, offset: int) -> list[Span]:
+    """The call sections of a parse of a complete output that hold nothing read, neither a call nor text (spans
+    of the parsed text, from `offset` on): `<|tools_prefix|>[` where the output ends, `<tool_call>` before a call
+    it cannot read. Markup that opened no call is the model's text, not formatting. (A section whose text some
+    field holds, a call it cannot read kept as content, shows its markup as a stream shows it: markup.)"""
+    if result.fail:
+        return []
+    rules = _section_rules(arena)
+    if not rules:
+        return []
+    sections: list[Span] = []
+    read: list[int] = []
+    for node in result.ast.walk(result.nodes):
+        if node.tag in FIELD_TAGS:
+            read.append(node.start)
+        elif node.rule in rules and node.end > max(node.start, offset):
+            sections.append((max(node.start, offset), node.end))
+    return [(start, end) for start, end in sections if not any(start <= at < end for at in read)]
+
+
+def unread_cut_call(result: ParseResult, markers: Sequence[str], offset: int) -> list[Span]:
+    """Of a parse of a complete output that ran into its end inside a call whose name it had not read
+    (`<tool_call>\n<function=ba`, the generation cut off), the text from the first of the call `markers` after
+    the last text it read into a field (a span of the parsed text): that markup opened no call. (The name the end
+    cut off is a hole already: `holes_in`.)"""
+    if not result.need_more_input or result.fail:
+        return []
+    text, start = result.text, offset
+    for node in result.ast.walk(result.nodes):
+        if node.tag in FIELD_TAGS:
+            start = max(start, node.end)
+    at = min((i for m in markers if m and (i := text.find(m, start)) >= 0), default=-1)
+    return [(at, len(text))] if at >= 0 else []
 
 
 def covered_by(result: ParseResult, offset: int, dropped: Iterable[Span] = (), partial: bool = False) -> list[Span]:

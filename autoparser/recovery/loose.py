@@ -17,7 +17,7 @@ from autoparser.peg import P
 from autoparser.peg.nodes import C_SPACE
 from autoparser.recovery.plan import RELAXED_MARKUP, REPAIR
 
-__all__ = ["NAME_CHARS", "LooseCalls"]
+__all__ = ["NAME_CHARS", "LooseCalls", "marker_pieces"]
 
 
 # A name models give a tool or an argument the request does not declare.
@@ -26,6 +26,12 @@ NAME_CHARS = "[A-Za-z0-9_.:-]"
 
 # Where a marker may take any whitespace, or none: a run of whitespace inside it, or between two tags
 _MARKER_GAP = re.compile(r"[ \t\r\n]+|(?<=>)(?=<)")
+
+
+def marker_pieces(text: str) -> list[str]:
+    """The parts of a marker (without its surrounding whitespace) between which models write whitespace, or
+    none, where the template writes some or none: `marker_spaced` reads them so."""
+    return _MARKER_GAP.split(text.strip(C_SPACE))
 
 
 def _lead(s: str) -> str:
@@ -160,7 +166,7 @@ class LooseCalls(ChatBuilder):
         core = text.strip(C_SPACE)
         if not core:
             return self.literal(text)
-        pieces = _MARKER_GAP.split(core)
+        pieces = marker_pieces(core)
         pieces[0], pieces[-1] = _lead(text) + pieces[0], pieces[-1] + _trail(text)
         return self.space_between(pieces)
 

@@ -45,7 +45,7 @@ DROPPED_BLOCK = "dropped-block"
 END_SPACE = "end-space"
 
 # Repairs whose markers count only at the start of the content (reasoning markers).
-_LEAD_REPAIRS = (REPAIR + "undeclared_reasoning", REPAIR + "stray_reasoning_end")
+_LEAD_REPAIRS = (REPAIR + "undeclared_reasoning", REPAIR + "stray_reasoning_end", REPAIR + "repeated_opener")
 
 _NOT_WS = re.compile(f"[^{C_SPACE}]")
 

@@ -49,10 +49,12 @@ from autoparser.recovery.coverage import (
     Reading,
     Span,
     covered_by,
+    empty_sections,
     guaranteed,
     holes_in,
     skipped_by,
     special_tail,
+    unread_cut_call,
     without_trailing_special,
 )
 from autoparser.recovery.plan import END_SPACE, REPAIR, RecoveryPlan
@@ -206,7 +208,7 @@ class Reader:
         msg, dropped = map_accounted(result, self.format)
         # (a value llama.cpp's mapper writes into the arguments unchecked may leave them no JSON: not read whole)
         whole = self._read_whole(result, output, msg) and all(_json(c.arguments) for c in msg.tool_calls)
-        skipped = skipped_by(result, self.strict, self.offset)
+        skipped = [*skipped_by(result, self.strict, self.offset), *self._unopened(result, self.strict)]
         if self._cut_markers(result, self.strict):
             whole = False
         if not whole or skipped or self.plan.triggered(msg) or self.plan.drops_text(output):
@@ -256,8 +258,14 @@ class Reader:
         these spans; what the parse stepped over is not accounted for either: `skipped_by`)."""
         dropped = [*dropped, *skipped_by(result, arena, self.offset, partial)]
         if not partial:
-            dropped += self._cut_markers(result, arena)
+            dropped += [*self._cut_markers(result, arena), *self._unopened(result, arena)]
         return Reading(msg, tuple(covered_by(result, self.offset, dropped, partial)), result, self.offset)
+
+    def _unopened(self, result: ParseResult, arena: Arena) -> list[Span]:
+        """The call markup of a parse of a complete output that opened no call: sections that hold nothing read,
+        and the markers of a call the end cut off before its name."""
+        markers = [m.strip(C_SPACE) for m in self.plan.call_markers]
+        return [*empty_sections(result, arena, self.offset), *unread_cut_call(result, markers, self.offset)]
 
     def _cut_markers(self, result: ParseResult, arena: Arena) -> list[Span]:
         """Where a parse of a complete output stopped at the start of a marker the end cut off that would open a
@@ -356,13 +364,22 @@ class Reader:
             prefix = parse_text(relaxed, effective[:viable])
             cut = min(_before_open_call(relaxed, prefix, viable), _before_cut_marker(prefix, viable),
                       _before_end_space(prefix, viable))
-        cut = max(cut, offset)
+        cut = self._before_dangling_marker(effective, max(cut, offset))
         head, ended = self._head(effective[:cut], cut - offset, False)
         if not ended.fail and ended.end < cut:
             cut = ended.end  # the head's parse ends (or waits, in a lookahead) before the cut: the rest is unparsed
         msg = with_repairs(head.message, ended, self.plan, effective[offset:cut], offset, False)
         return replace(head, message=msg, covered=tuple((a, min(b, cut - offset)) for a, b in head.covered
                                                         if a < cut - offset)), cut - offset
+
+    def _before_dangling_marker(self, effective: str, cut: int) -> int:
+        """`cut` (in the text the parsers read), or, where the text before it ends with a call marker (whitespace
+        after it aside), where that marker begins: the marker opened the call the parse cannot read from `cut` on
+        (`<tool_call>nope<tool_sep>`, a tool the request does not declare), and goes with it."""
+        before = effective[self.offset:cut].rstrip(C_SPACE)
+        starts = [len(before) - len(m) for m in (m.strip(C_SPACE) for m in self.plan.call_markers)
+                  if m and before.endswith(m)]
+        return self.offset + min(starts) if starts else cut
 
     def after_unparsed(self, output: str, head: Reading, cut: int, partial: bool, skips: int) -> Reading:
         """The reading of an output the parse cannot read from `cut` on, `head` being that of the part before:

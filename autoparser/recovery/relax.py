@@ -23,7 +23,7 @@ from autoparser.chat.tools import Function, Parameter
 from autoparser.peg import P
 from autoparser.peg.builder import Operand, rule_name
 from autoparser.peg.nodes import C_SPACE
-from autoparser.recovery.loose import NAME_CHARS, LooseCalls
+from autoparser.recovery.loose import NAME_CHARS, LooseCalls, marker_pieces
 from autoparser.recovery.plan import CALL_START, DROPPED_BLOCK, END_SPACE, SPACED_MARKUP
 
 __all__ = ["RelaxedBuilder"]
@@ -106,22 +106,31 @@ class RelaxedBuilder(LooseCalls):
     def content_until_calls(self, markers: Sequence[str], bare: Sequence[str], call: Callable[[], P]) -> P:
         """Content up to the first marker, or up to the first of the `bare` texts where `call()` follows (a call
         written without its opener; JSON's whitespace allowed between the tokens of a JSON one, `[\n  {"name"`, as
-        models pretty-print calls); at a bare text no call follows, the content goes on past it."""
-        if not bare:
+        models pretty-print calls); at a bare text no call follows, the content goes on past it. A marker of tags
+        the template writes together ends it with whitespace between them too (`<|action_start|> <|plugin|>`), as
+        the opener reads it (`opener_or_missing`)."""
+        # (a marker's surrounding whitespace may be left out: the opener reads it so, see opener_or_missing)
+        stops = list(dict.fromkeys(m.strip(C_SPACE) or m for m in markers))
+        joined = [m for m in stops if len(marker_pieces(m)) > 1]
+        if not bare and not joined:
             return super().content_until_calls(markers, bare, call)
         pieces = [[t for t in _JSON_TOKEN_END.split(text) if t] for text in bare]
         heads = [p[0] for p in pieces]  # (where the scan stops: a bare text, or its first JSON token)
-        # (a marker's surrounding whitespace may be left out: the opener reads it so, see opener_or_missing)
-        stops = list(dict.fromkeys(m.strip(C_SPACE) or m for m in markers))
-        delimiters = list(dict.fromkeys([*stops, *heads]))
-        starts = self.choice([self.markup(p) if len(p) == 1 else self.spaced_markup(p) for p in pieces])
+        joined_heads = [marker_pieces(m)[0] for m in joined]
+        delimiters = list(dict.fromkeys([*stops, *heads, *joined_heads]))
+        guards: list[P] = []
         # (the content ends at a head the calls follow, and at a marker that begins with a head, `[TOOL_CALLS]` and
         # `[`; a marker that is a bare text too ends it only where the calls follow)
         guarded = [m for m in stops if m not in heads and any(m.startswith(h) for h in heads)]
-        more = self.sequence([*([self.negate(self.choice([self.literal(m) for m in guarded]))] if guarded else []),
-                              self.negate(self.peek(starts) + call()),
-                              self.content(self.choice([self.literal(h) for h in dict.fromkeys(heads)])
-                                           + self.until_one_of(delimiters))])
+        if guarded:
+            guards.append(self.negate(self.choice([self.literal(m) for m in guarded])))
+        if joined:
+            guards.append(self.negate(self.choice([self.marker_spaced(m) for m in joined])))
+        if bare:
+            starts = self.choice([self.markup(p) if len(p) == 1 else self.spaced_markup(p) for p in pieces])
+            guards.append(self.negate(self.peek(starts) + call()))
+        more = self.sequence([*guards, self.content(self.choice([self.literal(h) for h in dict.fromkeys(
+            [*heads, *joined_heads])]) + self.until_one_of(delimiters))])
         return self.content(self.until_one_of(delimiters)) + self.zero_or_more(more)
 
     def spaced_markup(self, pieces: Sequence[str]) -> P:
@@ -268,6 +277,11 @@ class RelaxedBuilder(LooseCalls):
             self.tool_arg_open(name + self.literal("=")) + self.tool_arg_value(self.python_or_json_value())
             + self.tool_arg_close(self.eps())))
 
+    def undeclared_arg(self, arg: Callable[[], P], schema: Any) -> list[P]:
+        if isinstance(schema, Mapping) and schema.get("additionalProperties") is False:
+            return []
+        return [self.repair("undeclared_argument", arg())]
+
     def undeclared_attribute_arg(self, opener: str, string_value: P, schema: Any) -> list[P]:
         if isinstance(schema, Mapping) and schema.get("additionalProperties") is False:
             return []
@@ -380,6 +394,9 @@ class RelaxedBuilder(LooseCalls):
             return declared
         return self.choice([declared, self.atomic(self.tag(TOOL_NAME_ESCAPED, self.literal(spelled)))])
 
+    def opener_again(self, opener: P, marker: str) -> P:
+        return opener + self.optional(self.space() + self.repair("repeated_opener", self.marker_spaced(marker)))
+
     def spaced_marker(self, text: str) -> P:
         return self.space() + self.markup([text])
 
@@ -410,7 +427,12 @@ class RelaxedBuilder(LooseCalls):
         printed = self.choice([self.quoted_as_is(q, [*ends, *names]) + self.peek(self.choice([self.literal(e)
                                                                                                for e in ends]))
                                for q in "'\""])
-        return value + self.peek(self.space() + self.chars("[,)]", 1, 1)) | self.repair("unescaped_quote", printed)
+        # (a triple-quoted string, `query='''a ' and ] inside'''`, as Python writes one holding quotes or lines:
+        # its text between the quotes)
+        triple = self.choice([self.literal(q * 3) + self.tool_arg_string_value(self.until(q * 3)) + self.literal(q * 3)
+                              for q in "'\""])
+        ended = self.peek(self.space() + self.chars("[,)]", 1, 1))
+        return value + ended | self.repair("python_value", triple + ended) | self.repair("unescaped_quote", printed)
 
     def python_call_list(self, call: P, between: P) -> P:
         # a call it cannot read, beside one it can: its text is content

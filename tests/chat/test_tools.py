@@ -47,6 +47,17 @@ def test_refs_resolve_and_cycles_add_nothing() -> None:
         compile_schema({"$ref": "#/nowhere"})
 
 
+def test_a_refs_escaped_tokens_name_the_keys_they_escape() -> None:
+    """A `$ref` is a JSON pointer: `~1` in a token stands for `/` and `~0` for `~` (RFC 6901; SGLang's GLM-4.7
+    schema tests). llama.cpp looks the escaped token up, finds no such key and refuses the schema."""
+    for defs in ("$defs", "definitions"):
+        root = {defs: {"a/b~c": {"type": "integer"}}, "type": "object",
+                "properties": {"value": {"$ref": f"#/{defs}/a~1b~0c"}}}
+        assert _types(root, "/properties/value") == {"integer"}
+    with pytest.raises(SchemaError):
+        compile_schema({"$defs": {"a~1b": {"type": "integer"}}, "$ref": "#/$defs/a~1b"})
+
+
 def test_may_be_string_ignores_unconstrained_branches() -> None:
     assert not _node({}).may_be_string()  # any value, but not declared a string
     assert _node({"anyOf": [{"type": "integer"}, {"const": "x"}]}).may_be_string()

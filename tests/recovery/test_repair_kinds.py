@@ -1541,3 +1541,97 @@ def test_a_value_holding_the_calls_closer(template: str, output: str) -> None:
     in one chunk (TensorRT-LLM's Laguna tests). The closer that text and the value's closer follow is the value's."""
     check(case(template, output + "Done.", enable_thinking=False).grammar_check(False),
           {"content": "Done.", "tool_calls": [call("get_weather", '{"city":"a </tool_call> b"}')]}, ["unparsed_text"])
+
+
+@pytest.mark.parametrize("between", [" ", "\n"])
+def test_an_opener_of_joined_tags_written_with_whitespace_ends_the_content(between: str) -> None:
+    """Intern-S1 writes a call's opener as two tags together, `<|action_start|><|plugin|>`; a model that writes
+    whitespace between them (SGLang's interns1 detector tests decode `<|action_start|> <|plugin|>`) opens the call
+    all the same, and the text before it ends there: the content was the text and the markers. A mention of the
+    first tag alone stays content."""
+    out = (f'Let me check.<|action_start|>{between}<|plugin|>\n{{"name": "get_weather", "parameters": '
+           '{"city": "Paris"}}<|action_end|>')
+    # (the lazy grammar wakes at the template's opener: only an unconstrained model writes this)
+    test = case("internlm__Intern-S1-mini", out, enable_thinking=False, grammar_check=False)
+    got = test.expect_tool_calls([PARIS], content="Let me check.")
+    assert "missing_call_opener" not in [d.kind for d in got.diagnostics]
+    mention = "Use <|action_start|> then the plugin."
+    case("internlm__Intern-S1-mini", mention, enable_thinking=False).expect_content(mention)
+
+
+@pytest.mark.parametrize(("template", "out"), [
+    ("swiss-ai__Apertus-8B-Instruct-2509", "<|tools_prefix|>["),
+    (QWEN25, 'Let me check.\n<tool_call>\n{"nam'),
+    (GLM, "Sure.<tool_call>"),
+    ("mistralai__Mistral-Nemo-Instruct-2407", "Sure. [TOOL_CALLS]"),
+    (QWEN35, "Let me see.\n<tool_call>\n<function=bash"),
+    ("Qwen__Qwen3-Coder-30B-A3B-Instruct", "<tool_call>\n<function=bash>\n<parameter=command>\nls\n</parameter>\n"
+                                           "</function>\n</tool_call>\n<tool_call>\n<function=ba"),
+])
+def test_a_call_section_the_output_ends_in_before_any_call_is_text(template: str, out: str) -> None:
+    """An output cut right after a call section's opener, or inside a call before its name is read (SGLang's
+    Apertus and Step 3.5 detector tests): the markup opened no call, and it went with no diagnostic, the 17
+    characters of `<|tools_prefix|>[` all of the output. It is content, as an opener the end cuts off is."""
+    calls = [call("bash", '{"command": "ls"}')] if "</tool_call>" in out else []
+    cut = out.rindex("<tool_call>") if calls else 0
+    check(case(template, out, enable_thinking=False, tools=[BASH]), {"content": out[cut:], "tool_calls": calls},
+          ["unparsed_text"], space_after=False)
+
+
+K3_CODE_CALL = ('<|open|>tools<|sep|><|open|>call tool="{name}" index="1"<|sep|><|open|>argument key="code" type="string"'
+           '<|sep|>print(1)<|close|>argument<|sep|>{extra}<|close|>call<|sep|><|close|>tools<|sep|>')
+PYTHON_TOOL = {"type": "function", "function": {"name": "python", "parameters": {
+    "type": "object", "properties": {"code": {"type": "string"}}, "required": ["code"]}}}
+
+
+def test_a_response_opener_written_again_after_the_prompts() -> None:
+    """With thinking off Kimi K3's generation prompt opens the response channel, `<|open|>response<|sep|>`, and a
+    model writes that opener again (SGLang's Kimi K3 detector tests): markup, the answer after it."""
+    out = "<|open|>response<|sep|>hi there<|close|>response<|sep|>"
+    check(case(KIMI_K3, out, chat_template_kwargs={"thinking": False}), {"content": "hi there"},
+          ["repeated_opener"])
+
+
+@pytest.mark.parametrize(("name", "extra", "arguments", "repairs"), [
+    ("python", '<|open|>argument key="n" type="number"<|sep|>42<|close|>argument<|sep|><|open|>argument key="note" '
+               'type="string"<|sep|>7<|close|>argument<|sep|>',
+     '{"code": "print(1)", "n": 42, "note": "7"}', ["undeclared_argument", "undeclared_argument"]),
+    ("other", "", '{"code": "print(1)"}', ["unknown_tool"]),
+])
+def test_a_call_in_kimi_k3s_form_beyond_the_declared_tools(name: str, extra: str, arguments: str,
+                                                           repairs: list[str]) -> None:
+    """Kimi K3 names a call's tool and each argument in attributes of their own; an argument the schema does not
+    list, or a tool the request does not declare (SGLang's Kimi K3 detector tests), left the whole tools section
+    content. Kept as written, as in the other formats with name markers; an undeclared argument's type attribute
+    says whether its value is a string."""
+    out = "Let me run it." + K3_CODE_CALL.format(name=name, extra=extra)
+    check(case(KIMI_K3, out, chat_template_kwargs={"thinking": False}, tools=[PYTHON_TOOL]),
+          {"content": "Let me run it.", "tool_calls": [call(name, arguments)]}, repairs)
+
+
+@pytest.mark.parametrize(("template", "out", "city"), [
+    ("typhoon-ai__typhoon2.1-gemma3-4b", "[get_weather(city='''Pa'ris ]''')]", "Pa'ris ]"),
+    ("llama.cpp__LFM2.5-8B-A1B", '<|tool_call_start|>[get_weather(city="""Pa"ris\nnext""")]<|tool_call_end|>',
+     'Pa"ris\nnext'),
+])
+def test_a_triple_quoted_python_string(template: str, out: str, city: str) -> None:
+    """Python quotes a string holding quotes or lines in triple quotes (SGLang's pythonic streaming tests); the
+    templates write `tojson` strings. The value was read as a one-quote string keeping two quotes each side."""
+    check(case(template, out, enable_thinking=False, tools=[WEATHER]),
+          {"tool_calls": [call("get_weather", json.dumps({"city": city}))]}, ["python_value"])
+
+
+@pytest.mark.parametrize("template", [GLM, "tencent__Hy-MT2-30B-A3B"])
+def test_a_call_to_an_undeclared_tool_between_calls_where_the_name_has_no_marker(template: str) -> None:
+    """GLM-4.7 and Hy write a call's name right after `<tool_call>`, with no marker of its own, so a call to a
+    tool the request does not declare is no call there (a word after a left-out opener would become one); it is
+    content, and the reading resumes at the next call (SGLang's Hunyuan detector tests). Its opener went with it
+    into neither, and the call after it was content too."""
+    sep = "<tool_sep>" if "Hy" in template else ""
+    one = "<tool_call>{}" + sep + "<arg_key>city</arg_key><arg_value>{}</arg_value></tool_call>"
+    unknown = "<tool_call>nope" + sep + "<arg_key>x</arg_key><arg_value>1</arg_value></tool_call>"
+    calls = one.format("get_weather", "Paris") + unknown + one.format("get_weather", "Rome")
+    out = f"<tool_calls>\n{calls}\n</tool_calls>" if sep else "Checking." + calls
+    content = ("Checking." if not sep else "") + unknown
+    check(case(template, out, enable_thinking=False, grammar_check=False),
+          {"content": content, "tool_calls": [PARIS, call("get_weather", '{"city": "Rome"}')]}, ["unparsed_text"])

@@ -8,7 +8,7 @@ a handler: every section is delimited by the same two markers, told apart only b
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 
 from autoparser.chat.spec import Build, FormatSpec, Laziness, Prefill, SchemaRule, word
 from autoparser.chat.tools import functions
@@ -63,7 +63,8 @@ def _build(b: Build) -> P:
     # the tools section's opener begins, `<|open|>call tool="NAME"`)
     # (operands in the C++ evaluation order, see cpp_sum, so that automaton rule ids match)
     p.calls_begin_at(bare)  # (after a call it cannot read, reading resumes at the next)
-    response = p.cpp_sum(lambda: p.optional(p.literal(RESP_START)),
+    # (relaxed: the response opener written again where the prompt opened the response, thinking off)
+    response = p.cpp_sum(lambda: p.opener_again(p.optional(p.literal(RESP_START)), RESP_START),
                          lambda: p.content_until_calls([RESP_END, TOOLS_START, MSG_END], bare,
                                                        lambda: p.ref(TOOLS_RULE)),
                          lambda: p.optional(p.literal(RESP_END)))
@@ -74,6 +75,30 @@ def _build(b: Build) -> P:
     if not b.tool_calls:
         return start + reasoning + response + trailer + end
 
+    def undeclared_arg() -> P:
+        # (relaxed: an argument the schema does not list; its type attribute says whether the value is a string,
+        # the template writing `type="string"` for one, else JSON where it reads as JSON, else its text)
+        key = p.tool_arg_name(p.until('"'))
+        opener = p.tool_arg_open(p.space_then(p.literal(ARG_START)) + key + p.literal('"'))
+        close = p.tool_arg_close(p.literal(ARG_END))
+        string = p.literal(' type="string"') + p.until(SEP) + p.literal(SEP) \
+            + p.tool_arg_string_value(p.until(ARG_END))
+        typed = p.until(SEP) + p.literal(SEP) + p.value_or_text(
+            p.tool_arg_value(p.until(ARG_END)), lambda: p.tool_arg_string_value(p.until(ARG_END)),
+            lambda: p.tool_arg_json_value(p.json()) + p.peek(p.literal(ARG_END)))
+        return p.tool_arg(opener + p.choice([string, typed]) + close)
+
+    def call_of(tool_name: Callable[[], P], args: P) -> P:
+        # (the index="N" attribute of the call, operands right to left: automaton rule ids match the C++'s)
+        call_close = p.tool_close(p.space_then(p.literal(CALL_END)))
+        # (relaxed: the arguments as the JSON block the template writes for arguments given as a string)
+        call_args = p.tagged_arguments(p.tool_args(args), JSON_START, JSON_END)
+        sep = p.literal(SEP)
+        attrs = p.until(SEP)
+        quote = p.literal('"')
+        call_open = p.tool_open(p.space_then(p.literal(CALL_START)) + tool_name() + quote + attrs + sep)
+        return p.tool(call_open + call_args + call_close)
+
     tool_choices = p.choice()
     for f in functions(b.inputs.tools):
         name, schema = f.name, f.schema
@@ -81,7 +106,8 @@ def _build(b: Build) -> P:
         # JSON or a literal string.
         args = p.eps()
         props = schema.get("properties") if isinstance(schema, Mapping) else None
-        if props:
+        extra = p.undeclared_arg(undeclared_arg, schema)
+        if props or extra:
             arg_choices = p.choice()
             for key, prop in (props.items() if isinstance(props, Mapping) else ()):
                 kind = prop.get("type") if isinstance(prop, Mapping) else None
@@ -104,18 +130,15 @@ def _build(b: Build) -> P:
                 opener = p.tool_arg_open(p.space_then(p.literal(ARG_START)))
                 arg_choices |= p.rule(f"kimi-k3-arg-{name}-{key}",
                                       p.tool_arg(opener + arg_name + quote + attrs + sep + value + close))
+            for arg in extra:
+                arg_choices |= arg
             args = p.zero_or_more(arg_choices)
-        # likewise the index="N" attribute of the call (operands again right to left)
-        call_close = p.tool_close(p.space_then(p.literal(CALL_END)))
-        # (relaxed: the arguments as the JSON block the template writes for arguments given as a string)
-        call_args = p.tagged_arguments(p.tool_args(args), JSON_START, JSON_END)
-        sep = p.literal(SEP)
-        attrs = p.until(SEP)
-        quote = p.literal('"')
-        tool_name = p.escaped_name(name, _escape_attr(name))
-        call_open = p.tool_open(p.space_then(p.literal(CALL_START)) + tool_name + quote + attrs + sep)
-        call = p.tool(call_open + call_args + call_close)
-        tool_choices |= p.rule(f"kimi-k3-tool-{name}", call)
+        tool_choices |= p.rule(f"kimi-k3-tool-{name}", call_of(
+            lambda n=name: p.escaped_name(n, _escape_attr(n)), args))  # type: ignore[misc]
+    # (relaxed: a call to a tool the request does not declare, its name bounded by the attribute's quote)
+    for call in p.undeclared_call(lambda tool_name: call_of(lambda: tool_name,
+                                                            p.zero_or_more(undeclared_arg()))):
+        tool_choices |= call
 
     # The message closer belongs to the trigger rule: a lazy grammar that has started on the calls must accept it.
     # (relaxed: the section opener may be left out; whitespace before the section's markers and the message's
