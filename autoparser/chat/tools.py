@@ -16,7 +16,7 @@ from autoparser.errors import GrammarError
 from autoparser.gbnf.schema import SchemaNode, compile_schema
 from autoparser.types import tool_parameters
 
-__all__ = ["Function", "Parameter", "functions", "parameters"]
+__all__ = ["Function", "Parameter", "branches", "functions", "parameters"]
 
 
 @dataclass(frozen=True)
@@ -49,6 +49,15 @@ class Parameter:
         """Whether some branch admits a string; an unconstrained schema does not count."""
         return self.node.may_be_string()
 
+    @property
+    def enumerated_strings(self) -> frozenset[str] | None:
+        """The strings the parameter admits where it admits other values too and only finitely many strings
+        (`{"enum": ["7", 8]}`: "7"), else None: a text its template writes raw is then either one of them or
+        the JSON of another value."""
+        if not self.may_be_string or self.types <= {"string"}:
+            return None
+        return self.node.finite_strings()
+
 
 def functions(tools: Iterable[Any] | None, *, typed: bool = True) -> list[Function]:
     """The function tools of `tools`, in order. `typed`: only `"type": "function"` entries (`foreach_function`);
@@ -77,4 +86,55 @@ def parameters(function: Function) -> list[Parameter]:
     for name, node, required in doc.root.properties:
         pointer = "/properties/" + name.replace("~", "~0").replace("/", "~1")
         out.append(Parameter(name, raw.get(name) if isinstance(raw, Mapping) else None, required, pointer, node))
+    return out
+
+
+_DEFS = ("$defs", "definitions")
+
+
+def branches(function: Function) -> list[Function]:
+    """The object schemas a function's parameters are one of, where they are a union at the root (`anyOf` or
+    `oneOf` of object schemas, each maybe a `$ref` or an `allOf`; a root `$ref` or `allOf` is one branch), each
+    as a function of its own with the document's definitions; [] where the parameters are an object schema
+    themselves, or no such union. (`foreach_parameter` finds no parameters there: llama.cpp reads no argument.)"""
+    root = function.schema
+    if not isinstance(root, Mapping) or "properties" in root:
+        return []
+    defs = {k: root[k] for k in _DEFS if isinstance(root.get(k), Mapping)}
+
+    def resolved(schema: Any, depth: int = 0) -> Mapping[str, Any] | None:
+        """`schema` as one object schema (its `$ref` followed, its `allOf` members' properties joined)."""
+        if depth > 8 or not isinstance(schema, Mapping):
+            return None
+        ref = schema.get("$ref")
+        if isinstance(ref, str):
+            target: Any = root
+            for token in ref.removeprefix("#/").split("/") if ref.startswith("#/") else [None]:
+                token = token.replace("~1", "/").replace("~0", "~") if token is not None else None
+                target = target.get(token) if isinstance(target, Mapping) and token is not None else None
+            return resolved(target, depth + 1)
+        if isinstance(schema.get("allOf"), list):
+            properties: dict[str, Any] = {}
+            required: list[str] = []
+            for member in schema["allOf"]:
+                part = resolved(member, depth + 1)
+                if part is None:
+                    return None
+                properties.update(part.get("properties") or {})
+                required += [r for r in part.get("required") or [] if r not in required]
+            return {"type": "object", "properties": properties, "required": required}
+        if isinstance(schema.get("properties"), Mapping) or schema.get("type") == "object":
+            return schema
+        if set(schema) <= {"required", "description", "title"}:  # (an `allOf` member that only requires)
+            return {"properties": {}, "required": schema.get("required") or []}
+        return None
+
+    union = root.get("anyOf", root.get("oneOf"))
+    members = union if isinstance(union, list) else [root] if ("$ref" in root or "allOf" in root) else []
+    out = []
+    for member in members:
+        branch = resolved(member)
+        if branch is None or not isinstance(branch.get("properties", {}), Mapping):
+            return []
+        out.append(Function(function.name, {**branch, **defs}, function.definition))
     return out

@@ -69,6 +69,16 @@ class SchemaNode:
     def may_be_string(self) -> bool:
         return _may_be_string(self, set())
 
+    def finite_strings(self) -> frozenset[str] | None:
+        """The strings the node admits where they are finitely many (an enum's or a const's: `{"enum": ["7", 8]}`
+        admits "7" alone), None where any string may do (a string kind, an unconstrained branch)."""
+        return _finite_strings(self, set())
+
+    def admits(self, value: Any) -> bool:
+        """Whether a JSON value (as `json.loads` gives it) is of a type the node admits, and one of its values
+        where it enumerates them (string lengths, patterns and number bounds aside)."""
+        return _admits(self, value, set())
+
     def __repr__(self) -> str:
         return f"SchemaNode({self.kind})"
 
@@ -152,6 +162,68 @@ def _may_be_string(s: SchemaNode, visited: set[int]) -> bool:
             seen = True
         return seen
     return False
+
+
+def _finite_strings(s: SchemaNode, visited: set[int]) -> frozenset[str] | None:
+    k = s.kind
+    if k in ("string", "any"):
+        return None
+    if k == "const":
+        return frozenset({s.value}) if isinstance(s.value, str) else frozenset()
+    if k == "enum":
+        return frozenset(v for v in s.values if isinstance(v, str))
+    if k == "ref":
+        t = s.target()
+        if t is None or id(t) in visited:
+            return frozenset()
+        visited.add(id(t))
+        out = _finite_strings(t, visited)
+        visited.discard(id(t))
+        return out
+    if k == "anyOf":
+        acc: frozenset[str] = frozenset()
+        for c in s.children:
+            strings = _finite_strings(c, visited)
+            if strings is None:
+                return None
+            acc |= strings
+        return acc
+    if k == "allOf":
+        bound: frozenset[str] | None = None
+        for c in s.children:
+            if c.kind == "any":
+                continue
+            strings = _finite_strings(c, visited)
+            if strings is not None:
+                bound = strings if bound is None else bound & strings
+        return bound
+    return frozenset()
+
+
+def _admits(s: SchemaNode, v: Any, visited: set[int]) -> bool:
+    k = s.kind
+    if k == "any":
+        return True
+    if k in ("const", "enum"):  # (JSON equality: `true` is no 1, 1.0 is 1)
+        return any(v == e and (_json_type(v) == _json_type(e) or (_is_number(v) and _is_number(e)))
+                   for e in (s.values if k == "enum" else [s.value]))
+    if k == "ref":
+        t = s.target()
+        if t is None or id(t) in visited:
+            return False
+        visited.add(id(t))
+        out = _admits(t, v, visited)
+        visited.discard(id(t))
+        return out
+    if k == "anyOf":
+        return any(_admits(c, v, visited) for c in s.children)
+    if k == "allOf":
+        return all(_admits(c, v, visited) for c in s.children)
+    if k == "number":
+        return _is_number(v)
+    if k in ("array", "tuple"):
+        return isinstance(v, list)
+    return _json_type(v) == k
 
 
 class SchemaDocument:

@@ -17,7 +17,7 @@ from autoparser.recovery.plan import REPAIR, RecoveryPlan, lead_end
 from autoparser.types import ChatMessage, Diagnostic
 
 __all__ = ["MESSAGES", "begun_marker", "call_positions", "checked_calls", "diagnostic", "drop_repeated_start",
-           "may_become_marker", "moved", "repair_diagnostics", "with_late_reasoning", "with_repairs"]
+           "may_become_marker", "mistyped", "moved", "repair_diagnostics", "with_late_reasoning", "with_repairs"]
 
 
 # What each repair says, `{raw}` being the text it concerns and `{pos}` where it is in the output: the readings
@@ -25,6 +25,10 @@ __all__ = ["MESSAGES", "begun_marker", "call_positions", "checked_calls", "diagn
 MESSAGES = {
     "missing_call_opener": "tool call without its opener at {pos}: read as a call",
     "repeated_reasoning_start": "reasoning start {raw!r} repeated at {pos} (the prompt opened it): dropped",
+    "enumerated_value": "value {raw!r} at {pos} is none of the strings its schema admits: read as the JSON value "
+                        "it spells",
+    "union_parameters": "call at {pos} to a tool whose parameters are a union at the root (llama.cpp reads no "
+                        "argument of it): read by the object schema of the union that fits it",
     "repeated_opener": "opener {raw!r} at {pos} written again after the same opener: markup",
     "prompt_reasoning": "the output at {pos} continues a reasoning block the prompt left open: read as reasoning "
                         "(llama.cpp reads it as content)",
@@ -242,6 +246,34 @@ _PY_TYPES: dict[str, Callable[[object], bool]] = {
 
 def _fits(value: object, types: frozenset[str]) -> bool:
     return any(_PY_TYPES[t](value) for t in types if t in _PY_TYPES)
+
+
+def mistyped(msg: ChatMessage, tools: Iterable[Function]) -> bool:
+    """Whether a call holds, as a string, a text its schema admits only as the JSON value it spells (`"8"` under
+    `{"enum": ["7", 8]}`): llama.cpp reads a raw value as a string wherever its schema admits some string, and the
+    relaxed reading types it (`LooseCalls.loose_tagged_call`)."""
+    if not msg.tool_calls:
+        return False
+    declared = {f.name: f for f in tools}
+    for call in msg.tool_calls:
+        f = declared.get(call.name)
+        try:
+            params = [p for p in parameters(f) if p.enumerated_strings is not None] if f is not None else []
+            args = json.loads(call.arguments) if params else None
+        except (ValueError, AutoparserError):
+            continue
+        if not isinstance(args, dict):
+            continue
+        for param in params:
+            value = args.get(param.name)
+            if isinstance(value, str) and value not in (param.enumerated_strings or ()):
+                try:
+                    spelled = json.loads(value)
+                except ValueError:
+                    continue
+                if param.node.admits(spelled):
+                    return True
+    return False
 
 
 def checked_calls(msg: ChatMessage, tools: Iterable[Function], positions: list[int]) -> ChatMessage:

@@ -55,12 +55,15 @@ class LooseCalls(ChatBuilder):
         return self.tag(RELAXED_MARKUP, self.choice([self.literal(t) for t in texts]))
 
     def loose_tagged_call(self, m: TaggedMarkers, f: Function | None,
-                          json_first: Callable[[Parameter], bool] = lambda param: param.types != {"string"}) -> P:
+                          json_first: Callable[[Parameter], bool] = lambda param: param.types != {"string"}, *,
+                          branch: bool = False) -> P:
         """One tagged call as the template writes it, and as models write it beyond the template. A format's
         relaxed parser reads its calls with this alone, so that what a stream shows of a well-formed call is
         what the whole parse gives; values read as the format reads them (`json_first`: JSON where it parses,
         else a string; the other parameters' values are strings). `f` None: a call to a tool the request does
-        not declare, read as `repair:unknown_tool`, its values JSON where they parse, else strings.
+        not declare, read as `repair:unknown_tool`, its values JSON where they parse, else strings. `branch`: `f`
+        is one object schema of a union its parameters are at the root (`branches`), so that a parameter whose
+        strings the branch enumerates (`"kind": {"const": "count"}`) reads those only: the branch fits the call.
 
         Beyond the template:
         a name prefix ending in `=` written with a space (`<function bash>`); arguments in any order and number
@@ -133,7 +136,19 @@ class LooseCalls(ChatBuilder):
         else:
             for param in parameters(f):
                 value = string
-                if json_first(param):
+                enumerated = param.enumerated_strings
+                only = param.node.finite_strings() if branch and param.types <= {"string"} else None
+                if only is not None:
+                    value = self.choice([self.atomic(self.tool_arg_string_value(self.literal(text)) + close)
+                                         for text in sorted(only, key=len, reverse=True)])
+                elif enumerated is not None and not json_first(param):
+                    # (a raw text that is none of the strings the schema admits is the JSON value it spells: `8`
+                    # under `{"enum": ["7", 8]}`, where the template writes a string raw and a number as JSON)
+                    spelled = self.atomic(self.space() + self.tool_arg_json_value(self.json()) + self.space() + close)
+                    value = self.choice([*(self.atomic(self.tool_arg_string_value(self.literal(text)) + close)
+                                           for text in sorted(enumerated, key=len, reverse=True)),
+                                         self.repair("enumerated_value", spelled), string])
+                elif json_first(param):
                     json_value = self.schema(self.json(), f"tool-{f.name}-arg-{param.name}-schema", f.schema,
                                              pointer=param.pointer)
                     value = json_then_string(json_value, string, param)

@@ -39,6 +39,7 @@ from autoparser.recovery.checks import (
     call_positions,
     diagnostic,
     drop_repeated_start,
+    mistyped,
     moved,
     with_late_reasoning,
     with_repairs,
@@ -207,7 +208,8 @@ class Reader:
             return StrictParse(result, ChatMessage(), [], False, False)
         msg, dropped = map_accounted(result, self.format)
         # (a value llama.cpp's mapper writes into the arguments unchecked may leave them no JSON: not read whole)
-        whole = self._read_whole(result, output, msg) and all(_json(c.arguments) for c in msg.tool_calls)
+        whole = self._read_whole(result, output, msg) and all(_json(c.arguments) for c in msg.tool_calls) \
+            and not mistyped(msg, self.plan.tools)
         skipped = [*skipped_by(result, self.strict, self.offset), *self._unopened(result, self.strict)]
         if self._cut_markers(result, self.strict):
             whole = False

@@ -19,7 +19,7 @@ from autoparser.analysis.model import CallForm
 from autoparser.analysis.reasoning import REASONING_SPELLINGS
 from autoparser.chat.builder import DerivedReasoning, TaggedMarkers, python_value_ends
 from autoparser.chat.tags import TOOL_NAME_ESCAPED, VALUE_KEY, VALUE_STRING, VALUE_TOKEN
-from autoparser.chat.tools import Function, Parameter
+from autoparser.chat.tools import Function, Parameter, branches
 from autoparser.peg import P
 from autoparser.peg.builder import Operand, rule_name
 from autoparser.peg.nodes import C_SPACE
@@ -407,9 +407,18 @@ class RelaxedBuilder(LooseCalls):
                            tools: Sequence[Function], json_first: Callable[[Parameter], bool]) -> P:
         if markers is None:
             return strict()
-        # calls as the template writes them and beyond (None: an undeclared tool, where names are marked)
-        calls = [self.loose_tagged_call(markers, f, json_first)
-                 for f in [*tools, *([None] if markers.names_marked else [])]]
+        # calls as the template writes them and beyond (None: an undeclared tool, where names are marked); a tool
+        # whose parameters are a union at the root, as the first of its object schemas that fits the call, or read
+        # as the first that reads it
+        calls: list[P] = []
+        for f in tools:
+            union = branches(f)
+            calls += [self.repair("union_parameters", call) for call in (
+                *(self.loose_tagged_call(markers, b, json_first, branch=True) for b in union),
+                *(self.loose_tagged_call(markers, b, json_first) for b in union))] if union \
+                else [self.loose_tagged_call(markers, f, json_first)]
+        if markers.names_marked:
+            calls.append(self.loose_tagged_call(markers, None, json_first))
         # a JSON call object where the name begins, as the family's JSON dialect writes a call
         json_call = self.repair("json_call", self.loose_json_call("name", "arguments", [f.name for f in tools]))
         return self.choice([*calls, json_call + self.space() + self.tagged_call_close(markers) + self.space()])

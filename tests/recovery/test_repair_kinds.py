@@ -1635,3 +1635,43 @@ def test_a_call_to_an_undeclared_tool_between_calls_where_the_name_has_no_marker
     content = ("Checking." if not sep else "") + unknown
     check(case(template, out, enable_thinking=False, grammar_check=False),
           {"content": content, "tool_calls": [PARIS, call("get_weather", '{"city": "Rome"}')]}, ["unparsed_text"])
+
+
+PICK = {"type": "function", "function": {"name": "pick", "parameters": {
+    "type": "object", "properties": {"level": {"enum": ["low", 3]}}, "required": ["level"]}}}
+INSPECT = {"type": "function", "function": {"name": "inspect", "parameters": {"oneOf": [
+    {"type": "object", "properties": {"kind": {"const": "text"}, "value": {"type": "string"}}, "required": ["kind"]},
+    {"type": "object", "properties": {"kind": {"const": "count"}, "value": {"type": "integer"}},
+     "required": ["kind"]}]}}}
+
+
+@pytest.mark.parametrize(("template", "out"), [
+    (SEED, "<seed:tool_call>\n<function=pick>\n<parameter=level>3</parameter>\n</function>\n</seed:tool_call>"),
+    (GLM, "<tool_call>pick<arg_key>level</arg_key><arg_value>3</arg_value></tool_call>"),
+])
+def test_a_raw_value_none_of_the_strings_its_schema_enumerates(template: str, out: str) -> None:
+    """Seed-OSS and GLM-4.7 write a string value raw and any other as JSON, so `3` under `{"enum": ["low", 3]}` is
+    the number (SGLang's GLM-4.7 schema tests): llama.cpp reads a raw value as a string wherever the schema admits
+    some string, and gave "3", a value the schema does not admit. One of the strings stays a string."""
+    check(case(template, out, enable_thinking=False, tools=[PICK]), {"tool_calls": [call("pick", '{"level": 3}')]},
+          ["enumerated_value"])
+    case(template, out.replace(">3<", ">low<"), enable_thinking=False, tools=[PICK]).expect_tool_calls(
+        [call("pick", '{"level": "low"}')])
+
+
+@pytest.mark.parametrize(("kind", "value"), [("count", 7), ("text", "7")])
+@pytest.mark.parametrize("template", [GLM, "MiniMaxAI__MiniMax-M2"])
+def test_a_tool_whose_parameters_are_a_union_at_the_root(template: str, kind: str, value: Any) -> None:
+    """A tool's parameters as a `oneOf` of object schemas (SGLang's GLM-4.7 schema tests): llama.cpp finds no
+    parameter there and reads no argument, so the call was content (GLM-4.7) or read as a tool the request does
+    not declare, its values typed by no schema (MiniMax M2). The call is read by the object schema that fits it,
+    its `kind` telling which: `7` is a number where the kind is "count", a string where it is "text"."""
+    if "GLM" in template:
+        out = (f"<tool_call>inspect<arg_key>kind</arg_key><arg_value>{kind}</arg_value><arg_key>value</arg_key>"
+               "<arg_value>7</arg_value></tool_call>")
+    else:
+        out = (f'<minimax:tool_call>\n<invoke name="inspect">\n<parameter name="kind">{kind}</parameter>\n'
+               '<parameter name="value">7</parameter>\n</invoke>\n</minimax:tool_call>')
+    expected = {"tool_calls": [call("inspect", json.dumps({"kind": kind, "value": value}))]}
+    repairs = [*(["reasoning_ended_by_call"] if "MiniMax" in template else []), "union_parameters"]
+    check(case(template, out, enable_thinking=False, tools=[INSPECT]).grammar_check(False), expected, repairs)
