@@ -10,7 +10,8 @@ the chat formats that type tool arguments (`value_types`, `may_be_string`) all r
 from __future__ import annotations
 
 import math
-from typing import Any
+from collections.abc import Callable
+from typing import Any, TypeVar
 
 from autoparser.errors import SchemaError
 
@@ -99,6 +100,22 @@ def _json_type(v: Any) -> str:
     return "object"
 
 
+_T = TypeVar("_T")
+
+
+def _through_ref(s: SchemaNode, visited: set[int], walk: Callable[[SchemaNode, set[int]], _T], default: _T) -> _T:
+    """`walk` of a `$ref` node's target, or `default` where it has none or the walk is inside it already (a
+    cycle)."""
+    t = s.target()
+    if t is None or id(t) in visited:
+        return default
+    visited.add(id(t))
+    try:
+        return walk(t, visited)
+    finally:
+        visited.discard(id(t))
+
+
 def _value_types(s: SchemaNode, visited: set[int]) -> frozenset[str]:
     k = s.kind
     if k == "any":
@@ -114,13 +131,7 @@ def _value_types(s: SchemaNode, visited: set[int]) -> frozenset[str]:
     if k == "enum":
         return frozenset(_json_type(v) for v in s.values)
     if k == "ref":
-        t = s.target()
-        if t is None or id(t) in visited:
-            return frozenset()
-        visited.add(id(t))
-        out = _value_types(t, visited)
-        visited.discard(id(t))
-        return out
+        return _through_ref(s, visited, _value_types, frozenset())
     if k == "anyOf":
         acc: frozenset[str] = frozenset()
         for c in s.children:
@@ -143,13 +154,7 @@ def _may_be_string(s: SchemaNode, visited: set[int]) -> bool:
     if k == "enum":
         return any(isinstance(v, str) for v in s.values)
     if k == "ref":
-        t = s.target()
-        if t is None or id(t) in visited:
-            return False
-        visited.add(id(t))
-        out = _may_be_string(t, visited)
-        visited.discard(id(t))
-        return out
+        return _through_ref(s, visited, _may_be_string, False)
     if k == "anyOf":
         return any(_may_be_string(c, visited) for c in s.children)
     if k == "allOf":
@@ -173,13 +178,8 @@ def _finite_strings(s: SchemaNode, visited: set[int]) -> frozenset[str] | None:
     if k == "enum":
         return frozenset(v for v in s.values if isinstance(v, str))
     if k == "ref":
-        t = s.target()
-        if t is None or id(t) in visited:
-            return frozenset()
-        visited.add(id(t))
-        out = _finite_strings(t, visited)
-        visited.discard(id(t))
-        return out
+        empty: frozenset[str] | None = frozenset()
+        return _through_ref(s, visited, _finite_strings, empty)
     if k == "anyOf":
         acc: frozenset[str] = frozenset()
         for c in s.children:
@@ -208,13 +208,7 @@ def _admits(s: SchemaNode, v: Any, visited: set[int]) -> bool:
         return any(v == e and (_json_type(v) == _json_type(e) or (_is_number(v) and _is_number(e)))
                    for e in (s.values if k == "enum" else [s.value]))
     if k == "ref":
-        t = s.target()
-        if t is None or id(t) in visited:
-            return False
-        visited.add(id(t))
-        out = _admits(t, v, visited)
-        visited.discard(id(t))
-        return out
+        return _through_ref(s, visited, lambda t, seen: _admits(t, v, seen), False)
     if k == "anyOf":
         return any(_admits(c, v, visited) for c in s.children)
     if k == "allOf":
