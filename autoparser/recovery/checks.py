@@ -5,11 +5,11 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import replace
 
 from autoparser.chat.tags import NAME_TAGS, TOOL, TOOL_OPEN
-from autoparser.chat.tools import Function, parameters
+from autoparser.chat.tools import Function, Parameter, parameters
 from autoparser.errors import AutoparserError
 from autoparser.peg import ParseResult
 from autoparser.peg.nodes import C_SPACE
@@ -17,7 +17,7 @@ from autoparser.recovery.plan import REPAIR, RecoveryPlan, lead_end
 from autoparser.types import ChatMessage, Diagnostic
 
 __all__ = ["MESSAGES", "begun_marker", "call_positions", "checked_calls", "diagnostic", "drop_repeated_start",
-           "may_become_marker", "mistyped", "moved", "repair_diagnostics", "with_late_reasoning", "with_repairs"]
+           "enumerated_parameters", "may_become_marker", "mistyped", "moved", "repair_diagnostics", "with_late_reasoning", "with_repairs"]
 
 
 # What each repair says, `{raw}` being the text it concerns and `{pos}` where it is in the output: the readings
@@ -248,23 +248,34 @@ def _fits(value: object, types: frozenset[str]) -> bool:
     return any(_PY_TYPES[t](value) for t in types if t in _PY_TYPES)
 
 
-def mistyped(msg: ChatMessage, tools: Iterable[Function]) -> bool:
-    """Whether a call holds, as a string, a text its schema admits only as the JSON value it spells (`"8"` under
-    `{"enum": ["7", 8]}`): llama.cpp reads a raw value as a string wherever its schema admits some string, and the
-    relaxed reading types it (`LooseCalls.loose_tagged_call`)."""
-    if not msg.tool_calls:
-        return False
-    declared = {f.name: f for f in tools}
-    for call in msg.tool_calls:
-        f = declared.get(call.name)
+def enumerated_parameters(tools: Iterable[Function]) -> dict[str, list[Parameter]]:
+    """Each tool's parameters whose strings its schema enumerates beside other values (`{"enum": ["7", 8]}`), by
+    the tool's name; tools without any are left out."""
+    out: dict[str, list[Parameter]] = {}
+    for f in tools:
         try:
-            params = [p for p in parameters(f) if p.enumerated_strings is not None] if f is not None else []
+            params = [p for p in parameters(f) if p.enumerated_strings is not None]
+        except AutoparserError:
+            continue
+        if params:
+            out[f.name] = params
+    return out
+
+
+def mistyped(msg: ChatMessage, enumerated: Mapping[str, list[Parameter]]) -> bool:
+    """Whether a call holds, as a string, a text its schema admits only as the JSON value it spells (`"8"` under
+    `{"enum": ["7", 8]}`; `enumerated`: `enumerated_parameters` of the request's tools): llama.cpp reads a raw value
+    as a string wherever its schema admits some string, and the relaxed reading types it
+    (`LooseCalls.loose_tagged_call`)."""
+    for call in msg.tool_calls if enumerated else ():
+        params = enumerated.get(call.name)
+        try:
             args = json.loads(call.arguments) if params else None
-        except (ValueError, AutoparserError):
+        except ValueError:
             continue
         if not isinstance(args, dict):
             continue
-        for param in params:
+        for param in params or ():
             value = args.get(param.name)
             if isinstance(value, str) and value not in (param.enumerated_strings or ()):
                 try:

@@ -30,6 +30,7 @@ from typing import NamedTuple
 from autoparser.chat.growth import held_tail
 from autoparser.chat.mapper import map_accounted, without_open_calls
 from autoparser.chat.tags import CONTENT, REASONING, TOOL, TOOL_ARGS, TOOL_CLOSE, TOOL_OPEN
+from autoparser.chat.tools import Parameter
 from autoparser.peg import Arena, ParseResult
 from autoparser.peg import nodes as N
 from autoparser.peg.engine import OBS_LITERAL, OBS_UNTIL_CUT
@@ -39,6 +40,7 @@ from autoparser.recovery.checks import (
     call_positions,
     diagnostic,
     drop_repeated_start,
+    enumerated_parameters,
     mistyped,
     moved,
     with_late_reasoning,
@@ -209,8 +211,8 @@ class Reader:
         msg, dropped = map_accounted(result, self.format)
         # (a value llama.cpp's mapper writes into the arguments unchecked may leave them no JSON: not read whole)
         whole = self._read_whole(result, output, msg) and all(_json(c.arguments) for c in msg.tool_calls) \
-            and not mistyped(msg, self.plan.tools)
-        skipped = [*skipped_by(result, self.strict, self.offset), *self._unopened(result, self.strict)]
+            and not mistyped(msg, self._enumerated)
+        skipped = [*skipped_by(result, self.strict, self.offset), *self._unopened(result, self.strict, msg)]
         if self._cut_markers(result, self.strict):
             whole = False
         if not whole or skipped or self.plan.triggered(msg) or self.plan.drops_text(output):
@@ -260,14 +262,29 @@ class Reader:
         these spans; what the parse stepped over is not accounted for either: `skipped_by`)."""
         dropped = [*dropped, *skipped_by(result, arena, self.offset, partial)]
         if not partial:
-            dropped += [*self._cut_markers(result, arena), *self._unopened(result, arena)]
+            dropped += [*self._cut_markers(result, arena), *self._unopened(result, arena, msg)]
         return Reading(msg, tuple(covered_by(result, self.offset, dropped, partial)), result, self.offset)
 
-    def _unopened(self, result: ParseResult, arena: Arena) -> list[Span]:
-        """The call markup of a parse of a complete output that opened no call: sections that hold nothing read,
-        and the markers of a call the end cut off before its name."""
-        markers = [m.strip(C_SPACE) for m in self.plan.call_markers]
-        return [*empty_sections(result, arena, self.offset), *unread_cut_call(result, markers, self.offset)]
+    @functools.cached_property
+    def _call_markers(self) -> tuple[str, ...]:
+        return tuple(m for m in (m.strip(C_SPACE) for m in self.plan.call_markers) if m)
+
+    def _unopened(self, result: ParseResult, arena: Arena, msg: ChatMessage) -> list[Span]:
+        """The call markup of a parse of a complete output (`msg` its message) that opened no call: the markers
+        of a call the end cut off before its name, and, in a message without calls, sections that hold nothing
+        read. (A message with calls, or an output that writes no call marker, needs no walk of the parse: its
+        markup opened its calls, and a section between them that holds none is read as text already, the reading
+        resuming at the next call: `split_unparsed`.)"""
+        markers, text = self._call_markers, result.text
+        if not any(text.find(m, self.offset) >= 0 for m in markers):
+            return []
+        empty = empty_sections(result, arena, self.offset) if not msg.tool_calls else []
+        return [*empty, *unread_cut_call(result, markers, self.offset)]
+
+    @functools.cached_property
+    def _enumerated(self) -> dict[str, list[Parameter]]:
+        """The request's tools that have parameters whose strings their schema enumerates (`mistyped`)."""
+        return enumerated_parameters(self.plan.tools)
 
     def _cut_markers(self, result: ParseResult, arena: Arena) -> list[Span]:
         """Where a parse of a complete output stopped at the start of a marker the end cut off that would open a
