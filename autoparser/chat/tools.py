@@ -108,10 +108,12 @@ def branches(function: Function) -> list[Function]:
             return None
         ref = schema.get("$ref")
         if isinstance(ref, str):
+            if not ref.startswith("#/"):
+                return None  # (only references into the document, as compile_schema reads them)
             target: Any = root
-            for token in ref.removeprefix("#/").split("/") if ref.startswith("#/") else [None]:
-                token = token.replace("~1", "/").replace("~0", "~") if token is not None else None
-                target = target.get(token) if isinstance(target, Mapping) and token is not None else None
+            for token in ref[2:].split("/"):  # (a JSON pointer's tokens escape `/` and `~`)
+                key = token.replace("~1", "/").replace("~0", "~")
+                target = target.get(key) if isinstance(target, Mapping) else None
             return resolved(target, depth + 1)
         if isinstance(schema.get("allOf"), list):
             properties: dict[str, Any] = {}

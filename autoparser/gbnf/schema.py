@@ -178,8 +178,8 @@ def _finite_strings(s: SchemaNode, visited: set[int]) -> frozenset[str] | None:
     if k == "enum":
         return frozenset(v for v in s.values if isinstance(v, str))
     if k == "ref":
-        empty: frozenset[str] | None = frozenset()
-        return _through_ref(s, visited, _finite_strings, empty)
+        none: frozenset[str] | None = frozenset()  # (a reference it cannot follow admits no string)
+        return _through_ref(s, visited, _finite_strings, none)
     if k == "anyOf":
         acc: frozenset[str] = frozenset()
         for c in s.children:

@@ -17,7 +17,8 @@ from autoparser.recovery.plan import REPAIR, RecoveryPlan, lead_end
 from autoparser.types import ChatMessage, Diagnostic
 
 __all__ = ["MESSAGES", "begun_marker", "call_positions", "checked_calls", "diagnostic", "drop_repeated_start",
-           "enumerated_parameters", "may_become_marker", "mistyped", "moved", "repair_diagnostics", "with_late_reasoning", "with_repairs"]
+           "enumerated_parameters", "may_become_marker", "mistyped", "moved", "repair_diagnostics",
+           "with_late_reasoning", "with_repairs"]
 
 
 # What each repair says, `{raw}` being the text it concerns and `{pos}` where it is in the output: the readings

@@ -6,10 +6,10 @@ between), in a field node whose text reached the message (content, reasoning, a 
 arguments), or in a text the recovery itself keeps (text after the format ends, text it cannot read: both
 content with a diagnostic). What is not (a call the mapper dropped for want of a name, arguments that are no
 object, a name or a draft an `atomic` had not finished where the output ends, the text a scan to the first
-call stepped over: `skipped_by`) is put into the content where it stands in the output, with an
-`unparsed_text` diagnostic. Whitespace and the special tokens an output ends with are formatting, not text. The
-spans come from the parse the message was mapped from, its mapping and its end-of-input records: the check
-costs little where the parse read the output whole.
+call stepped over: `skipped_by`, markup that opened no call: `empty_sections`, `unread_cut_call`) is put into the
+content where it stands in the output, with an `unparsed_text` diagnostic. Whitespace and the special tokens an
+output ends with are formatting, not text. The spans come from the parse the message was mapped from, its
+mapping and its end-of-input records: the check costs little where the parse read the output whole.
 """
 
 from __future__ import annotations

@@ -1578,8 +1578,8 @@ def test_a_call_section_the_output_ends_in_before_any_call_is_text(template: str
           ["unparsed_text"], space_after=False)
 
 
-K3_CODE_CALL = ('<|open|>tools<|sep|><|open|>call tool="{name}" index="1"<|sep|><|open|>argument key="code" type="string"'
-           '<|sep|>print(1)<|close|>argument<|sep|>{extra}<|close|>call<|sep|><|close|>tools<|sep|>')
+K3_CODE_CALL = ('<|open|>tools<|sep|><|open|>call tool="{name}" index="1"<|sep|><|open|>argument key="code" '
+                'type="string"<|sep|>print(1)<|close|>argument<|sep|>{extra}<|close|>call<|sep|><|close|>tools<|sep|>')
 PYTHON_TOOL = {"type": "function", "function": {"name": "python", "parameters": {
     "type": "object", "properties": {"code": {"type": "string"}}, "required": ["code"]}}}
 

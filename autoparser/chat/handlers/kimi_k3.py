@@ -9,6 +9,7 @@ a handler: every section is delimited by the same two markers, told apart only b
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
+from functools import partial
 
 from autoparser.chat.spec import Build, FormatSpec, Laziness, Prefill, SchemaRule, word
 from autoparser.chat.tools import functions
@@ -133,8 +134,8 @@ def _build(b: Build) -> P:
             for arg in extra:
                 arg_choices |= arg
             args = p.zero_or_more(arg_choices)
-        tool_choices |= p.rule(f"kimi-k3-tool-{name}", call_of(
-            lambda n=name: p.escaped_name(n, _escape_attr(n)), args))  # type: ignore[misc]
+        tool_choices |= p.rule(f"kimi-k3-tool-{name}", call_of(partial(p.escaped_name, name, _escape_attr(name)),
+                                                              args))
     # (relaxed: a call to a tool the request does not declare, its name bounded by the attribute's quote)
     for call in p.undeclared_call(lambda tool_name: call_of(lambda: tool_name,
                                                             p.zero_or_more(undeclared_arg()))):
