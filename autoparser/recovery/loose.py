@@ -129,6 +129,11 @@ class LooseCalls(ChatBuilder):
             return self.choice([self.atomic(self.space() + self.tool_arg_json_value(json_value) + self.space()
                                             + close), *pythons, fallback])
 
+        def one_of(strings: frozenset[str]) -> list[P]:
+            # (the strings a schema enumerates, each a whole value, the longest first)
+            return [self.atomic(self.tool_arg_string_value(self.literal(text)) + close)
+                    for text in sorted(strings, key=len, reverse=True)]
+
         args: list[P] = []
         if f is None:
             args.append(opener(self.tool_arg_name(self.chars(NAME_CHARS, 1, 64)))
@@ -139,15 +144,12 @@ class LooseCalls(ChatBuilder):
                 enumerated = param.enumerated_strings
                 only = param.node.finite_strings() if branch and param.types <= {"string"} else None
                 if only is not None:
-                    value = self.choice([self.atomic(self.tool_arg_string_value(self.literal(text)) + close)
-                                         for text in sorted(only, key=len, reverse=True)])
+                    value = self.choice(one_of(only))
                 elif enumerated is not None and not json_first(param):
                     # (a raw text that is none of the strings the schema admits is the JSON value it spells: `8`
                     # under `{"enum": ["7", 8]}`, where the template writes a string raw and a number as JSON)
                     spelled = self.atomic(self.space() + self.tool_arg_json_value(self.json()) + self.space() + close)
-                    value = self.choice([*(self.atomic(self.tool_arg_string_value(self.literal(text)) + close)
-                                           for text in sorted(enumerated, key=len, reverse=True)),
-                                         self.repair("enumerated_value", spelled), string])
+                    value = self.choice([*one_of(enumerated), self.repair("enumerated_value", spelled), string])
                 elif json_first(param):
                     json_value = self.schema(self.json(), f"tool-{f.name}-arg-{param.name}-schema", f.schema,
                                              pointer=param.pointer)

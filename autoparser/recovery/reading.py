@@ -396,8 +396,7 @@ class Reader:
         after it aside), where that marker begins: the marker opened the call the parse cannot read from `cut` on
         (`<tool_call>nope<tool_sep>`, a tool the request does not declare), and goes with it."""
         before = effective[self.offset:cut].rstrip(C_SPACE)
-        starts = [len(before) - len(m) for m in (m.strip(C_SPACE) for m in self.plan.call_markers)
-                  if m and before.endswith(m)]
+        starts = [len(before) - len(m) for m in self._call_markers if before.endswith(m)]
         return self.offset + min(starts) if starts else cut
 
     def after_unparsed(self, output: str, head: Reading, cut: int, partial: bool, skips: int) -> Reading:
