@@ -185,10 +185,12 @@ class ChatBuilder(ChatTags):
         literal after it, as the C++ evaluates `opener + then`.)"""
         return self.call_opener(opener) + then
 
-    def undeclared_call(self, call: Callable[[P], P]) -> list[P]:
+    def undeclared_call(self, call: Callable[[P], P], escaped_until: str = "") -> list[P]:
         """Calls to a tool the request does not declare: none (a format reads the names it is given). Relaxed:
         `call(name)`, `name` reading any name (`repair:unknown_tool`). Only formats where a marker bounds the name
-        ask (in GLM's `<tool_call>NAME<arg_key>` a word after a left-out opener would become a call)."""
+        ask (in GLM's `<tool_call>NAME<arg_key>` a word after a left-out opener would become a call). Where the
+        template writes the name in an attribute it escapes (`tool="a&amp;b"`), `escaped_until` is the quote that
+        ends it: the name is any text up to it, unescaped as `escaped_name` reads a declared one."""
         return []
 
     def block_closer(self, closer: str, opener: str) -> P:

@@ -59,6 +59,7 @@ MESSAGES = {
     "missing_call_closer": "tool call at {pos} not closed: it ends where the next marker begins",
     "restarted_call": "the call before {pos}, left without its closer, written again at {pos}: one call",
     "unparsed_text": "text at {pos} does not fit the format: kept as content",
+    "unparsed_reasoning": "text at {pos} inside the open reasoning does not fit the format: kept as reasoning",
     "trailing_text": "text at {pos} after the end of the format: kept as content",
     "unreadable_call": "call {raw!r} at {pos} cannot be read (its neighbours can): kept as content",
     "unclosed_marker": "marker at {pos} without its closing text: it ends at the end of its line",

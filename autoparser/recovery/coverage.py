@@ -20,7 +20,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
 
 from autoparser.chat.growth import run_at_end
-from autoparser.chat.tags import CONTENT, FIELD_TAGS, SCAN_TO_CALLS
+from autoparser.chat.tags import CONTENT, FIELD_TAGS, REASONING, SCAN_TO_CALLS
 from autoparser.peg import Arena, ParseResult
 from autoparser.peg import nodes as N
 from autoparser.peg.engine import OBS_DROPPED
@@ -67,11 +67,12 @@ def special_tail(text: str, partial: bool) -> str:
     return tail[first:] if first >= 0 else ""
 
 
-def content_ends(result: ParseResult, offset: int) -> list[Span]:
-    """Where each content node of a parse ends in the output, with the content's length up to there."""
+def content_ends(result: ParseResult, offset: int, tag: str = CONTENT) -> list[Span]:
+    """Where each content node of a parse (or each node of another text field, `tag`) ends in the output, with
+    the field's length up to there."""
     out, length = [], 0
     for node in result.ast.walk(result.nodes):
-        if node.tag == CONTENT:
+        if node.tag == tag:
             length += len(node.sanitized_text())
             out.append((node.end - offset, length))
     return out
@@ -91,11 +92,20 @@ class Reading:
     ends: tuple[Span, ...] = ()
     """Content beside the parse's (text kept after it, or all of it without a parse): where each piece ends
     in the output, and the length of the content up to there."""
+    cut_markers: tuple[int, ...] = ()
+    """Where an opener the output's end cuts off begins (`<tool_ca`): no marker, the model's own text."""
 
     def content_ends(self) -> list[Span]:
         """Where each piece of the content ends in the output, with the length of the content up to there."""
         own = content_ends(self.result, self.offset) if self.result is not None else []
         return [*own, *self.ends]
+
+    def open_reasoning_at(self, position: int) -> int | None:
+        """Where the reading's reasoning runs up to `position`, no closer after it (the reasoning still open),
+        the length of the reasoning there; None where it does not."""
+        if self.result is None or any(pos == position for pos, _n in self.content_ends()):
+            return None
+        return dict(content_ends(self.result, self.offset, REASONING)).get(position)
 
 
 def holes_in(result: ParseResult, dropped: Iterable[Span] = (), partial: bool = False) -> list[Span]:
@@ -231,7 +241,8 @@ def _gaps(covered: Sequence[Span], length: int) -> list[Span]:
 
 def guaranteed(reading: Reading, output: str, partial: bool = False) -> ChatMessage:
     """The message of a reading with every text it does not account for put into the content where it stands
-    in the output (after the content read before it), each with an `unparsed_text` diagnostic; whitespace and
+    in the output (after the content read before it), each with an `unparsed_text` diagnostic (an opener the
+    output's end cuts off where the reasoning is open, into the reasoning, `unparsed_reasoning`); whitespace and
     the special tokens the output ends with are formatting, not text. (Of a `partial` output, whose reading
     leaves open what more may complete, these are the texts its closed structure dropped.)"""
     msg = reading.message
@@ -245,12 +256,19 @@ def guaranteed(reading: Reading, output: str, partial: bool = False) -> ChatMess
     lost = [(a, b) for a, b in lost if _NOT_WS.search(output, a, b)]
     if not lost:
         return msg
-    content, diags, inserted = msg.content, list(msg.diagnostics), 0
+    content, reasoning, diags, inserted = msg.content, msg.reasoning_content, list(msg.diagnostics), 0
     ends = reading.content_ends()
     for start, end in lost:
         text = output[start:end]
+        if start in reading.cut_markers and (before := reading.open_reasoning_at(start)) is not None:
+            # (an opener the end cuts off where the reasoning is open stands in the reasoning: `10<｜DSML｜fun`)
+            at = min(before, len(reasoning))
+            reasoning = reasoning[:at] + text + reasoning[at:]
+            diags.append(diagnostic("unparsed_reasoning", start, text))
+            continue
         at = max((n for pos, n in ends if pos <= start), default=0) + inserted
         content = content[:at] + text + content[at:]
         inserted += len(text)
         diags.append(diagnostic("unparsed_text", start, text))
-    return replace(msg, content=content, diagnostics=tuple(sorted(diags, key=lambda d: d.position)))
+    return replace(msg, content=content, reasoning_content=reasoning,
+                   diagnostics=tuple(sorted(diags, key=lambda d: d.position)))

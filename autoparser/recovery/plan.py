@@ -87,6 +87,9 @@ class RecoveryPlan:
     template begins one): after a call it cannot read, the reading resumes at the next one."""
     closers: frozenset[str] = frozenset()
     """The texts that only close something (`closers`): what a truncated output may be completed with."""
+    call_closers: frozenset[str] = frozenset()
+    """Those of them that end a call or a call section (`call_closers`): a value a completion closes never
+    runs over them (where the output writes them, the value's own closer was left out, not cut off)."""
     turn_end: tuple[str, ...] = ()
     """The special tokens the template writes after an assistant message's text (its end-of-turn suffix): an
     output that ends with them where a server did not stop on them ends its text there."""
@@ -162,7 +165,7 @@ def plan_of(relaxed: Arena, *, reasoning_start: str = "", reasoning_end: str = "
         reasoning_requested=reasoning_requested, tools=tools, triggers=tuple(dict.fromkeys(triggers)),
         lead_triggers=lead_triggers, prompt_reasoning=prompt_reasoning,
         call_markers=tuple(dict.fromkeys((*call_markers, *starts))), dropped_blocks=tuple(dict.fromkeys(dropped)),
-        closers=closers(relaxed), turn_end=turn_end,
+        closers=closers(relaxed), call_closers=call_closers(relaxed), turn_end=turn_end,
         triggered_by=re.compile("|".join(map(re.escape, lead_triggers))) if lead_triggers else None,
         triggered_within=re.compile("|".join(dict.fromkeys(spaced))) if spaced else None)
 
@@ -189,7 +192,20 @@ def _literals(arena: Arena, pid: int, depth: int = 0) -> Iterator[str]:
 def closers(arena: Arena) -> frozenset[str]:
     """The texts that only close something in this format: literals under tool-close and argument-close tags,
     the delimiters of string argument values. Supplying them never invents a name, a key or content."""
+    values, calls = _closers(arena)
+    return values | calls
+
+
+@functools.lru_cache(maxsize=256)
+def call_closers(arena: Arena) -> frozenset[str]:
+    """The closers (`closers`) that end a call or a call section (`</invoke>`, `</tool_call>`), not a value."""
+    return _closers(arena)[1]
+
+
+def _closers(arena: Arena) -> tuple[frozenset[str], frozenset[str]]:
+    """The closers of values (and string delimiters), and those of calls and call sections."""
     out: set[str] = set()
+    calls: set[str] = set()
     parsers = arena.parsers
 
     def holds_call(pid: int, depth: int = 0) -> bool:
@@ -210,17 +226,18 @@ def closers(arena: Arena) -> frozenset[str]:
 
     for node in parsers:
         if isinstance(node, N.Tag) and node.tag in (TOOL_CLOSE, TOOL_ARG_CLOSE, TOOL_ARG_STRING_VALUE):
-            out.update(s for s in _literals(arena, node.child) if s.strip(C_SPACE))
+            (calls if node.tag == TOOL_CLOSE else out).update(s for s in _literals(arena, node.child)
+                                                              if s.strip(C_SPACE))
         elif isinstance(node, N.Sequence):
             # the literal right after a call (`</tool_call>` after `<function=...>...</function>`; whitespace
             # between, where the relaxed parser reads it: `space_then`)
             children = [c for c in node.children if not isinstance(parsers[c], N.Space)]
             for before, after in itertools.pairwise(children):
                 if (lit := closer_at(after)) and holds_call(before):
-                    out.add(lit)
+                    calls.add(lit)
         elif isinstance(node, N.Rule) and node.trigger:
             # a call section's own closer: the last literal of its body
             body = parsers[node.child]
             if isinstance(body, N.Sequence) and body.children and (last := closer_at(body.children[-1])):
-                out.add(last)
-    return frozenset(out)
+                calls.add(last)
+    return frozenset(out), frozenset(calls)

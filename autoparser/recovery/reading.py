@@ -72,7 +72,7 @@ _MAX_SKIPS = 8
 _UNREADABLE_CALL = REPAIR + "unreadable_call"
 
 # The diagnostics of text a reading cannot place.
-_UNREAD = frozenset({"unparsed_text", "trailing_text"})
+_UNREAD = frozenset({"unparsed_text", "unparsed_reasoning", "trailing_text"})
 
 
 class StrictParse(NamedTuple):
@@ -245,7 +245,9 @@ class Reader:
                                    skips)
         if not relaxed.fail:  # a complete output ending inside a structure
             head, ended = self._head(effective, len(output), partial)
-            if ended.success or ended.end >= len(effective):  # (not stuck in a lookahead short of the end)
+            # (not stuck in a lookahead short of the end, and no value run over the markup that ends its call:
+            # that value's closer was left out, the output was not cut off; it is text where it cannot be read)
+            if (ended.success or ended.end >= len(effective)) and not self._over_call_closers(head.message):
                 return replace(head, message=with_repairs(head.message, ended, plan, output, offset, partial))
         if strict is not None and strict.result.success and not strict.dropped:
             # the relaxations found nothing to repair: the strict reading stands (where it drops no text)
@@ -261,9 +263,24 @@ class Reader:
         """The reading of a message mapped from `result`, the parse of `arena` (the mapping having `dropped`
         these spans; what the parse stepped over is not accounted for either: `skipped_by`)."""
         dropped = [*dropped, *skipped_by(result, arena, self.offset, partial)]
+        cut = self._cut_markers(result, arena) if not partial else []
         if not partial:
-            dropped += [*self._cut_markers(result, arena), *self._unopened(result, arena, msg)]
-        return Reading(msg, tuple(covered_by(result, self.offset, dropped, partial)), result, self.offset)
+            dropped += [*cut, *self._unopened(result, arena, msg)]
+        return Reading(msg, tuple(covered_by(result, self.offset, dropped, partial)), result, self.offset,
+                       cut_markers=tuple(a - self.offset for a, _b in cut))
+
+    def _over_call_closers(self, msg: ChatMessage) -> bool:
+        """Whether the last call of a completed output holds a text that ends a call or a call section."""
+        if not msg.tool_calls:
+            return False
+        arguments = msg.tool_calls[-1].arguments
+        return any(m in arguments for m in self._call_closer_texts)
+
+    @functools.cached_property
+    def _call_closer_texts(self) -> tuple[str, ...]:
+        # (as a JSON string holds it: `"` and `\` escaped, a newline too)
+        texts = (c.strip(C_SPACE) for c in self.plan.call_closers)
+        return tuple(dict.fromkeys(json.dumps(t, ensure_ascii=False)[1:-1] for t in texts if t.strip('"}],')))
 
     @functools.cached_property
     def _call_markers(self) -> tuple[str, ...]:
@@ -366,7 +383,7 @@ class Reader:
             return self.reading_of(msg, result, dropped, partial, relaxed), result
         result, added = complete_at_end(relaxed, self.plan.closers, effective, self.format)
         msg, dropped = map_accounted(result, self.format)
-        if added:
+        if added and result.end > len(effective):  # (a parse that stops before them read no closer appended)
             pos = len(effective) - self.offset
             msg = replace(msg, diagnostics=(*msg.diagnostics, Diagnostic(
                 "missing_closer", pos, f"missing {added!r} at {pos}: closed at end of output", "")))
@@ -431,7 +448,8 @@ class Reader:
     def _with_unparsed(self, head: Reading, output: str, position: int, partial: bool,
                        kind: str = "unparsed_text") -> Reading:
         """`head` with the output from `position` on kept as content (`with_unparsed`), and accounted for."""
-        msg = with_unparsed(head.message, output[position:], position, partial, self.plan.call_markers, kind)
+        msg = with_unparsed(head.message, output[position:], position, partial, self.plan.call_markers, kind,
+                            head.open_reasoning_at(position))
         added = len(msg.content) - len(head.message.content)
         return replace(head, message=msg, covered=(*head.covered, (position, len(output))),
                        ends=(*head.ends, (len(output), len(msg.content))) if added else head.ends)
@@ -506,15 +524,24 @@ def pending_space_held(msg: ChatMessage) -> ChatMessage:
 
 
 def with_unparsed(head: ChatMessage, tail: str, position: int, partial: bool = False,
-                  markers: tuple[str, ...] = (), kind: str = "unparsed_text") -> ChatMessage:
+                  markers: tuple[str, ...] = (), kind: str = "unparsed_text",
+                  open_reasoning: int | None = None) -> ChatMessage:
     """`head` with the output text from `position` on (`tail`) kept as content, and a diagnostic saying so;
     special tokens at its end are markup, not text. While more may come (`partial`), a call marker the tail
-    may end in the start of waits (the reading may resume at it)."""
+    may end in the start of waits (the reading may resume at it). Where the tail follows reasoning still open
+    (`open_reasoning`: the length of the reasoning before it, `Reading.open_reasoning_at`), it stands inside
+    the reasoning and is kept there where it is the beginning of a call marker the output's end cuts (`10<｜`:
+    no marker, its text stays where it stands; `unparsed_reasoning`). Other text there is content (a call where
+    reasoning is open ends the reasoning, `reasoning_ended_by_call`, as does a call the request does not allow)."""
     tail = without_trailing_special(tail, partial)
     if partial:
         tail = tail[:len(tail) - begun_marker(tail, markers)]
     if not tail:
         return head
+    if open_reasoning is not None and kind == "unparsed_text" and begun_marker(tail, markers) == len(tail):
+        at = min(open_reasoning, len(head.reasoning_content))
+        return replace(head, reasoning_content=head.reasoning_content[:at] + tail + head.reasoning_content[at:],
+                       diagnostics=(*head.diagnostics, diagnostic("unparsed_reasoning", position, tail)))
     return replace(head, content=head.content + tail, diagnostics=(*head.diagnostics,
                                                                    diagnostic(kind, position, tail)))
 

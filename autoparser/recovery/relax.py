@@ -79,8 +79,12 @@ class RelaxedBuilder(LooseCalls):
         self.calls_begin_at([opener.strip(C_SPACE)])  # (a call begins at its opener: reading may resume there)
         return super().opened(opener, then)
 
-    def undeclared_call(self, call: Callable[[P], P]) -> list[P]:
-        return [call(self.repair("unknown_tool", self.tool_name(self.chars(NAME_CHARS, 1, 64))))]
+    def undeclared_call(self, call: Callable[[P], P], escaped_until: str = "") -> list[P]:
+        if escaped_until:
+            name = self.atomic(self.tag(TOOL_NAME_ESCAPED, self.chars(f"[^{escaped_until}<>\n]", 1, 128)))
+        else:
+            name = self.tool_name(self.chars(NAME_CHARS, 1, 64))
+        return [call(self.repair("unknown_tool", name))]
 
     def block_closer(self, closer: str, opener: str) -> P:
         after = opener.strip(C_SPACE)

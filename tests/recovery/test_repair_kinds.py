@@ -1675,3 +1675,53 @@ def test_a_tool_whose_parameters_are_a_union_at_the_root(template: str, kind: st
     expected = {"tool_calls": [call("inspect", json.dumps({"kind": kind, "value": value}))]}
     repairs = [*(["reasoning_ended_by_call"] if "MiniMax" in template else []), "union_parameters"]
     check(case(template, out, enable_thinking=False, tools=[INSPECT]).grammar_check(False), expected, repairs)
+
+
+def test_a_call_to_an_undeclared_tool_whose_name_the_template_escapes() -> None:
+    """Kimi K3 writes a call's name in an attribute it escapes (`tool="x&quot;y"`); a call to a tool the request
+    does not declare was read only where its name held none of the escaped characters (SGLang's Kimi K3 detector
+    tests: `a&amp;b`), else the tools section was content. The name is the text up to the attribute's quote,
+    unescaped as a declared name is."""
+    out = "Let me run it." + K3_CODE_CALL.format(name="x&quot;y &amp; z", extra="")
+    check(case(KIMI_K3, out, chat_template_kwargs={"thinking": False}, tools=[PYTHON_TOOL]),
+          {"content": "Let me run it.", "tool_calls": [call('x"y & z', '{"code": "print(1)"}')]}, ["unknown_tool"])
+
+
+@pytest.mark.parametrize(("template", "out", "request_", "repairs"), [
+    # the prompt opens `<think>\n` whatever the request says; calls begin `<｜tool_calls_begin｜>` (SGLang's Step3
+    # streaming tests)
+    ("stepfun-ai__step3", "The price is 10<｜", {}, ["prompt_reasoning", "unparsed_reasoning"]),
+    # the prompt opens `<think>`; calls begin `<｜DSML｜function_calls>` (hand-written format)
+    ("deepseek-ai__DeepSeek-V3.2", "The price is 10<｜DSML｜fun", {"enable_thinking": True}, ["unparsed_reasoning"]),
+])
+def test_a_call_marker_the_end_cuts_while_reasoning_is_open_stays_in_the_reasoning(
+        template: str, out: str, request_: dict[str, Any], repairs: list[str]) -> None:
+    """Where the output ends inside a call marker's text, the model wrote no marker: the text is its own, and
+    stands in the reasoning the prompt left open. It was moved into the content, after the reasoning. (A closer
+    cut off, `</thi`, closes what it began: `partial_closer_at_end` in tests/recovery/test_variants.py.)"""
+    check(case(template, out, **request_), {"reasoning_content": out}, repairs, space_after=False)
+
+
+@pytest.mark.parametrize(("template", "out", "request_", "unread"), [
+    # `</｜DSML｜parameter>` left out, the call's `</｜DSML｜invoke>` and the block's closer written (SGLang's strict
+    # DSML tests); the block's opener is one text, the call (where the reading resumes) another (with whitespace
+    # after the output, the strict reading of that call, llama.cpp's, stands: content, with no diagnostic of its own)
+    ("deepseek-ai__DeepSeek-V3.2", 'Sure.<｜DSML｜function_calls>\n<｜DSML｜invoke name="get_weather">\n<｜DSML｜parameter '
+     'name="city" string="true">Paris</｜DSML｜invoke>\n</｜DSML｜function_calls>', {"enable_thinking": False}, 2),
+    # an element closed by another name (SGLang's MiniMax M3 detector tests)
+    ("llama.cpp__MiniMax-M3", M3_CALL.replace("Paris]<]minimax[>[</city>", "Paris]<]minimax[>[</wrong>"), {}, 1),
+    # `<|close|>argument<|sep|>` left out before `<|close|>call<|sep|>` (the `<|sep|>` the output ends with is
+    # formatting)
+    (KIMI_K3, 'Let me.<|open|>tools<|sep|><|open|>call tool="get_weather" index="1"<|sep|><|open|>argument key="city" '
+     'type="string"<|sep|>Paris<|close|>call<|sep|><|close|>tools<|sep|>',
+     {"chat_template_kwargs": {"thinking": False}}, 2),
+])
+def test_a_value_never_closed_before_its_calls_closers_in_a_hand_written_format(
+        template: str, out: str, request_: dict[str, Any], unread: int) -> None:
+    """A value's closer left out where the call's closers follow is no form these templates write; the completion
+    of a cut output read the value up to the end, the call's closers in it (`Paris</｜DSML｜invoke>...`). A value
+    never runs over the markup that ends its call: the output was not cut off, and what cannot be read is text
+    (as SGLang keeps it)."""
+    content = out.removesuffix("<|sep|>") if template == KIMI_K3 else out
+    check(case(template, out, grammar_check=False, **request_), {"content": content}, ["unparsed_text"] * unread,
+          space_after="DSML" not in out)

@@ -136,9 +136,10 @@ def _build(b: Build) -> P:
             args = p.zero_or_more(arg_choices)
         tool_choices |= p.rule(f"kimi-k3-tool-{name}", call_of(partial(p.escaped_name, name, _escape_attr(name)),
                                                               args))
-    # (relaxed: a call to a tool the request does not declare, its name bounded by the attribute's quote)
-    for call in p.undeclared_call(lambda tool_name: call_of(lambda: tool_name,
-                                                            p.zero_or_more(undeclared_arg()))):
+    # (relaxed: a call to a tool the request does not declare, its name bounded by the attribute's quote and
+    # escaped as the template escapes an attribute)
+    for call in p.undeclared_call(lambda tool_name: call_of(lambda: tool_name, p.zero_or_more(undeclared_arg())),
+                                  escaped_until='"'):
         tool_choices |= call
 
     # The message closer belongs to the trigger rule: a lazy grammar that has started on the calls must accept it.
