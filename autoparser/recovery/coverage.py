@@ -20,7 +20,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
 
 from autoparser.chat.growth import run_at_end
-from autoparser.chat.tags import CONTENT, FIELD_TAGS, REASONING, SCAN_TO_CALLS
+from autoparser.chat.tags import CONTENT, FIELD_TAGS, NAME_TAGS, REASONING, SCAN_TO_CALLS, TOOL, TOOL_OPEN
 from autoparser.peg import Arena, ParseResult
 from autoparser.peg import nodes as N
 from autoparser.peg.engine import OBS_DROPPED
@@ -179,16 +179,22 @@ def empty_sections(result: ParseResult, arena: Arena, offset: int) -> list[Span]
 
 def unread_cut_call(result: ParseResult, markers: Sequence[str], offset: int) -> list[Span]:
     """Of a parse of a complete output that ran into its end inside a call whose name it had not read
-    (`<tool_call>\n<function=ba`, the generation cut off), the text from the first of the call `markers` after
-    the last text it read into a field (a span of the parsed text): that markup opened no call. (The name the end
-    cut off is a hole already: `holes_in`.)"""
+    (`<tool_call>\n<function=ba`, the generation cut off), the text from the first of the call `markers`, or
+    from that call's own start, after the last text it read into a field of the message (a span of the parsed
+    text): that markup opened no call. (The name the end cut off is a hole already: `holes_in`. The fields of
+    the call itself, an id or a draft of arguments, never reached the message: `{"tool_call_id": "0", "`.)"""
     if not result.need_more_input or result.fail:
         return []
+    nodes = list(result.ast.walk(result.nodes))
+    names = [n.start for n in nodes if n.tag in NAME_TAGS]
+    unnamed = [n for n in nodes if n.tag in (TOOL, TOOL_OPEN) and n.is_partial
+               and not any(n.start <= at < n.end for at in names)]
     text, start = result.text, offset
-    for node in result.ast.walk(result.nodes):
-        if node.tag in FIELD_TAGS:
+    for node in nodes:
+        if node.tag in FIELD_TAGS and not any(call.start <= node.start < call.end for call in unnamed):
             start = max(start, node.end)
-    at = min((i for m in markers if m and (i := text.find(m, start)) >= 0), default=-1)
+    at = min([*(i for m in markers if m and (i := text.find(m, start)) >= 0),
+              *(call.start for call in unnamed if call.start >= start)], default=-1)
     return [(at, len(text))] if at >= 0 else []
 
 

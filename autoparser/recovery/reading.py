@@ -383,7 +383,9 @@ class Reader:
             return self.reading_of(msg, result, dropped, partial, relaxed), result
         result, added = complete_at_end(relaxed, self.plan.closers, effective, self.format)
         msg, dropped = map_accounted(result, self.format)
-        if added and result.end > len(effective):  # (a parse that stops before them read no closer appended)
+        # (a parse that stops before them read no closer appended; one whose call has no name, nothing they closed
+        # reached the message: the closers close calls and values only)
+        if added and result.end > len(effective) and msg.tool_calls:
             pos = len(effective) - self.offset
             msg = replace(msg, diagnostics=(*msg.diagnostics, Diagnostic(
                 "missing_closer", pos, f"missing {added!r} at {pos}: closed at end of output", "")))

@@ -72,9 +72,9 @@ def check_mutations(params: ChatParams, output: str, expected: ChatMessage, case
 
 
 def markup_spans(params: ChatParams, output: str, message: ChatMessage | None = None) -> list[tuple[int, int]]:
-    """The spans of `output` the relaxed parser reads as markup: consumed by its parse (of the longest prefix it
-    can read, with the closers it waits for at the end) but inside no node whose text goes into a message
-    field. With the `message` the default parse gave: where it says it kept a text as content and read on
+    """The spans of `output` the relaxed parser reads as markup (the strict parser, where its reading stands:
+    it reads the output whole, or the relaxed parser cannot read it): consumed by its parse (of the longest prefix it can read, with the closers it
+    waits for at the end) but inside no node whose text goes into a message field. With the `message` the default parse gave: where it says it kept a text as content and read on
     after it (`unparsed_text` followed by more than special tokens), the spans of the output read without
     those texts, as the reading resumes; where it says the reasoning start was left out and the relaxed parser
     cannot read the output to its end, the spans of the output read with that start before it, as the reading
@@ -115,7 +115,11 @@ def _markup_spans(params: ChatParams, output: str) -> list[tuple[int, int]]:
     reader = params.reader
     arena, offset = reader.plan.relaxed, reader.offset
     effective = reader.generation_prompt + output
-    result, read = reader.complete_parse(effective), len(effective)
+    strict = reader.strict_parse(output)
+    result, read = (strict.result if strict.reads_all else reader.complete_parse(effective)), len(effective)
+    if result.fail and strict.result.success and not strict.dropped:
+        # (the relaxations cannot read it, and the strict reading stands: `Reader.reading`)
+        result = strict.result
     if result.fail:
         result = parse_text(arena, effective[:viable_prefix(arena, effective, offset)])
     elif not result.success:
@@ -145,6 +149,9 @@ def _markup_spans(params: ChatParams, output: str) -> list[tuple[int, int]]:
 
 
 _ESCAPE = re.compile(r"\\(?:u[0-9a-fA-F]{4}|.)")
+# An entity is how a template escapes a character in an attribute (`tool="echo&amp;log"` for `echo&log`): its name
+# is no word of the model's.
+_ENTITY = re.compile(r"&(?:[A-Za-z]+|#[0-9]+|#x[0-9A-Fa-f]+);")
 
 
 def _words(text: str) -> list[str]:
@@ -162,7 +169,7 @@ def unaccounted(output: str, message: ChatMessage, markup: Iterable[tuple[int, i
     chars = list(output)
     for start, end in markup:
         chars[max(start, 0):end] = " " * (min(end, len(chars)) - max(start, 0))
-    rest = SPECIAL_TOKEN.sub(" ", "".join(chars))
+    rest = _ENTITY.sub(" ", SPECIAL_TOKEN.sub(" ", "".join(chars)))
     texts = [message.content, message.reasoning_content, *(d.raw for d in message.diagnostics)]
     for call in message.tool_calls:
         texts += [call.name, call.arguments, call.id]

@@ -6,7 +6,7 @@ Only what each source test asserts is compared: the reasoning and the content wh
 markup ends and text begins is each engine's own), the calls' names and arguments (as JSON values: the spacing of an arguments
 string is each engine's own as well). A vector marked streaming is fed to `ChatParams.stream()` (in the test's own chunks where it gives them,
 else a few characters at a time) and its folded deltas compared; the others go through `parse()`. Where we
-disagree, ratchet/peers.json says why.
+disagree, ratchet/peers.json says why. Whatever we read, no word of an output is lost (`unaccounted`).
 """
 
 from __future__ import annotations
@@ -21,8 +21,10 @@ from autoparser import generate
 from autoparser.chat.stream import apply_deltas
 from autoparser.corpus import Corpus
 from autoparser.errors import AutoparserError
+from autoparser.params import ChatParams
 from autoparser.peg.nodes import C_SPACE
 from autoparser.testing.ratchet import Ratchet
+from autoparser.testing.recovery import markup_spans, unaccounted
 from autoparser.types import ChatMessage
 
 DATA = Path(__file__).resolve().parent.parent / "data"
@@ -98,9 +100,12 @@ def peer_request(vector: dict[str, Any]) -> dict[str, Any]:
             implied_tools(vector["asserts"].get("tool_calls") or vector["asserts"].get("implied_calls") or [])}
 
 
-def _parsed(vector: dict[str, Any]) -> ChatMessage:
-    source = CORPUS.by_name(vector["template"]).read_text()
-    params = generate(source, peer_request(vector))
+def _params(vector: dict[str, Any]) -> ChatParams:
+    return generate(CORPUS.by_name(vector["template"]).read_text(), peer_request(vector))
+
+
+def _parsed(vector: dict[str, Any], params: ChatParams | None = None) -> ChatMessage:
+    params = params or _params(vector)
     output = vector["output"]
     if not vector["streaming"]:
         return params.parse(output)
@@ -174,10 +179,19 @@ def _json_type(value: Any) -> str:
 
 @pytest.mark.parametrize("vector", VECTORS, ids=[v["id"] for v in VECTORS])
 def test_peer_vector(vector: dict[str, Any]) -> None:
+    """The vector's assertions hold, or the ratchet says why not; and, whatever we read, no word of the output is
+    lost (outputs other projects collected: the no-text-lost guarantee on text nobody here made)."""
     try:
-        failure = disagreement(vector, _parsed(vector))
+        params = _params(vector)
     except AutoparserError as e:  # (parse() never raises: this is generate() refusing the request)
-        failure = f"{type(e).__name__}: {e}"
+        RATCHET.check(vector["id"], f"{type(e).__name__}: {e}")
+        return
+    output = vector["output"]
+    whole = params.parse(output)
+    lost = unaccounted(output, whole, markup_spans(params, output, whole))
+    assert not lost, f"text lost: {dict(lost)} -> {whole}"
+    try:
+        failure = disagreement(vector, whole if not vector["streaming"] else _parsed(vector, params))
     except _StreamWaited as e:
         failure = str(e)
     RATCHET.check(vector["id"], failure)

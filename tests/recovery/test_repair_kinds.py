@@ -1725,3 +1725,23 @@ def test_a_value_never_closed_before_its_calls_closers_in_a_hand_written_format(
     content = out.removesuffix("<|sep|>") if template == KIMI_K3 else out
     check(case(template, out, grammar_check=False, **request_), {"content": content}, ["unparsed_text"] * unread,
           space_after="DSML" not in out)
+
+
+@pytest.mark.parametrize(("template", "out", "calls"), [
+    # Command R7B writes each call id first, `{"tool_call_id": "0", "tool_name": ..., "parameters": ...}`
+    ("CohereForAI__c4ai-command-r7b-12-2024__tool_use", '<|START_ACTION|>[\n    {"tool_call_id": "0", "', 0),
+    ("CohereForAI__c4ai-command-r7b-12-2024__tool_use", '<|START_ACTION|>[\n    {"tool_call_id": "0", "tool_name": '
+     '"get_weather", "parameters": {"city": "Paris"}},\n    {"tool_call_id": "1", "', 1),
+    # Falcon-H1-Tiny writes `{"id": ..., "type": "function", "function": {"name": ..., "arguments": ...}}`
+    ("tiiuae__Falcon-H1-Tiny-Tool-Calling-90M", '<tool_call>\n[\n  {\n    "id": "call00001",\n    "type": "function",'
+     '\n    "function": {\n      "', 0),
+])
+def test_a_call_the_end_cuts_before_its_name_keeps_what_it_wrote(template: str, out: str, calls: int) -> None:
+    """A call the end of the output cuts before its name, where the template writes the call's id first: the id
+    was read into the call, which never reached the message (no name), and the call's text went with no
+    diagnostic (every call marker before the id, the id itself). It is content, from the call's start (a call
+    the format opens with no marker of its own) or its section's opener."""
+    cut = out.rindex('{"tool_call_id": "1"') if calls else 0
+    check(case(template, out, enable_thinking=False, grammar_check=False),
+          {"content": out[cut:], "tool_calls": [dict(PARIS, id="0")] if calls else []}, ["unparsed_text"],
+          space_after=False)
