@@ -164,8 +164,14 @@ class Reader:
         if not before.strip(C_SPACE) or not output.lstrip(C_SPACE).startswith(before.lstrip(C_SPACE)):
             return msg  # (the marker does not end the text the output begins with)
         pos = output.find(end, len(before) - len(before.lstrip(C_SPACE)))
-        return replace(msg, reasoning_content=before, content=after, diagnostics=tuple(sorted(
-            (*msg.diagnostics, diagnostic("missing_reasoning_start", pos, end)), key=lambda d: d.position)))
+        diags = [*msg.diagnostics, diagnostic("missing_reasoning_start", pos, end)]
+        cursor = pos + len(end)
+        while after.lstrip(C_SPACE).startswith(end):  # (the end marker written again: dropped, as after a start)
+            cursor = output.find(end, cursor)
+            diags.append(diagnostic("stray_reasoning_end", cursor, end))
+            after, cursor = after.lstrip(C_SPACE)[len(end):], cursor + len(end)
+        return replace(msg, reasoning_content=before, content=after,
+                       diagnostics=tuple(sorted(diags, key=lambda d: d.position)))
 
     def with_late_reasoning(self, msg: ChatMessage, output: str, partial: bool) -> ChatMessage:
         """`msg` with the reasoning blocks its content holds read as reasoning (checks.with_late_reasoning)."""

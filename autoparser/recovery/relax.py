@@ -212,12 +212,12 @@ class RelaxedBuilder(LooseCalls):
         return self.repair("stray_reasoning_end", self.space() + self.literal(end.strip(C_SPACE))) + self.space()
 
     def _reasoning_body(self, end_marker: str, markers: Sequence[str]) -> P:
-        """Reasoning after its start: up to its end marker, a second end marker dropped; at a call marker, a
-        draft call if the end marker follows later (held back from a stream until it does), else the start
-        of the calls (reasoning ends there)."""
+        """Reasoning after its start: up to its end marker, further end markers before the content dropped; at a
+        call marker, a draft call if the end marker follows later (held back from a stream until it does), else
+        the start of the calls (reasoning ends there)."""
         end = end_marker.strip(C_SPACE)
         closed = self.optspace(end_marker)
-        stray = self.optional(self._stray_end(end))  # (outside the draft's atomic: it waits on trailing whitespace)
+        stray = self.zero_or_more(self._stray_end(end))  # (outside the draft's atomic: it waits on trailing whitespace)
         if not markers:
             return self.reasoning(self.until(end)) + closed + stray
         at_call = self.peek(self.choice([self.literal(m) for m in markers]))

@@ -550,6 +550,24 @@ def test_stray_reasoning_end() -> None:
           {"reasoning_content": "ok", "content": "Hello."}, ["stray_reasoning_end"])
 
 
+@pytest.mark.parametrize(("template", "out", "repairs"), [
+    # Mellum2: the model opens `<think>`; Qwen3: the prompt opens nothing, the model writes `<think>`
+    (MELLUM, "<think>\nok\n</think>\n</think>\n</think>\n\nHello.", ["stray_reasoning_end"] * 2),
+    ("Qwen__Qwen3-0.6B", "<think>ok</think></think>\n</think>Hello.", ["stray_reasoning_end"] * 2),
+])
+def test_the_reasoning_end_written_again_and_again(template: str, out: str, repairs: list[str]) -> None:
+    """Each end marker the model repeats before its answer is dropped, not only the first (SGLang's reasoning
+    dedupe tests: `</think></think>\n</think>real answer`); the third was the answer's first words. So too where
+    the start was left out (`missing_reasoning_start`: a complete output's reading, test below)."""
+    check(case(template, out, enable_thinking=True), {"reasoning_content": "ok", "content": "Hello."}, repairs)
+    params = generate(CORPUS.by_name(template).read_text(), {"messages": [{"role": "user", "content": "Hi"}],
+                                                             "enable_thinking": True, "reasoning_format": "auto"})
+    without_start = out[out.index("<think>") + len("<think>"):]
+    got = params.parse(without_start)
+    assert (got.reasoning_content.strip(), got.content.strip()) == ("ok", "Hello.")
+    assert [d.kind for d in got.diagnostics] == ["missing_reasoning_start", *repairs]
+
+
 def test_reasoning_the_template_never_shows() -> None:
     # Qwen2.5's template renders no reasoning in any variation; the model opens its answer with `<think>`
     check(case(QWEN25, "<think>\nThe user greets me.\n</think>\n\nHello!", reasoning_format="auto"),
