@@ -1763,3 +1763,17 @@ def test_a_call_the_end_cuts_before_its_name_keeps_what_it_wrote(template: str, 
     check(case(template, out, enable_thinking=False, grammar_check=False),
           {"content": out[cut:], "tool_calls": [dict(PARIS, id="0")] if calls else []}, ["unparsed_text"],
           space_after=False)
+
+
+@pytest.mark.parametrize("template", ["deepseek-ai__DeepSeek-V3.2", "llama.cpp__deepseek-ai-DeepSeek-V4"])
+def test_an_argument_the_schema_does_not_list_in_dsml(template: str) -> None:
+    """DeepSeek V3.2/V4 name each argument in an attribute (`<｜DSML｜parameter name="K" string="...">`); a call to a
+    declared tool with an argument its schema does not list (SGLang's DSV4 integration tests: `ls` with `path`,
+    its schema listing none) was read as a call to a tool the request does not declare (`unknown_tool`), which
+    it is not. The call is the declared one, the argument kept (`undeclared_argument`), typed by its attribute."""
+    block = "function_calls" if "V3.2" in template else "tool_calls"
+    out = (f'<｜DSML｜{block}>\n<｜DSML｜invoke name="get_weather">\n<｜DSML｜parameter name="city" string="true">Paris'
+           '</｜DSML｜parameter>\n<｜DSML｜parameter name="hours" string="false">3</｜DSML｜parameter>\n</｜DSML｜invoke>\n'
+           f'</｜DSML｜{block}>')
+    check(case(template, out, enable_thinking=False, tools=[WEATHER], grammar_check=False),
+          {"tool_calls": [call("get_weather", '{"city": "Paris", "hours": 3}')]}, ["undeclared_argument"])

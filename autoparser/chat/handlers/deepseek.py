@@ -108,6 +108,14 @@ def _tool_choice(b: Build) -> P:
     param_start = f"<{DSML}parameter"
     param_end = f"</{DSML}parameter>"
     tool_choice = p.choice()
+
+    def any_arg(is_string: bool) -> P:  # (relaxed: an argument the schema does not list; a value by its attribute)
+        value = p.tool_arg_string_value(p.until(param_end)) if is_string else p.tool_arg_json_value(p.json())
+        kind = p.literal(f'" string="{"true" if is_string else "false"}">')
+        key = p.tool_arg_name(p.until('"'))
+        return p.tool_arg(p.tool_arg_open(p.literal(param_start + ' name="') + key + kind) + value
+                          + p.tool_arg_close(p.literal(param_end)))
+
     # Nodes are made in the order GCC builds the C++ expressions (the operands of `a + b` right to left), as
     # grammar rule names embed node ids: a close before its value, a value before its opener.
     for f in functions(b.inputs.tools):
@@ -122,6 +130,7 @@ def _tool_choice(b: Build) -> P:
             name = p.tool_arg_name(p.literal(param.name))
             arg = p.tool_arg(p.tool_arg_open(p.literal(param_start + ' name="') + name + kind) + value + close)
             (required if param.required else optional).append(p.rule(f"tool-{f.name}-arg-{param.name}", arg))
+        optional += p.undeclared_arg(lambda: p.choice([any_arg(True), any_arg(False)]), f.schema)
         args = p.tagged_arguments(p.args_in_order(required, optional))
         close = p.tool_close(p.literal(invoke_end))
         space = p.space()
@@ -131,13 +140,7 @@ def _tool_choice(b: Build) -> P:
         tool_choice |= p.rule(f"tool-{f.name}", func)
 
     def undeclared(name: P) -> P:  # (relaxed: a call to a tool the request does not declare, any argument)
-        def arg(is_string: bool) -> P:
-            value = p.tool_arg_string_value(p.until(param_end)) if is_string else p.tool_arg_json_value(p.json())
-            kind = p.literal(f'" string="{"true" if is_string else "false"}">')
-            key = p.tool_arg_name(p.until('"'))
-            return p.tool_arg(p.tool_arg_open(p.literal(param_start + ' name="') + key + kind) + value
-                              + p.tool_arg_close(p.literal(param_end)))
-        args = p.tagged_arguments(p.zero_or_more(p.space() + p.choice([arg(True), arg(False)])))
+        args = p.tagged_arguments(p.zero_or_more(p.space() + p.choice([any_arg(True), any_arg(False)])))
         return p.tool(p.tool_open(p.literal(invoke_start + ' name="') + name + p.call_part_marker('">\n')) + args
                       + p.space() + p.tool_close(p.literal(invoke_end)))
 
