@@ -112,14 +112,20 @@ def _stream_problems(params: ChatParams, output: str, whole: ChatMessage) -> tup
     return None, None
 
 
-@pytest.mark.parametrize("template", TEMPLATES)
-def test_random_outputs_of_the_templates_markers_lose_no_text(template: str) -> None:
+def _golden_params(template: str) -> tuple[dict[str, Any], ChatParams]:
+    """The template's richest golden and the parameters of its request (the test skipped where it does not
+    render)."""
     row = _golden(template)
     assert row is not None
     try:
-        params = generate_cached(_source(row), generator_request(row["request"]))
+        return row, generate_cached(_source(row), generator_request(row["request"]))
     except Exception:
         pytest.skip("the request does not render (the round-trip suite says why)")
+
+
+@pytest.mark.parametrize("template", TEMPLATES)
+def test_random_outputs_of_the_templates_markers_lose_no_text(template: str) -> None:
+    row, params = _golden_params(template)
     arena = params.reader.plan.relaxed
     markers = sorted({n.literal for n in arena.parsers if isinstance(n, N.Literal) and n.literal.strip()
                       and n.literal in row["output"]})
@@ -156,12 +162,7 @@ def test_outputs_cut_inside_a_marker_lose_no_text(template: str) -> None:
     richest golden cut at seeded points inside the markers it holds, each read as a complete output. No word is
     lost (an opener cut off is text; a closer cut off closes what it began: markup). The random outputs above cut
     between markers only; this found calls cut before their name after their id was read, whose text went."""
-    row = _golden(template)
-    assert row is not None
-    try:
-        params = generate_cached(_source(row), generator_request(row["request"]))
-    except Exception:
-        pytest.skip("the request does not render (the round-trip suite says why)")
+    row, params = _golden_params(template)
     arena, output = params.reader.plan.relaxed, row["output"]
     literals = {n.literal for n in arena.parsers if isinstance(n, N.Literal) and len(n.literal.strip()) > 2}
     cuts = sorted({m.start() + k for lit in literals for m in re.finditer(re.escape(lit), output)
