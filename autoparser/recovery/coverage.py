@@ -29,7 +29,7 @@ from autoparser.recovery.checks import diagnostic
 from autoparser.types import ChatMessage
 
 __all__ = ["SPECIAL_TOKEN", "Reading", "Span", "content_ends", "covered_by", "empty_sections", "guaranteed", "holes_in",
-           "merged", "skipped_by", "special_tail", "unread_cut_call", "without_trailing_special"]
+           "kept_in_reasoning", "merged", "skipped_by", "special_tail", "unread_cut_call", "without_trailing_special"]
 
 Span = tuple[int, int]
 
@@ -262,19 +262,27 @@ def guaranteed(reading: Reading, output: str, partial: bool = False) -> ChatMess
     lost = [(a, b) for a, b in lost if _NOT_WS.search(output, a, b)]
     if not lost:
         return msg
-    content, reasoning, diags, inserted = msg.content, msg.reasoning_content, list(msg.diagnostics), 0
-    ends = reading.content_ends()
+    in_content = []
     for start, end in lost:
-        text = output[start:end]
         if start in reading.cut_markers and (before := reading.open_reasoning_at(start)) is not None:
             # (an opener the end cuts off where the reasoning is open stands in the reasoning: `10<｜DSML｜fun`)
-            at = min(before, len(reasoning))
-            reasoning = reasoning[:at] + text + reasoning[at:]
-            diags.append(diagnostic("unparsed_reasoning", start, text))
-            continue
+            msg = kept_in_reasoning(msg, before, output[start:end], start)
+        else:
+            in_content.append((start, end))
+    content, diags, inserted = msg.content, list(msg.diagnostics), 0
+    ends = reading.content_ends()
+    for start, end in in_content:
+        text = output[start:end]
         at = max((n for pos, n in ends if pos <= start), default=0) + inserted
         content = content[:at] + text + content[at:]
         inserted += len(text)
         diags.append(diagnostic("unparsed_text", start, text))
-    return replace(msg, content=content, reasoning_content=reasoning,
-                   diagnostics=tuple(sorted(diags, key=lambda d: d.position)))
+    return replace(msg, content=content, diagnostics=tuple(sorted(diags, key=lambda d: d.position)))
+
+
+def kept_in_reasoning(msg: ChatMessage, before: int, text: str, position: int) -> ChatMessage:
+    """`msg` with `text`, a text the reading does not account for at `position` in the output, inserted into the
+    reasoning after its first `before` characters, where it stands (`unparsed_reasoning`)."""
+    at, reasoning = min(before, len(msg.reasoning_content)), msg.reasoning_content
+    return replace(msg, reasoning_content=reasoning[:at] + text + reasoning[at:], diagnostics=tuple(sorted(
+        (*msg.diagnostics, diagnostic("unparsed_reasoning", position, text)), key=lambda d: d.position)))

@@ -55,6 +55,7 @@ from autoparser.recovery.coverage import (
     empty_sections,
     guaranteed,
     holes_in,
+    kept_in_reasoning,
     skipped_by,
     special_tail,
     unread_cut_call,
@@ -547,9 +548,7 @@ def with_unparsed(head: ChatMessage, tail: str, position: int, partial: bool = F
     if not tail:
         return head
     if open_reasoning is not None and kind == "unparsed_text" and begun_marker(tail, markers) == len(tail):
-        at = min(open_reasoning, len(head.reasoning_content))
-        return replace(head, reasoning_content=head.reasoning_content[:at] + tail + head.reasoning_content[at:],
-                       diagnostics=(*head.diagnostics, diagnostic("unparsed_reasoning", position, tail)))
+        return kept_in_reasoning(head, open_reasoning, tail, position)
     return replace(head, content=head.content + tail, diagnostics=(*head.diagnostics,
                                                                    diagnostic(kind, position, tail)))
 
