@@ -28,6 +28,12 @@ from autoparser.recovery.plan import CALL_START, DROPPED_BLOCK, END_SPACE, SPACE
 
 __all__ = ["RelaxedBuilder"]
 
+
+def _closed(schema: Any) -> bool:
+    """Whether a tool's parameters schema forbids arguments it does not list (`additionalProperties: false`)."""
+    return isinstance(schema, Mapping) and schema.get("additionalProperties") is False
+
+
 # Where a JSON token of a bare call start ends, whitespace may follow (`[`, `{`): `[{"name"` is `[`, `{`, `"name"`.
 _JSON_TOKEN_END = re.compile(r"(?<=^[\[{])|(?<=^[\[{][\[{])")
 
@@ -274,7 +280,7 @@ class RelaxedBuilder(LooseCalls):
         return self.choice([*values, self.rule(json_string_rule, self.repair("json_string_value", self.json_string()))])
 
     def undeclared_keyword(self, schema: Any) -> P | None:
-        if isinstance(schema, Mapping) and schema.get("additionalProperties") is False:
+        if _closed(schema):
             return None
         name = self.tool_arg_name(self.chars("[A-Za-z_]", 1, 1) + self.chars("[A-Za-z0-9_]", 0, 63))
         return self.repair("undeclared_argument", self.tool_arg(
@@ -282,19 +288,18 @@ class RelaxedBuilder(LooseCalls):
             + self.tool_arg_close(self.eps())))
 
     def undeclared_arg(self, arg: Callable[[], P], schema: Any) -> list[P]:
-        if isinstance(schema, Mapping) and schema.get("additionalProperties") is False:
-            return []
-        return [self.repair("undeclared_argument", arg())]
+        return [] if _closed(schema) else [self.repair("undeclared_argument", arg())]
 
     def undeclared_attribute_arg(self, opener: str, string_value: P, schema: Any) -> list[P]:
-        if isinstance(schema, Mapping) and schema.get("additionalProperties") is False:
-            return []
         quote = opener[-1:]
         if quote not in ('"', "'"):
             return []
-        name = self.tool_arg_name(self.chars(f"[^{quote}<>\n]", 1, 128))
-        return [self.repair("undeclared_argument", self.tool_arg(
-            self.tool_arg_open(self.literal(opener) + name + self.literal(quote + ">")) + string_value))]
+
+        def arg() -> P:
+            name = self.tool_arg_name(self.chars(f"[^{quote}<>\n]", 1, 128))
+            return self.tool_arg(self.tool_arg_open(self.literal(opener) + name + self.literal(quote + ">"))
+                                 + string_value)
+        return self.undeclared_arg(arg, schema)
 
     def message_after_calls(self, calls: P, message: Callable[[], P]) -> P:
         return calls + self.optional(self.repair("message_after_calls", message()))

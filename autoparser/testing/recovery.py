@@ -73,8 +73,9 @@ def check_mutations(params: ChatParams, output: str, expected: ChatMessage, case
 
 def markup_spans(params: ChatParams, output: str, message: ChatMessage | None = None) -> list[tuple[int, int]]:
     """The spans of `output` the relaxed parser reads as markup (the strict parser, where its reading stands:
-    it reads the output whole, or the relaxed parser cannot read it): consumed by its parse (of the longest prefix it can read, with the closers it
-    waits for at the end) but inside no node whose text goes into a message field. With the `message` the default parse gave: where it says it kept a text as content and read on
+    it reads the output whole, or the relaxed parser cannot read it): consumed by its parse (of the longest
+    prefix it can read, with the closers it waits for at the end) but inside no node whose text goes into a
+    message field. With the `message` the default parse gave: where it says it kept a text as content and read on
     after it (`unparsed_text` followed by more than special tokens), the spans of the output read without
     those texts, as the reading resumes; where it says the reasoning start was left out and the relaxed parser
     cannot read the output to its end, the spans of the output read with that start before it, as the reading
