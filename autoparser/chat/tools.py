@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from autoparser.errors import GrammarError
-from autoparser.gbnf.schema import SchemaNode, compile_schema
+from autoparser.gbnf.schema import SchemaNode, compile_schema, unescape_token
 from autoparser.types import tool_parameters
 
 __all__ = ["Function", "Parameter", "branches", "functions", "parameters"]
@@ -111,8 +111,8 @@ def branches(function: Function) -> list[Function]:
             if not ref.startswith("#/"):
                 return None  # (only references into the document, as compile_schema reads them)
             target: Any = root
-            for token in ref[2:].split("/"):  # (a JSON pointer's tokens escape `/` and `~`)
-                key = token.replace("~1", "/").replace("~0", "~")
+            for token in ref[2:].split("/"):
+                key = unescape_token(token)
                 target = target.get(key) if isinstance(target, Mapping) else None
             return resolved(target, depth + 1)
         if isinstance(schema.get("allOf"), list):

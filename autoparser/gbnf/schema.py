@@ -15,7 +15,7 @@ from typing import Any, TypeVar
 
 from autoparser.errors import SchemaError
 
-__all__ = ["INT64_MAX", "INT64_MIN", "TYPES_ALL", "SchemaDocument", "SchemaNode", "compile_schema"]
+__all__ = ["INT64_MAX", "INT64_MIN", "TYPES_ALL", "SchemaDocument", "SchemaNode", "compile_schema", "unescape_token"]
 
 INT64_MIN = -(2**63)
 INT64_MAX = 2**63 - 1
@@ -245,6 +245,11 @@ def _escape_token(s: str) -> str:
     return s.replace("~", "~0").replace("/", "~1")
 
 
+def unescape_token(token: str) -> str:
+    """A JSON pointer's reference token as the key it names: `~1` is `/`, `~0` is `~` (RFC 6901)."""
+    return token.replace("~1", "/").replace("~0", "~")
+
+
 # The keywords the compiler reads, and those that only describe (nothing to enforce): any other is warned about.
 _READ = frozenset({"$ref", "additionalProperties", "allOf", "anyOf", "const", "enum", "exclusiveMaximum",
                    "exclusiveMinimum", "format", "items", "maxItems", "maxLength", "maximum", "minItems", "minLength",
@@ -307,7 +312,7 @@ class _DocBuilder:
         pointer = ""
         for token in tokens[1:]:
             # a reference token escapes `/` and `~` (RFC 6901); llama.cpp looks the escaped token up
-            sel = token.replace("~1", "/").replace("~0", "~")
+            sel = unescape_token(token)
             if isinstance(target, dict) and sel in target:
                 target = target[sel]
             elif isinstance(target, list):
