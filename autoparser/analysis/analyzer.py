@@ -13,7 +13,7 @@ from autoparser.analysis import fixtures as fx
 from autoparser.analysis.content import analyze_content
 from autoparser.analysis.forms import derive_call_form, retag_from_needles, values_misread
 from autoparser.analysis.model import ReasoningAnalysis, TemplateAnalysis, ToolFormat, ToolsAnalysis
-from autoparser.analysis.reasoning import analyze_reasoning, prompt_opened_reasoning
+from autoparser.analysis.reasoning import analyze_reasoning, prompt_opened_reasoning, typed_block_reasoning
 from autoparser.analysis.tools import analyze_tools
 from autoparser.analysis.workarounds import apply_workarounds
 from autoparser.errors import AnalysisError, AutoparserError, TemplateError
@@ -97,8 +97,8 @@ def _finished(source: str, analysis: TemplateAnalysis) -> TemplateAnalysis:
     """The analysis with its preserved tokens and the C++'s per-template workarounds."""
     analysis = dataclasses.replace(analysis, preserved_tokens=collect_preserved_tokens(analysis))
     analysis = apply_workarounds(source, analysis)
-    if analysis.reasoning.end and analysis.prompt_reasoning is not None:  # (a workaround gave it its end)
-        analysis = dataclasses.replace(analysis, prompt_reasoning=None)
+    if analysis.reasoning.end:  # (a workaround gave it its end)
+        analysis = dataclasses.replace(analysis, prompt_reasoning=None, typed_reasoning=None)
     return analysis
 
 
@@ -120,7 +120,8 @@ def _analyze_rendered(compiled: CppTemplate, source: str, caps: TemplateCaps, *,
                                 argument_separator=tools.arguments.separator if requests_arguments else "",
                                 assistant_start=_assistant_start(r, reasoning.start, reasoning.end),
                                 user_start=_user_start(r),
-                                prompt_reasoning=prompt_opened_reasoning(r, reasoning, source))
+                                prompt_reasoning=prompt_opened_reasoning(r, reasoning, source),
+                                typed_reasoning=typed_block_reasoning(r, reasoning))
     return analysis, r
 
 

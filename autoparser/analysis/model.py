@@ -225,6 +225,10 @@ class TemplateAnalysis:
     and the tag's closing form) where the analysis found no end to one (analysis/reasoning.py
     `prompt_opened_reasoning`). The relaxed parser reads it, where the generation prompt still opens it
     (not in `to_dict()`)."""
+    typed_reasoning: ReasoningAnalysis | None = None
+    """Beyond the C++: the reasoning block the template writes only from an assistant content's typed blocks
+    (Apertus's `thoughts`, a `thinking` chunk), where it ignores `reasoning_content` and the analysis finds none
+    (analysis/reasoning.py `typed_block_reasoning`). The relaxed parser reads it (not in `to_dict()`)."""
     transformers_reading: TemplateAnalysis | None = None
     """Beyond the C++: the template analysed as transformers renders a request (caps probed that way too, the
     arguments as their JSON text), where llama.cpp renders no conversation of it, no call, or calls its tag
@@ -257,6 +261,8 @@ class TemplateAnalysis:
             extra["tool_calls"] = "described_only"
         if self.prompt_reasoning is not None:
             extra["prompt_reasoning"] = {"start": self.prompt_reasoning.start, "end": self.prompt_reasoning.end}
+        if self.typed_reasoning is not None:
+            extra["typed_reasoning"] = {"start": self.typed_reasoning.start, "end": self.typed_reasoning.end}
         reading = self.transformers_reading
         if reading is not None:
             extra["transformers_reading"] = {**reading.to_dict(), **reading.beyond_cpp()}

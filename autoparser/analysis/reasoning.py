@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import dataclasses
 import re
+from collections.abc import Callable
+from typing import Any
 
 from autoparser.analysis import fixtures as fx
 from autoparser.analysis._search import MARKER_START, anywhere, parser
@@ -17,7 +19,8 @@ from autoparser.template.diff import (
     trim_whitespace,
 )
 
-__all__ = ["REASONING_SPELLINGS", "THINK_END", "THINK_START", "analyze_reasoning", "prompt_opened_reasoning"]
+__all__ = ["REASONING_SPELLINGS", "THINK_END", "THINK_START", "analyze_reasoning", "prompt_opened_reasoning",
+           "typed_block_reasoning"]
 
 _T = fx.THINKING_CONTENT
 
@@ -178,3 +181,38 @@ def prompt_opened_reasoning(r: DiffRenderer, found: ReasoningAnalysis, source: s
     if end is None or end in turn:
         return None  # (a tag the history's turns close is no reasoning block: a turn's own markup)
     return ReasoningAnalysis(ReasoningMode.TAG_BASED, opener, end)
+
+
+# The typed content blocks templates write an assistant's reasoning from where they ignore `reasoning_content`
+# (each a shape one chat format documents): Mistral's chunks (`{"type": "thinking", "thinking": ...}` beside
+# `{"type": "text", ...}`; Ministral 3 Reasoning's and ArmenianGPT's templates), Cohere's (`data` for the text;
+# Command's tool-use templates), and Apertus's `{"blocks": [{"type": "thoughts", ...}, {"type": "response", ...}]}`
+# (its template and vLLM's tool_chat_template_apertus).
+_TYPED_REASONING: tuple[Callable[[str, str], Any], ...] = (
+    lambda r, c: [{"type": "thinking", "thinking": r}, {"type": "text", "text": c}],
+    lambda r, c: [{"type": "thinking", "data": r}, {"type": "text", "data": c}],
+    lambda r, c: {"blocks": [{"type": "thoughts", "text": r}, {"type": "response", "text": c}]},
+)
+
+
+def typed_block_reasoning(r: DiffRenderer, found: ReasoningAnalysis) -> ReasoningAnalysis | None:
+    """Beyond the C++: the reasoning block a template writes only from an assistant content's typed blocks.
+
+    The analysis (the C++'s) renders reasoning as `reasoning_content`, which such a template ignores (Apertus
+    writes `<|inner_prefix|>...<|inner_suffix|>` from a `thoughts` block, ArmenianGPT `<think>...</think>` from a
+    `thinking` chunk): it finds no reasoning, and the model's block is content to llama.cpp. Here the same
+    assistant turn is rendered with its reasoning in each typed shape of `_TYPED_REASONING`, the content
+    given as the template gets it, and read as the history's reasoning is (`_WRAPPED_REST`: a marker before,
+    one after). None where the analysis found a block, or no shape renders one."""
+    if found.mode is not ReasoningMode.NONE or found.end:
+        return None
+    typed = dataclasses.replace(r.caps, supports_string_content=True, supports_typed_content=True)
+    renderer = DiffRenderer(r.template, typed)  # (the blocks as given: a string-only template would get them joined)
+    for shape in _TYPED_REASONING:
+        out = renderer.apply(TemplateParams(messages=(fx.user_msg(), fx.assistant(shape(_T, fx.ASSISTANT_MSG)))))
+        if out is None or _T not in out:
+            continue
+        res = anywhere(_WRAPPED_REST, out, starts=MARKER_START)
+        if res.success and res.get("pre") and res.get("post"):
+            return ReasoningAnalysis(ReasoningMode.TAG_BASED, res.get("pre"), res.get("post"))
+    return None

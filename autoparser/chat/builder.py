@@ -97,6 +97,9 @@ class DerivedReasoning:
     """The prompt leaves this block open where llama.cpp reads none (chat/generic.py `_relaxed_build`)."""
     open_before_prompt: bool = False
     """The prompt opens it before the generation prompt begins: the output starts inside it."""
+    typed: bool = False
+    """The template writes this block only from typed content blocks, where llama.cpp reads none
+    (`TemplateAnalysis.typed_reasoning`)."""
 
 
 class ChatBuilder(ChatTags):
@@ -231,9 +234,12 @@ class ChatBuilder(ChatTags):
         `repair:unrequested_reasoning`, and the strict reading of an output that writes one does not stand."""
         return strict()
 
-    def reasoning_ended_by_call(self, close: P, openers: Sequence[str]) -> P:
+    def reasoning_ended_by_call(self, close: P, openers: Sequence[str], draft_until: str = "") -> P:
         """How reasoning ends (`close`). Relaxed: also where a call begins (`openers`) that llama.cpp's reasoning
-        runs over: one written without its opener, or a section a format's reasoning scan does not stop at."""
+        runs over: one written without its opener, or a section a format's reasoning scan does not stop at; but
+        where the reasoning's end marker (`draft_until`, where llama.cpp's reasoning runs to it over the calls)
+        follows, the call is a draft and stays in the reasoning, as llama.cpp reads it (held back from a stream
+        until the marker comes)."""
         return close
 
     def derived_reasoning(self, strict: Callable[[], P], block: DerivedReasoning) -> P:

@@ -140,20 +140,25 @@ def _relaxed_build(analysis: TemplateAnalysis, b: Build) -> P:
 
     Either way the block is `Build.prompt_opened` (a `repair:prompt_reasoning` of the relaxed parser, so that
     the recovery reads every output with it): one that never closes the block is reasoning, as a stream shows
-    it while it is open."""
+    it while it is open.
+
+    Where the prompt opens none, a block the template writes only from typed content (`TemplateAnalysis.
+    typed_reasoning`: Apertus's `<|inner_prefix|>...<|inner_suffix|>`) is read where the output writes it
+    (`Build.typed_reasoning`)."""
+    if b.inputs.reasoning_format == "none":
+        return _build(analysis, b)
     r = analysis.reasoning
     block = r if r.start and r.end else analysis.prompt_reasoning
-    if block is None or b.inputs.reasoning_format == "none":
-        return _build(analysis, b)
-    opener = _trim(block.start)
-    if _trim(b.generation_prompt).endswith(opener):
-        if block is r:
-            return _build(analysis, b)  # (the C++ reads it: its parser's prefix stops before the opener)
-        return _build(replace(analysis, reasoning=block), replace(b, extract_reasoning=True, prompt_opened=True))
-    if opener in b.generation_prompt or not _trim(b.prompt).endswith(opener):
-        return _build(analysis, b)
-    return _build(replace(analysis, reasoning=block),
-                  replace(b, extract_reasoning=True, prompt_opened=True, reasoning_open=True))
+    if block is not None:
+        opener = _trim(block.start)
+        if _trim(b.generation_prompt).endswith(opener):
+            if block is r:
+                return _build(analysis, b)  # (the C++ reads it: its parser's prefix stops before the opener)
+            return _build(replace(analysis, reasoning=block), replace(b, extract_reasoning=True, prompt_opened=True))
+        if opener not in b.generation_prompt and _trim(b.prompt).endswith(opener):
+            return _build(replace(analysis, reasoning=block),
+                          replace(b, extract_reasoning=True, prompt_opened=True, reasoning_open=True))
+    return _build(analysis, replace(b, typed_reasoning=analysis.typed_reasoning))
 
 
 def _reasoning(b: Build, a: TemplateAnalysis) -> P:
@@ -164,6 +169,11 @@ def _reasoning(b: Build, a: TemplateAnalysis) -> P:
     # call's text, which no tool can answer, is content)
     markers = tuple(m for m in (_trim(fmt.section_start), _trim(fmt.per_call_start)) if m) \
         if fmt.mode is not ToolFormat.NONE else ()
+    if b.typed_reasoning is not None:  # (a relaxed build's: only the reasoning parser reads it)
+        typed = b.typed_reasoning
+        block = DerivedReasoning(typed.start, typed.end, shown=True, read=True, extracted=True, call_markers=markers,
+                                 typed=True)
+        return b.p.derived_reasoning(lambda: _cpp_reasoning(b, a), block)
     read = b.extract_reasoning and r.mode in (ReasoningMode.TAG_BASED, ReasoningMode.TOOLS_ONLY) and bool(r.end)
     block = DerivedReasoning(r.start, r.end, shown=r.mode is not ReasoningMode.NONE, read=read,
                              extracted=b.inputs.reasoning_format != "none", call_markers=markers,

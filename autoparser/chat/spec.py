@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from enum import IntEnum
 from typing import Any
 
+from autoparser.analysis.model import ReasoningAnalysis
 from autoparser.chat.builder import ChatBuilder
 from autoparser.chat.constraint import CallTags
 from autoparser.chat.inputs import GenerationInputs, generation_prompt, render_prompt
@@ -133,6 +134,10 @@ class Build:
     chat/generic.py `_relaxed_build`)."""
     reasoning_open: bool = False
     """That block opens before the generation prompt begins: the output starts inside it."""
+    typed_reasoning: ReasoningAnalysis | None = None
+    """The reasoning block the template writes only from typed content, which llama.cpp does not read: the
+    output's reasoning parser reads it, the rest of the build is llama.cpp's (set by a relaxed build only:
+    chat/generic.py `_relaxed_build`)."""
 
     @property
     def tools(self) -> bool:

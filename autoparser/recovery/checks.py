@@ -36,6 +36,8 @@ MESSAGES = {
     "unrequested_reasoning": "reasoning block {raw!r} at {pos} where the request turned thinking off (llama.cpp "
                              "drops it): read as reasoning",
     "undeclared_reasoning": "reasoning block {raw!r} at {pos} that the template does not show: read as reasoning",
+    "typed_reasoning": "reasoning block {raw!r} at {pos}, which the template writes only from typed content: read "
+                       "as reasoning",
     "missing_reasoning_start": "reasoning end {raw!r} at {pos} with no reasoning open: the text before it read as "
                                "reasoning",
     "reasoning_after_content": "reasoning block {raw!r} at {pos} after the content (the template writes reasoning "

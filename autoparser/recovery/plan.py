@@ -22,8 +22,8 @@ from autoparser.peg import nodes as N
 from autoparser.peg.nodes import C_SPACE
 from autoparser.types import ChatMessage
 
-__all__ = ["CALL_START", "DROPPED_BLOCK", "END_SPACE", "RELAXED_MARKUP", "REPAIR", "SPACED_MARKUP", "RecoveryPlan",
-           "plan_of"]
+__all__ = ["CALL_START", "DROPPED_BLOCK", "END_SPACE", "RELAXED_MARKUP", "REPAIR", "SPACED_MARKUP", "TYPED_BLOCK",
+           "RecoveryPlan", "plan_of"]
 
 # Tag prefix of the readings beyond the template (`repair:<kind>`): the default parse reports each node of one
 # as a diagnostic (recovery/checks.py).
@@ -39,13 +39,17 @@ CALL_START = "call-start"
 # Tag of a block llama.cpp's parser reads and drops (its start and end markers): where an output writes one with
 # text in it, the strict reading loses that text and does not stand.
 DROPPED_BLOCK = "dropped-block"
+# Tag of the reasoning block (its start and end markers) a template writes only from typed content, which only the
+# relaxed parser reads: the plan's reasoning block, where the format has none.
+TYPED_BLOCK = "typed-reasoning-block"
 # Tag of the whitespace the relaxed parser reads before the end of the output (or before a further call section,
 # where the output may as well end): formatting where the output ends there, the start of the text that follows
 # where it does not (a prefix that ends in it only seems to end).
 END_SPACE = "end-space"
 
 # Repairs whose markers count only at the start of the content (reasoning markers).
-_LEAD_REPAIRS = (REPAIR + "undeclared_reasoning", REPAIR + "stray_reasoning_end", REPAIR + "repeated_opener")
+_LEAD_REPAIRS = (REPAIR + "undeclared_reasoning", REPAIR + "typed_reasoning", REPAIR + "stray_reasoning_end",
+                 REPAIR + "repeated_opener")
 
 _NOT_WS = re.compile(f"[^{C_SPACE}]")
 
@@ -159,6 +163,8 @@ def plan_of(relaxed: Arena, *, reasoning_start: str = "", reasoning_end: str = "
         elif tag == DROPPED_BLOCK:
             start, end = _literals(relaxed, node.child)
             dropped.append((start, end))
+        elif tag == TYPED_BLOCK and not (reasoning_start or reasoning_end):
+            reasoning_start, reasoning_end = (m.strip(C_SPACE) for m in _literals(relaxed, node.child))
     lead_triggers = tuple(dict.fromkeys(t for t in lead if t.strip(C_SPACE)))
     return RecoveryPlan(
         relaxed, reasoning_start=reasoning_start, reasoning_end=reasoning_end,

@@ -409,6 +409,10 @@ class Reader:
             prefix = parse_text(relaxed, effective[:viable])
             cut = min(_before_open_call(relaxed, prefix, viable), _before_cut_marker(prefix, viable),
                       _before_end_space(prefix, viable))
+            if offset < cut < viable:
+                # (a marker the part before the call begins, `[` of `[THINK]` before `<tool_call>`: the text after
+                # it, not the output's end, cuts it, so it is no marker and goes on as text)
+                cut = _before_cut_marker(parse_text(relaxed, effective[:cut]), cut)
         cut = self._before_dangling_marker(effective, max(cut, offset))
         head, ended = self._head(effective[:cut], cut - offset, False)
         if not ended.fail and ended.end < cut:

@@ -24,7 +24,7 @@ from autoparser.peg import P
 from autoparser.peg.builder import Operand, rule_name
 from autoparser.peg.nodes import C_SPACE
 from autoparser.recovery.loose import NAME_CHARS, LooseCalls, marker_pieces
-from autoparser.recovery.plan import CALL_START, DROPPED_BLOCK, END_SPACE, SPACED_MARKUP
+from autoparser.recovery.plan import CALL_START, DROPPED_BLOCK, END_SPACE, SPACED_MARKUP, TYPED_BLOCK
 
 __all__ = ["RelaxedBuilder"]
 
@@ -168,12 +168,16 @@ class RelaxedBuilder(LooseCalls):
 
     # --- reasoning ------------------------------------------------------------------------------------------
 
-    def reasoning_ended_by_call(self, close: P, openers: Sequence[str]) -> P:
+    def reasoning_ended_by_call(self, close: P, openers: Sequence[str], draft_until: str = "") -> P:
         if not openers:
             return close
         # (before `close`, which may match nothing: an optional end marker; the openers are markup where the
         # strict parser reads reasoning, triggers of the recovery plan)
-        return self.repair("reasoning_ended_by_call", self.peek(self.markup(openers))) | close
+        ended = self.repair("reasoning_ended_by_call", self.peek(self.markup(openers))) | close
+        if not draft_until:
+            return ended
+        at_call = self.peek(self.choice([self.literal(m) for m in openers]))
+        return at_call + self.atomic(self.reasoning(self.until(draft_until)) + self.literal(draft_until)) | ended
 
     def reasoning_between(self, strict: Callable[[], P], start: str, end: str, calls: Sequence[str], *,
                           spaced: bool = False, opener: Callable[[], P] | None = None) -> P:
@@ -202,6 +206,10 @@ class RelaxedBuilder(LooseCalls):
             body = self.repair("prompt_reasoning", self.eps()) + again + body
         if block.open_before_prompt:
             return self.optional(body)
+        if block.typed:  # (a block llama.cpp does not read: said by a diagnostic)
+            self.tag(TYPED_BLOCK, self.literal(block.start) + self.literal(block.end))
+            opener = self.space() + self.repair("typed_reasoning", self.literal(block.start.strip(C_SPACE)))
+            return self.optional(self.choice([opener + body, self._stray_end(block.end)]))
         if block.start:  # or an end marker with no reasoning open
             return self.optional(self.choice([self.optspace(block.start) + body, self._stray_end(block.end)]))
         return self.optional(body)

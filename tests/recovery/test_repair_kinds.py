@@ -399,6 +399,15 @@ def test_nothing_readable_is_content_with_a_diagnostic() -> None:
     check(case(QWEN25, out), {"content": out}, ["unparsed_text"])
 
 
+def test_the_beginning_of_a_marker_before_a_call_it_cannot_read_is_text() -> None:
+    """`[` is how `[THINK]` (a reasoning block Qwen2.5's template does not show, read as `undeclared_reasoning`)
+    begins; before a call the parse cannot read, the text after it cuts it, not the output's end: it is text. It
+    was read as that block's cut-off start and went from the message (found by the random outputs of
+    tests/recovery/test_no_text_lost.py, Confucius-o1's: the stream sent it, the whole parse did not)."""
+    out = '\n\n[<tool_call>\n{"name": get_weather}\n</tool_call>'
+    check(case(QWEN25, out), {"content": out.lstrip()}, ["unparsed_text", "unparsed_text"])
+
+
 # --- reasoning -----------------------------------------------------------------------------------------------
 
 def test_repeated_reasoning_start() -> None:
@@ -474,6 +483,19 @@ def test_calls_section_while_reasoning_is_open_ends_the_reasoning_of_kimi_k3() -
     check(case(KIMI_K3, f"I need the weather.{K3_CALL}<|close|>message<|sep|>",
                chat_template_kwargs={"thinking": True}),
           {"reasoning_content": "I need the weather.", "tool_calls": [PARIS]}, ["reasoning_ended_by_call"])
+
+
+@pytest.mark.parametrize("tools", [[], TOOLS])
+def test_a_draft_tools_section_the_think_closer_follows_stays_reasoning_in_a_stream_of_kimi_k3(
+        tools: list[dict[str, Any]]) -> None:
+    """A tools section inside the think section, which the think closer follows (SGLang's Kimi K3 reasoning
+    tests: `thought<|open|>tools<|sep|>...<|close|>tools<|sep|><|close|>think<|sep|>`): llama.cpp's parser reads it
+    as reasoning, and so does the whole parse; a stream ended the reasoning at the tools opener and sent the section
+    as content (or as a call), which the final message does not have. It is held back until the closer comes."""
+    out = f"I need the weather.{K3_CALL}<|close|>think<|sep|>It is sunny.<|close|>message<|sep|>"
+    msg = case(KIMI_K3, out, chat_template_kwargs={"thinking": True}, tools=tools).expect(
+        {"reasoning_content": f"I need the weather.{K3_CALL}", "content": "It is sunny."})
+    assert not msg.diagnostics
 
 
 # A call while reasoning is open where the request declares no tools: the reasoning ends there as with tools (as
@@ -572,6 +594,27 @@ def test_reasoning_the_template_never_shows() -> None:
     # Qwen2.5's template renders no reasoning in any variation; the model opens its answer with `<think>`
     check(case(QWEN25, "<think>\nThe user greets me.\n</think>\n\nHello!", reasoning_format="auto"),
           {"reasoning_content": "\nThe user greets me.\n", "content": "Hello!"}, ["undeclared_reasoning"])
+
+
+@pytest.mark.parametrize(("template", "block", "request_"), [
+    # Apertus writes `<|inner_prefix|>...<|inner_suffix|>` from a `thoughts` block of the content's `blocks`
+    # (SGLang's apertus2509 reasoning-parser tests)
+    ("swiss-ai__Apertus-8B-Instruct-2509", ("<|inner_prefix|>", "<|inner_suffix|>"), {"enable_thinking": True}),
+    # Apertus v1.1 writes its own tokens, `<SPECIAL_69>...<SPECIAL_70>`, from the same blocks
+    ("swiss-ai__Apertus-v1.1-4B-Instruct", ("<SPECIAL_69>", "<SPECIAL_70>"), {}),
+])
+def test_reasoning_the_template_writes_only_from_typed_content(template: str, block: tuple[str, str],
+                                                               request_: dict[str, Any]) -> None:
+    """The template ignores `reasoning_content` (the analysis, as llama.cpp's, finds no reasoning) and writes a
+    block from the assistant content's typed reasoning part: the model's block is read as reasoning, at the start
+    of the output (`typed_reasoning`), after text (`reasoning_after_content`), or cut off by the end."""
+    start, end = block
+    check(case(template, f"{start}Plan it.{end}Hello!", **request_),
+          {"reasoning_content": "Plan it.", "content": "Hello!"}, ["typed_reasoning"])
+    check(case(template, f"Hi. {start}Plan it.{end}Hello!", **request_),
+          {"reasoning_content": "Plan it.", "content": "Hi. Hello!"}, ["reasoning_after_content"])
+    check(case(template, f"{start}Still planning", **request_),
+          {"reasoning_content": "Still planning"}, ["typed_reasoning"], space_after=False)
 
 
 # A reasoning block after the content: the model thinks again after it began its answer, or between its calls

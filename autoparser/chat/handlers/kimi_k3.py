@@ -58,7 +58,8 @@ def _build(b: Build) -> P:
     think_until = p.until_one_of([THINK_END, RESP_START, *p.bare_call_starts(call_starts)])
     think_body = p.reasoning(think_until) if b.extract_reasoning else p.content(think_until)
     reasoning = p.optional(p.optional(p.literal(THINK_START)) + think_body
-                           + p.reasoning_ended_by_call(p.optional(p.literal(THINK_END)), call_starts))
+                           + p.reasoning_ended_by_call(p.optional(p.literal(THINK_END)), call_starts,
+                                                       draft_until=THINK_END if b.extract_reasoning else ""))
 
     # a truncated response runs to whichever section comes next (relaxed: or to where a call written without
     # the tools section's opener begins, `<|open|>call tool="NAME"`)
