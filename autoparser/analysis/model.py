@@ -237,11 +237,13 @@ class TemplateAnalysis:
 
     @property
     def output_reasoning(self) -> ReasoningAnalysis:
-        """The reasoning block the template's output holds: this analysis's, or the one the generation prompt
-        opens where the analysis finds no end (`prompt_reasoning`: OLMo 3 Think's `<think>`). The exports read
-        the latter like any other."""
-        if self.prompt_reasoning is not None and not self.reasoning.end.strip(C_SPACE):
-            return self.prompt_reasoning
+        """The reasoning block the template's output holds: this analysis's, or, where the analysis finds no end,
+        the one the generation prompt opens (`prompt_reasoning`: OLMo 3 Think's `<think>`) or the one the template
+        writes only from typed content (`typed_reasoning`: Apertus's). The exports read those like any other."""
+        if not self.reasoning.end.strip(C_SPACE):
+            beyond = self.prompt_reasoning or self.typed_reasoning
+            if beyond is not None:
+                return beyond
         return self.reasoning
 
     @property

@@ -86,6 +86,21 @@ def test_transformers_reads_the_block_the_generation_prompt_opens(output: str) -
     assert not message_differences(params.parse(output), theirs)
 
 
+@pytest.mark.parametrize("output", ["<SPECIAL_69>I should greet.<SPECIAL_70>Hello!", "Hi", "<SPECIAL_69>Still"])
+def test_transformers_reads_the_block_the_template_writes_from_typed_content(output: str) -> None:
+    """Apertus v1.1 writes its reasoning block only from a `thoughts` block of the content (`typed_reasoning`):
+    the round trip renders none (it gives `reasoning_content`), so transformers is checked here on outputs against
+    our default parse."""
+    from transformers.utils import chat_parsing
+
+    source = CORPUS.by_name("swiss-ai__Apertus-v1.1-4B-Instruct").read_text()
+    spec = response_template(source)
+    assert spec["fields"]["thinking"] == {"open": "<SPECIAL_69>", "close": "<SPECIAL_70>"}
+    params = generate(source, {"messages": [{"role": "user", "content": "Hi"}], "reasoning_format": "auto"})
+    theirs = as_message(transformers_message(chat_parsing.parse_response(output, spec, prefix=params.prompt)))
+    assert not message_differences(params.parse(output), theirs)
+
+
 # vLLM's beam parser derives a structural tag only from a call field whose opener captures the name, with exactly
 # this transform, and whose closers and reasoning markers are literals (EXPORT-FORMATS.md §2); the consumers' test
 # (tests/export/test_consumers.py) checks the tag it derives with vLLM's own code.
