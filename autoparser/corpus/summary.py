@@ -87,9 +87,10 @@ def _beyond(a: TemplateAnalysis, handler: str) -> tuple[str, ...]:
         out.append("string_arguments")
     if a.tool_calls_described_only:
         out.append("tool_calls=described_only")
-    prompt = a.effective.prompt_reasoning
-    if prompt is not None:
-        out.append(f"prompt_reasoning={prompt.start.strip(C_SPACE)!r}..{prompt.end.strip(C_SPACE)!r}")
+    for key, block in (("prompt_reasoning", a.effective.prompt_reasoning),
+                       ("typed_reasoning", a.effective.typed_reasoning)):
+        if block is not None:
+            out.append(f"{key}={block.start.strip(C_SPACE)!r}..{block.end.strip(C_SPACE)!r}")
     return tuple(out)
 
 
