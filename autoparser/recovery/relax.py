@@ -174,10 +174,7 @@ class RelaxedBuilder(LooseCalls):
         # (before `close`, which may match nothing: an optional end marker; the openers are markup where the
         # strict parser reads reasoning, triggers of the recovery plan)
         ended = self.repair("reasoning_ended_by_call", self.peek(self.markup(openers))) | close
-        if not draft_until:
-            return ended
-        at_call = self.peek(self.choice([self.literal(m) for m in openers]))
-        return at_call + self.atomic(self.reasoning(self.until(draft_until)) + self.literal(draft_until)) | ended
+        return (self._draft_call(openers, draft_until, self.literal(draft_until)) | ended) if draft_until else ended
 
     def reasoning_between(self, strict: Callable[[], P], start: str, end: str, calls: Sequence[str], *,
                           spaced: bool = False, opener: Callable[[], P] | None = None) -> P:
@@ -206,12 +203,12 @@ class RelaxedBuilder(LooseCalls):
             body = self.repair("prompt_reasoning", self.eps()) + again + body
         if block.open_before_prompt:
             return self.optional(body)
-        if block.typed:  # (a block llama.cpp does not read: said by a diagnostic)
-            self.tag(TYPED_BLOCK, self.literal(block.start) + self.literal(block.end))
-            opener = self.space() + self.repair("typed_reasoning", self.literal(block.start.strip(C_SPACE)))
-            return self.optional(self.choice([opener + body, self._stray_end(block.end)]))
         if block.start:  # or an end marker with no reasoning open
-            return self.optional(self.choice([self.optspace(block.start) + body, self._stray_end(block.end)]))
+            opener = self.optspace(block.start)
+            if block.typed:  # (a block llama.cpp does not read: said by a diagnostic)
+                self.tag(TYPED_BLOCK, self.literal(block.start) + self.literal(block.end))
+                opener = self.space() + self.repair("typed_reasoning", self.literal(block.start.strip(C_SPACE)))
+            return self.optional(self.choice([opener + body, self._stray_end(block.end)]))
         return self.optional(body)
 
     def _undeclared_reasoning(self, call_markers: Sequence[str]) -> P:
@@ -234,12 +231,16 @@ class RelaxedBuilder(LooseCalls):
         stray = self.zero_or_more(self._stray_end(end))  # (outside the draft's atomic: it waits on trailing whitespace)
         if not markers:
             return self.reasoning(self.until(end)) + closed + stray
-        at_call = self.peek(self.choice([self.literal(m) for m in markers]))
+        draft = self._draft_call(markers, end, closed)
         # (the markers are markup there where the strict parser reads reasoning: the recovery plan's triggers)
         return self.reasoning(self.until_one_of([end, *markers])) + self.choice([
-            closed,
-            at_call + self.atomic(self.reasoning(self.until(end)) + closed),
-            self.repair("reasoning_ended_by_call", self.peek(self.markup(markers)))]) + stray
+            closed, draft, self.repair("reasoning_ended_by_call", self.peek(self.markup(markers)))]) + stray
+
+    def _draft_call(self, markers: Sequence[str], end: str, closed: P) -> P:
+        """At a call marker inside reasoning, a draft call the reasoning's end marker (`end`, read by `closed`)
+        follows: reasoning up to it, whole or not at all (a stream holds it back until the marker comes)."""
+        at_call = self.peek(self.choice([self.literal(m) for m in markers]))
+        return at_call + self.atomic(self.reasoning(self.until(end)) + closed)
 
     # --- calls ----------------------------------------------------------------------------------------------
 
