@@ -287,11 +287,12 @@ class ChatBuilder(ChatTags):
         before the tools ran), as a `repair:message_after_calls` node."""
         return calls
 
-    def omissible(self, full: Callable[[], P], without: Callable[[], P], marks: str, kind: str) -> P:
-        """A piece with a part a model may leave out (`full()`; `without()`: the piece without that part, which
-        holds `marks`, if any). Relaxed: either, the piece without the part a `repair:<kind>` node, and `marks`
-        markup where llama.cpp reads it as text (so that a strict reading holding it does not stand)."""
-        return full()
+    def written_otherwise(self, strict: Callable[[], P], other: Callable[[], P], marks: str, kind: str) -> P:
+        """A piece as the template writes it (`strict()`), which a model may write otherwise (`other()`: the piece
+        with a part left out, or in a sibling spelling of the family's; it holds `marks`, if any). Relaxed:
+        either, the other one a `repair:<kind>` node, and `marks` markup where llama.cpp reads it as text (so
+        that a strict reading holding it does not stand)."""
+        return strict()
 
     def labelled_marker(self, token: str, label: str) -> P:
         """A marker made of a special `token` and a plain-text `label` after it (`<|channel>thought`). Relaxed:
@@ -513,6 +514,12 @@ class ChatBuilder(ChatTags):
         calls = self.call_sections(self.trigger_rule("tool-call", body), lambda: body, [start])
         return calls if required else self.optional(calls)
 
+    def value_closer(self, close: str) -> P:
+        """The closer of a tagged value in a hand-written format (`</｜DSML｜parameter>`). Relaxed: also written
+        twice, the second markup (`repair:stray_closer`, as the derived tagged calls read it: `loose_tagged_call`),
+        as Qwen 3.6 outputs write `</parameter>` twice (ggml-org/llama.cpp#24807, mostlygeek/llama-swap#856)."""
+        return self.literal(close)
+
     def quoted_name_arg(self, opener: str, param: Parameter, string_value: P, close: str, schema_rule: str,
                         schema: Any) -> P:
         """`OPENER + NAME + '">' + value` (`name_attribute`): `string_value` (which closes itself) where the
@@ -523,10 +530,10 @@ class ChatBuilder(ChatTags):
         else:
             value = self.cpp_sum(lambda: self.tool_arg_json_value(self.schema(self.json(), schema_rule, schema,
                                                                               pointer=param.pointer)),
-                                 lambda: self.tool_arg_close(self.literal(close)))
+                                 lambda: self.tool_arg_close(self.value_closer(close)))
             python = self.python_spelled(param)
             if python is not None:
-                value = value | python + self.tool_arg_close(self.literal(close))
+                value = value | python + self.tool_arg_close(self.value_closer(close))
         opener_parser = self.tool_arg_open(self.cpp_sum(
             *self.name_attribute(opener, lambda: self.tool_arg_name(self.literal(param.name)))))
         return self.tool_arg(opener_parser + value)

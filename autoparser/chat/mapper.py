@@ -473,20 +473,20 @@ def _gemma4_to_json(ast: Ast, nid: AstId) -> str:
             if not node.is_partial:
                 out += '"'
         return out
-    if rule in ("gemma4-array", "gemma4-dict"):
+    if rule in ("gemma4-array", "gemma4-dict", "gemma4-paren-dict"):
         open_, close = ("[", "]") if rule == "gemma4-array" else ("{", "}")
         body = ",".join(_gemma4_to_json(ast, c) for c in node.children)
         return open_ + body + ("" if node.is_partial else close)
-    if rule == "gemma4-dict-key-name":
+    if rule in ("gemma4-dict-key-name", "gemma4-paren-key-name"):  # (`-paren-`: the relaxed parser's, in `(...)`)
         return node.text
-    if rule == "gemma4-dict-key":
+    if rule in ("gemma4-dict-key", "gemma4-paren-key"):
         out = '"'
         if node.children:
             out += escape_inner(_gemma4_to_json(ast, node.children[0]))
         if not node.is_partial:
             out += '":'
         return out
-    if rule == "gemma4-dict-kv":
+    if rule in ("gemma4-dict-kv", "gemma4-paren-kv"):
         return "".join(_gemma4_to_json(ast, c) for c in node.children)
     if rule == "gemma4-value":
         return _gemma4_to_json(ast, node.children[0]) if node.children else ""

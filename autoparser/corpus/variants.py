@@ -78,6 +78,14 @@ KINDS = (
     # TensorRT-LLM's reasoning parsers read it as reasoning: so must the parse. Applies where the model writes the
     # reasoning start (the prompt does not open it) and the reply is text only.
     "reasoning_after_content",
+    # The opener of each argument's value left out where the template writes the argument's name between markers
+    # of its own and then the value's opener (`<arg_key>city</arg_key>Paris</arg_value>`): a GLM-5.2 output
+    # sampled in vllm-project/vllm#49248. The name's closer still says where the value begins.
+    "value_opener_dropped",
+    # The first value's closer written twice, on a line of its own (`</parameter>\n</parameter>`): Qwen 3.6 calls
+    # quoted in ggml-org/llama.cpp#24807 and mostlygeek/llama-swap#856. The second closes nothing: markup.
+    # Applies where a value's closer is a marker of its own (not also its opener, as FunctionGemma's `<escape>`).
+    "value_closer_doubled",
     # One of the format's markers (a call or section opener, else the reasoning start) written inside the
     # content, between two words: prose that mentions a marker must stay content, not become a phantom call
     # (vllm-project/vllm#48931). Policy: a leaked marker is kept in the content, not deleted; the content must
@@ -122,6 +130,12 @@ class FormatMarkers:
     call_end: str = ""
     function_start: str = ""
     """The marker a call's own text begins with (`<function=`), where the format has one."""
+    value_start: str = ""
+    """The marker a tagged value begins with, where the argument's name has a closer of its own before it
+    (`<arg_value>` after `</arg_key>`)."""
+    value_end: str = ""
+    """The marker a tagged value ends with, where it is a closer of its own (`</parameter>`; not FunctionGemma's
+    `<escape>`, which also opens the value)."""
     inner: tuple[str, ...] = ()
     """The markers inside a call (a function's name suffix and close, an argument's name and value markers, a
     call id's)."""
@@ -154,7 +168,7 @@ def markers_of(params: ChatParams, analysis: TemplateAnalysis | None) -> FormatM
     with a handler of its own may follow either."""
     starts = [params.thinking_start_tag]
     ends = list(params.thinking_end_tags)
-    section_start = section_end = call_start = call_end = function_start = ""
+    section_start = section_end = call_start = call_end = function_start = value_start = value_end = ""
     inner: list[str] = []
     for reading in () if analysis is None else dict.fromkeys((analysis.effective, analysis)):
         starts.append(reading.reasoning.start)
@@ -171,13 +185,18 @@ def markers_of(params: ChatParams, analysis: TemplateAnalysis | None) -> FormatM
         if not call_start and not call_end:
             call_start, call_end = _core(fmt.per_call_start), _core(fmt.per_call_end)
         function_start = function_start or _core(fun.name_prefix)
+        if _core(args.name_suffix):
+            value_start = value_start or _core(args.value_prefix)
+        closer = _core(args.value_suffix)
+        if closer not in _core(args.name_suffix) and closer != _core(args.value_prefix):
+            value_end = value_end or closer
         inner += [fun.name_suffix, fun.args_separator, fun.close, args.start, args.end, args.name_prefix,
                   args.name_suffix, args.value_prefix, args.value_suffix, args.separator, ids.prefix, ids.suffix]
     # (a closer of one character is a JSON object's brace: formatting of the arguments, no marker)
     others = [t.value for t in params.grammar_triggers] + [c for c in sorted(params.reader.plan.closers)
                                                            if len(_core(c)) > 1]
     return FormatMarkers(_unique(starts), _unique(ends), section_start, section_end, call_start, call_end,
-                         function_start, _unique(inner), _unique(others))
+                         function_start, value_start, value_end, _unique(inner), _unique(others))
 
 
 @dataclass(frozen=True)
@@ -264,6 +283,8 @@ def variants(params: ChatParams, output: str, expected: ChatMessage, markers: Fo
         ("reasoning_start_dropped", _reasoning_start_dropped),
         ("reasoning_end_dropped_before_calls", _reasoning_end_dropped),
         ("reasoning_after_content", _reasoning_after_content),
+        ("value_opener_dropped", _value_opener_dropped),
+        ("value_closer_doubled", _value_closer_doubled),
         ("leaked_marker", _leaked_marker),
         ("partial_closer_at_end", _partial_closer),
     )
@@ -534,6 +555,28 @@ def _reasoning_after_content(params: ChatParams, layout: _Layout, expected: Chat
     words_end = _space_before(text, last)
     return Variant("reasoning_after_content", text[:lead] + text[first:words_end] + block + text[words_end:],
                    expected, _ALL_FIELDS)
+
+
+def _value_opener_dropped(params: ChatParams, layout: _Layout, expected: ChatMessage,
+                          m: FormatMarkers) -> Variant | None:
+    if not m.value_start:
+        return None
+    dropped = {run: "" for start, end in layout.calls for run in layout.occurrences(m.value_start, start, end)}
+    if not dropped:
+        return None
+    return Variant("value_opener_dropped", _rewrite(layout.output, dropped), expected, _ALL_FIELDS)
+
+
+def _value_closer_doubled(params: ChatParams, layout: _Layout, expected: ChatMessage,
+                          m: FormatMarkers) -> Variant | None:
+    if not m.value_end:
+        return None
+    first = next((run for start, end in layout.calls for run in layout.occurrences(m.value_end, start, end)), None)
+    if first is None:
+        return None
+    text = layout.output
+    return Variant("value_closer_doubled", text[:first[1]] + "\n" + m.value_end + text[first[1]:], expected,
+                   _ALL_FIELDS)
 
 
 def _leaked_marker(params: ChatParams, layout: _Layout, expected: ChatMessage, m: FormatMarkers) -> Variant | None:

@@ -18,7 +18,7 @@ from autoparser.types import ChatMessage, Diagnostic
 
 __all__ = ["MESSAGES", "begun_marker", "call_positions", "checked_calls", "diagnostic", "drop_repeated_start",
            "enumerated_parameters", "may_become_marker", "mistyped", "moved", "repair_diagnostics",
-           "with_late_reasoning", "with_repairs"]
+           "with_late_reasoning", "with_repairs", "without_revisable_calls"]
 
 
 # What each repair says, `{raw}` being the text it concerns and `{pos}` where it is in the output: the readings
@@ -59,6 +59,8 @@ MESSAGES = {
     "missing_argument_closer": "argument value at {pos} not closed: it ends where the next argument or the call "
                                "does",
     "missing_call_closer": "tool call at {pos} not closed: it ends where the next marker begins",
+    "missing_argument_opener": "argument name at {pos} without its opener: read by its closer",
+    "missing_value_opener": "argument value at {pos} without its opener: read from the name's closer",
     "restarted_call": "the call before {pos}, left without its closer, written again at {pos}: one call",
     "unparsed_text": "text at {pos} does not fit the format: kept as content",
     "unparsed_reasoning": "text at {pos} inside the open reasoning does not fit the format: kept as reasoning",
@@ -74,6 +76,8 @@ MESSAGES = {
     "marker_label": "marker {raw!r} at {pos} without the label the template writes after it: accepted",
     "json_string_value": "string value {raw!r} at {pos} quoted as JSON, not as the template quotes strings: "
                          "read as the JSON string",
+    "call_parentheses": "call at {pos} with its arguments in parentheses, where the template writes braces: read "
+                        "as the template's",
     "undeclared_argument": "argument {raw!r} at {pos}, which the tool's schema does not list: kept",
     "stray_closer": "closer {raw!r} at {pos} where nothing it closes is open: markup",
     "repeated_closer": "closer {raw!r} at {pos} written again after the one that closed: markup",
@@ -197,6 +201,8 @@ def with_repairs(msg: ChatMessage, result: ParseResult, plan: RecoveryPlan, outp
         msg = replace(msg, diagnostics=(*diags, *msg.diagnostics))
     if relaxed and len(msg.tool_calls) > 1:
         msg = without_restarted_calls(msg, result, offset, partial)
+    if relaxed and partial and msg.tool_calls:
+        msg = without_revisable_calls(msg, result, offset)
     if (recovered or diags) and not partial and msg.tool_calls:
         msg = checked_calls(msg, plan.tools, call_positions(result, offset))
     msg = drop_repeated_start(msg, plan.reasoning_start, output, partial)
@@ -226,6 +232,22 @@ def without_restarted_calls(msg: ChatMessage, result: ParseResult, offset: int, 
     if len(kept) == len(calls):
         return msg
     return replace(msg, tool_calls=tuple(kept), diagnostics=tuple(diags))
+
+
+def without_revisable_calls(msg: ChatMessage, result: ParseResult, offset: int) -> ChatMessage:
+    """`msg` (mapped from a partial `result`) without the first call whose argument value a repair ended
+    (`missing_argument_closer`: at the call's closer), nor any call after it. While more may come, the value's
+    own closer may still come, and the value then runs to it, the call's closing markers its text (a Qwen3.5
+    output writing `</tool_call>` inside a file's content, quoted in jundot/omlx PR #2588): the call shows when
+    the output ends, as the whole parse reads it (a stream shows a call once, whole)."""
+    ends = [d.position for d in repair_diagnostics(result, offset) if d.kind == "missing_argument_closer"]
+    if not ends or not msg.tool_calls:
+        return msg
+    starts = call_positions(result, offset)
+    first = sum(1 for s in starts if s <= min(ends)) - 1  # (the call the earliest such value is in)
+    if first < 0 or first >= len(msg.tool_calls):
+        return msg
+    return replace(msg, tool_calls=msg.tool_calls[:first])
 
 
 def call_positions(result: ParseResult, offset: int) -> list[int]:

@@ -71,7 +71,7 @@ class LooseCalls(ChatBuilder):
         them (`<parameter=path>/tmp/x</parameter>`; extra whitespace stays in the value, as in the strict
         parse); a value as Python spells it where the schema allows it (`python_spelled`); a value's closer
         left out where the call's closer or a declared argument's opener follows, or written where no value is
-        open; a call's closer left out where the next marker follows; the arguments as one JSON object
+        open; a key's opener or its value's left out where the template writes the key between two tags; a call's closer left out where the next marker follows; the arguments as one JSON object
         (`tagged_arguments`); a value that does not fit its schema kept as a string."""
         t = str.strip
         call_end, after = t(m.call_close, C_SPACE), t(m.after_call, C_SPACE)
@@ -119,7 +119,16 @@ class LooseCalls(ChatBuilder):
             missing = unclosed(m.arg_suffix)
             if missing is not None:
                 head = head | missing
-            return self.tool_arg_open(self.space() + self.literal(t(m.arg_prefix, C_SPACE)) + name + head)
+            key = self.literal(t(m.arg_prefix, C_SPACE)) + name
+            # (a key between two tags, its own closer and then the value's opener, `<arg_key>K</arg_key><arg_value>`
+            # (not one tag broken at a space inside it, DSML's `" string="true">`): the key's opener or the
+            # value's left out, where the key's closer still bounds the key, as GLM-4.7 and GLM-5.2 outputs quoted
+            # in vLLM PR #47190 and issue #49248 do; the whitespace before the value's opener is the marker's)
+            tags = marker_pieces(t(m.arg_suffix, C_SPACE))
+            if len(tags) > 1 and tags[-2].endswith(">") and tags[-1].startswith("<"):
+                head = head | self.repair("missing_value_opener", self.space_between(tags[:-1]) + self.space())
+                key = key | self.repair("missing_argument_opener", name)
+            return self.tool_arg_open(self.space() + key + head)
 
         def json_then_string(json_value: P, fallback: P, param: Parameter | None = None) -> P:
             # (then the value as Python spells it, `True`, `None`, `{'k': 'v'}`: python_spelled)

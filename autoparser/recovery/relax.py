@@ -313,10 +313,16 @@ class RelaxedBuilder(LooseCalls):
     def message_after_calls(self, calls: P, message: Callable[[], P]) -> P:
         return calls + self.optional(self.repair("message_after_calls", message()))
 
-    def omissible(self, full: Callable[[], P], without: Callable[[], P], marks: str, kind: str) -> P:
+    def value_closer(self, close: str) -> P:
+        # (not where only whitespace ends the output: a partial match there would leave the value open, and an
+        # output cut after its closer would lose it)
+        again = self.negate(self.space() + self.end()) + self.space() + self.literal(close)
+        return self.literal(close) + self.optional(self.repair("stray_closer", again))
+
+    def written_otherwise(self, strict: Callable[[], P], other: Callable[[], P], marks: str, kind: str) -> P:
         if marks:
             self.markup([marks])  # (a node no parser refers to: data for the recovery plan's triggers)
-        return full() | self.repair(kind, without())
+        return strict() | self.repair(kind, other())
 
     def labelled_marker(self, token: str, label: str) -> P:
         return self.literal(token + label) | self.repair("marker_label", self.literal(token))

@@ -25,6 +25,7 @@ from autoparser.recovery.checks import (
     may_become_marker,
     repair_diagnostics,
     without_restarted_calls,
+    without_revisable_calls,
 )
 from autoparser.recovery.coverage import Reading, covered_by, guaranteed
 from autoparser.recovery.reading import Reader, pending_space_held
@@ -101,6 +102,9 @@ class RecoveringStream(StreamParser):
             message, growth, dropped = map_growing_accounted(result, spine, self._fmt)
         if len(message.tool_calls) > 1:  # (as the whole parse reads them: `with_repairs`)
             message = without_restarted_calls(message, shown, self._offset, True)
+        held = without_revisable_calls(message, shown, self._offset)  # (as the partial parse: `with_repairs`)
+        if held is not message:  # (what shows of the calls depends on what follows)
+            message, growth = held, None
         if dropped:  # text a closed structure dropped is content, where it stands, as the whole parse has it
             # (what follows the parse is not this reading's: it waits, or is the rest `_parsed` keeps)
             rest = (result.end - self._offset, len(self.text))

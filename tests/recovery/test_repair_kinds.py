@@ -126,6 +126,43 @@ def test_argument_closer_missing_before_the_next_argument(template: str, output:
           ["missing_argument_closer"])
 
 
+@pytest.mark.parametrize(("template", "output", "request_", "repair"), [
+    # a GLM-5.2 output quoted in vLLM issue #49248 (sampled tokens): the value's `<arg_value>` left out
+    ("zai-org__GLM-5.2", "<tool_call>get_weather<arg_key>city</arg_key>Paris</arg_value></tool_call>",
+     {"enable_thinking": False}, "missing_value_opener"),
+    # GLM-4.6 writes the markers on lines of their own: `</arg_key>\n<arg_value>`
+    ("zai-org__GLM-4.6", "<tool_call>get_weather\n<arg_key>city</arg_key>\nParis</arg_value>\n</tool_call>",
+     {"enable_thinking": False}, "missing_value_opener"),
+    # a GLM-4.7 output quoted in vLLM PR #47190: the first key's `<arg_key>` left out, the name and key joined
+    (GLM, "<tool_call>get_weathercity</arg_key><arg_value>Paris</arg_value></tool_call>",
+     {"enable_thinking": False}, "missing_argument_opener"),
+])
+def test_a_key_or_value_opener_left_out_between_two_markers(template: str, output: str, request_: dict[str, Any],
+                                                              repair: str) -> None:
+    """A template that writes a key between its own markers, then the value's opener (`<arg_key>K</arg_key>
+    <arg_value>V</arg_value>`): where the model leaves out the key's opener or the value's, the key's closer still
+    says where the key ends."""
+    check(case(template, output, **request_), {"tool_calls": [PARIS]}, [repair])
+
+
+WRITE_FILE = {"type": "function", "function": {"name": "write_file", "parameters": {
+    "type": "object", "properties": {"path": {"type": "string"}, "content": {"type": "string"}}}}}
+
+
+@pytest.mark.parametrize("template", [QWEN35, "Qwen__Qwen3-Coder-30B-A3B-Instruct"])
+def test_a_value_holding_the_calls_closers_before_its_own_closer(template: str) -> None:
+    """A file's content holding `</function>` and `</tool_call>` before the value's `</parameter>` (a Qwen3.5
+    output quoted in jundot/omlx PR #2588). The whole parse reads the value up to its closer; a stream showed the
+    call at the first `</tool_call>` (the value's closer missing there: `missing_argument_closer`) and could not
+    take it back. The call waits until the output ends."""
+    content = "<function=demo>\n</function>\n</tool_call>"
+    out = (f"<tool_call>\n<function=write_file>\n<parameter=path>\nnotes.xml\n</parameter>\n<parameter=content>\n"
+           f"{content}\n</parameter>\n</function>\n</tool_call>")
+    args = json.dumps({"path": "notes.xml", "content": content})
+    msg = case(template, out, tools=[WRITE_FILE]).expect({"tool_calls": [call("write_file", args)]})
+    assert not msg.diagnostics
+
+
 def test_output_ending_inside_the_arguments_gives_valid_json() -> None:
     check(case(QWEN25, '<tool_call>\n{"name": "get_weather", "arguments": {"city": "Pa'),
           {"tool_calls": [PARIS | {"arguments": '{"city": "Pa"}'}]}, ["missing_closer"], space_after=False)
@@ -187,6 +224,25 @@ def test_first_opener_missing_in_hand_written_formats(template: str, output: str
     # each format's relaxed parser lets the first call's opener be left out (recovery/relax.py `calls_opened`,
     # `content_until_calls`): content stops where the rest of a call follows
     check(case(template, output, **request_), message, ["missing_call_opener"])
+
+
+@pytest.mark.parametrize(("template", "output", "request_"), [
+    # Qwen 3.6 (a derived tagged format), as ggml-org/llama.cpp#24807 and mostlygeek/llama-swap#856 quote it
+    (QWEN35, "<tool_call>\n<function=get_weather>\n<parameter=city>\nParis\n</parameter>\n</parameter>\n"
+             "</function>\n</tool_call>", {}),
+    # the hand-written formats: DeepSeek V3.2's DSML, Ling 3's, Muse Glimmer's ATEM XML
+    ("deepseek-ai__DeepSeek-V3.2", '<｜DSML｜function_calls>\n<｜DSML｜invoke name="get_weather">\n<｜DSML｜parameter '
+     'name="city" string="true">Paris</｜DSML｜parameter>\n</｜DSML｜parameter>\n</｜DSML｜invoke>\n'
+     '</｜DSML｜function_calls>', {"enable_thinking": False}),
+    ("llama.cpp__inclusionai-ling-3.0-flash", "<tool_call>get_weather\n<arg_key>city</arg_key>\n<arg_value>Paris"
+     "</arg_value>\n</arg_value>\n</tool_call>", {"enable_thinking": False}),
+    ("llama.cpp__muse-glimmer", ' to=get_weather<|message|><atem:function_calls><atem:invoke name="get_weather">'
+     '<atem:parameter name="city">Paris</atem:parameter>\n</atem:parameter></atem:invoke></atem:function_calls>',
+     {}),
+])
+def test_a_values_closer_written_twice(template: str, output: str, request_: dict[str, Any]) -> None:
+    """The second closer closes nothing: markup, reported (`stray_closer`), the call read."""
+    check(case(template, output, **request_), {"tool_calls": [PARIS]}, ["stray_closer"])
 
 
 def test_call_opener_spelled_without_equals() -> None:
@@ -868,6 +924,26 @@ def test_a_json_string_in_the_templates_value_syntax() -> None:
     out = '<|tool_call>call:get_weather{city:"Par\\"is"}<tool_call|>'
     check(case("google__gemma-4-26B-A4B-it", out), {"tool_calls": [call("get_weather", '{"city": "Par\\"is"}')]},
           ["json_string_value"])
+
+
+@pytest.mark.parametrize(("template", "out", "repairs"), [
+    # the output quoted in vLLM issue #53642 (Gemma 4 26B A4B): Gemma's value syntax inside parentheses
+    ("google__gemma-4-26B-A4B-it", '<|tool_call>call:get_weather(city:<|"|>Paris<|"|>)<tool_call|>',
+     ["call_parentheses"]),
+    # the keyword form oMLX PR #1886 describes (`call:name(key=value, ...)`), with an integer
+    ("google__gemma-4-31B-it", '<|tool_call>call:get_weather(city=<|"|>Paris<|"|>, days=3)<tool_call|>',
+     ["call_parentheses"]),
+    # a JSON string inside the parentheses (the form NousResearch/hermes-agent PR #7449 quotes)
+    ("google__gemma-4-31B-it", '<|tool_call>call:get_weather(city: "Paris", days: 3)<tool_call|>',
+     ["call_parentheses", "json_string_value"]),
+])
+def test_a_calls_arguments_in_parentheses(template: str, out: str, repairs: list[str]) -> None:
+    """Gemma 4 writes `call:NAME{k:<|"|>v<|"|>}`; its models also write the arguments in parentheses: read as the
+    braces' arguments (the parse of a later well-formed call is not taken over)."""
+    args = '{"city": "Paris"}' if "days" not in out else '{"city": "Paris", "days": 3}'
+    after = '<|tool_call>call:get_weather{city:<|"|>Rome<|"|>}<tool_call|>'
+    check(case(template, out + after), {"tool_calls": [call("get_weather", args),
+                                                      call("get_weather", '{"city": "Rome"}')]}, repairs)
 
 
 def test_an_undeclared_keyword_argument_where_the_schema_allows_it() -> None:

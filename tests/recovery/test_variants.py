@@ -4,7 +4,8 @@ Every round-trip golden our parse reads right (as tests/recovery/test_mutations.
 each layout that applies to its template (autoparser.corpus.variants.KINDS: the markup on one line or spread
 over blank, indented lines, one section per call or several calls in one section, a call's closer left out
 before the next call, the section markers left out, the reasoning start or end left out, the reasoning block after
-the answer, a marker mentioned in the content, a closer cut short at the end).
+the answer, a value's opener left out after its name's closer, a value's closer written twice, a marker mentioned in
+the content, a closer cut short at the end).
 For each variant:
 
 - `parse()` never raises, and gives what the variant must keep (`Variant.checks`: the intended calls,

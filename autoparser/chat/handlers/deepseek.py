@@ -114,7 +114,7 @@ def _tool_choice(b: Build) -> P:
         kind = p.literal(f'" string="{"true" if is_string else "false"}">')
         key = p.tool_arg_name(p.until('"'))
         return p.tool_arg(p.tool_arg_open(p.literal(param_start + ' name="') + key + kind) + value
-                          + p.tool_arg_close(p.literal(param_end)))
+                          + p.tool_arg_close(p.value_closer(param_end)))
 
     # Nodes are made in the order GCC builds the C++ expressions (the operands of `a + b` right to left), as
     # grammar rule names embed node ids: a close before its value, a value before its opener.
@@ -123,7 +123,7 @@ def _tool_choice(b: Build) -> P:
         optional: list[P] = []
         for param in parameters(f):
             is_string = param.may_be_string
-            close = p.tool_arg_close(p.literal(param_end))
+            close = p.tool_arg_close(p.value_closer(param_end))
             value = p.tool_arg_string_value(p.until(param_end)) if is_string else p.tool_arg_json_value(
                 p.schema(p.json(), f"tool-{f.name}-arg-{param.name}-schema", f.schema, pointer=param.pointer))
             kind = p.literal(f'" string="{"true" if is_string else "false"}">')

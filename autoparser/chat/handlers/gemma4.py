@@ -151,6 +151,24 @@ def _value_rules(p: ChatBuilder) -> None:
         p.ref("gemma4-number"), p.ref("gemma4-bool"), p.ref("gemma4-null")], "gemma4-json-string"))
 
 
+def _paren_rules(p: ChatBuilder) -> str:
+    """The `gemma4-paren-*` rules (relaxed only): a call's arguments in parentheses, each key ended by `:` or by
+    `=`, the values Gemma's own (`gemma4-value`); the mapper reads them as `gemma4-dict`. Returns the dict's
+    rule name."""
+    def kv() -> P:
+        key = p.rule("gemma4-paren-key-name", p.chars("[^:=(), \t\r\n]", 1, -1))
+        return p.rule("gemma4-paren-key", key + p.space() + p.choice([p.literal(":"), p.literal("=")])) \
+            + p.space() + p.ref("gemma4-value")
+
+    def body() -> P:
+        member = p.rule("gemma4-paren-kv", kv)
+        members = member + p.zero_or_more(p.space() + p.literal(",") + p.space() + member)
+        return p.literal("(") + p.space() + p.optional(members + p.space()) + p.literal(")")
+
+    p.rule("gemma4-paren-dict", body)
+    return "gemma4-paren-dict"
+
+
 def _build(b: Build) -> P:
     p = b.p
     start = p.rule("start", p.optional(p.literal("<|turn>model\n")))
@@ -186,11 +204,14 @@ def _build(b: Build) -> P:
         _value_rules(p)
         tool_choice = p.choice()
         for f in functions(b.inputs.tools):
-            brace = p.peek(p.literal("{"))
-            tool_choice |= p.rule(f"tool-{f.name}", p.tool(p.sequence([
-                p.tool_open(p.tool_name(p.literal(f.name)) + brace),
-                p.tool_args(p.ref("gemma4-dict")),
-            ])))
+            def declared(opener: str, args: str, name: str = f.name) -> P:
+                brace = p.peek(p.literal(opener))
+                return p.tool(p.sequence([p.tool_open(p.tool_name(p.literal(name)) + brace), p.tool_args(p.ref(args))]))
+
+            # (relaxed: the arguments in parentheses, `call:NAME(k:v)` or `call:NAME(k=v)`, as Gemma 4 models write
+            # them under load: vLLM issue #53642 and PRs #53444, #53657, oMLX PR #1886)
+            tool_choice |= p.rule(f"tool-{f.name}", p.written_otherwise(
+                lambda: declared("{", "gemma4-dict"), lambda: declared("(", _paren_rules(p)), "", "call_parentheses"))
         # (relaxed: a call to a tool the request does not declare, `call:NAME{...}`)
         for undeclared in p.undeclared_call(lambda name: p.tool(p.sequence([
                 p.tool_open(name + p.peek(p.literal("{"))), p.tool_args(p.ref("gemma4-dict"))]))):

@@ -103,7 +103,7 @@ def _build(b: Build) -> P:
         return opener + reasoning + tail + end
 
     tool_choices = p.choice()
-    arg_close = p.tool_arg_close(p.literal(ARG_VAL_END))
+    arg_close = p.tool_arg_close(p.value_closer(ARG_VAL_END))
     arg_string = p.rule("ling3-arg-string", p.tool_arg_string_value(p.until(ARG_VAL_END)) + arg_close)
 
     def arg(f: Function, param: Parameter) -> P:
@@ -112,11 +112,14 @@ def _build(b: Build) -> P:
         arg_value = p.typed_value(param, rule_name + "-schema", f.schema, arg_close, arg_string,
                                   partial(_mixed_value, p, param, rule_name + "-schema", f.schema, arg_close,
                                           arg_string))
-        # the model puts newlines between arguments, the template's history does not
+        # the model puts newlines between arguments, the template's history does not (relaxed: the value's opener
+        # left out, as in GLM's form: `loose_tagged_call`)
         return p.rule(rule_name, p.optional(p.space())
                       + p.tool_arg(p.tool_arg_open(p.literal(ARG_KEY) + p.tool_arg_name(p.literal(param.name))
                                                    + p.literal(ARG_KEY_END))
-                                   + p.optional(p.space()) + p.literal(ARG_VAL) + arg_value))
+                                   + p.written_otherwise(lambda: p.optional(p.space()) + p.literal(ARG_VAL),
+                                                         lambda: p.optional(p.space()), "", "missing_value_opener")
+                                   + arg_value))
 
     for f in functions(b.inputs.tools):
         name = f.name

@@ -30,7 +30,7 @@ def _build(b: Build) -> P:
         calls = ["<function"] if b.tool_calls else []
         # (relaxed: the block left out, which llama.cpp's parser requires: the text is content, and reasoning up
         # to an end marker, `missing_reasoning_start`)
-        reasoning = p.omissible(lambda: p.cpp_sum(lambda: p.reasoning_between(
+        reasoning = p.written_otherwise(lambda: p.cpp_sum(lambda: p.reasoning_between(
             lambda: ("<think>" << p.reasoning(p.until("</think>"))) << "</think>", "<think>", "</think>", calls,
             spaced=True), p.space), p.eps, "", "missing_reasoning_block")
 
@@ -44,10 +44,10 @@ def _build(b: Build) -> P:
         cdata = p.cpp_sum(lambda: p.spaced_marker("<![CDATA["),
                         lambda: p.ac(p.cpp_sum(lambda: p.tool_arg_string_value(p.until("]]>")),
                                              lambda: p.literal("]]>")), "]]>"),
-                        lambda: p.tool_arg_close(p.space_then(p.literal("</param>"))))
+                        lambda: p.tool_arg_close(p.space_then(p.value_closer("</param>"))))
         plain = p.cpp_sum(lambda: p.negate(p.literal("<![CDATA[")),
                         lambda: p.ac(p.cpp_sum(lambda: p.tool_arg_string_value(p.until("</param>")),
-                                             lambda: p.tool_arg_close(p.literal("</param>"))), "</param>"))
+                                             lambda: p.tool_arg_close(p.value_closer("</param>"))), "</param>"))
         string_value = p.choice([cdata, plain])
         tool_choice = p.choice()
         for f in functions(b.inputs.tools):

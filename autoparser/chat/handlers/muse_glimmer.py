@@ -57,7 +57,7 @@ def _build(b: Build) -> P:
     if b.tool_calls:
         # Operands are created in the C++ evaluation order (see cpp_sum) so that automaton rule ids match.
         string_value = p.ac(p.cpp_sum(lambda: p.tool_arg_string_value(p.until(PARAM_END)),
-                                    lambda: p.tool_arg_close(p.literal(PARAM_END))), PARAM_END)
+                                    lambda: p.tool_arg_close(p.value_closer(PARAM_END))), PARAM_END)
 
         def args_of(f: Function) -> P:  # (relaxed: also an argument the tool does not declare, kept)
             opener = '<atem:parameter name="'
@@ -100,8 +100,8 @@ def _tool(p: ChatBuilder, name: str, args: P, invoke: Callable[[], P]) -> P:
             *p.name_attribute('<atem:invoke name="', lambda: p.tool_name(p.literal(name))), p.space))
 
     # (relaxed: a message header without its ` to=RECIPIENT`, the call told by its body)
-    tool_open = p.omissible(lambda: head(lambda: p.literal(" to="), lambda: p.until("<|message|>")), head,
-                            "<atem:function_calls>", "missing_recipient")
+    tool_open = p.written_otherwise(lambda: head(lambda: p.literal(" to="), lambda: p.until("<|message|>")), head,
+                                    "<atem:function_calls>", "missing_recipient")
     return p.tool(tool_open << p.tool_args(args) << p.tool_close(p.cpp_sum(
         lambda: p.literal("</atem:invoke>"),
         *p.more_calls_before(invoke, p.space, lambda: p.literal("</atem:function_calls>")))))
