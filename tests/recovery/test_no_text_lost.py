@@ -39,7 +39,7 @@ from autoparser.peg import nodes as N
 from autoparser.testing.ratchet import Ratchet
 from autoparser.testing.recovery import markup_spans, unaccounted
 from autoparser.testing.streaming import chunked
-from autoparser.types import ChatMessage
+from autoparser.types import ChatMessage, ToolCall
 from tests.recovery.test_mutations import ROWS, TEMPLATES, _source
 
 STREAM_RATCHET = Ratchet(Path(__file__).resolve().parent.parent / "data" / "ratchet" / "stream_waits.json")
@@ -206,3 +206,20 @@ def test_text_after_a_stray_channel_end_is_not_stepped_over(template: str, think
     assert not unaccounted(output, got, markup_spans(params, output, got)), got
     assert got.diagnostics, got
     assert ("sunny" in got.content) if "sunny" in output else [c.name for c in got.tool_calls] == ["get_weather"]
+
+
+@pytest.mark.parametrize(("output", "message", "lost"), [
+    # a call's name and its first argument's name joined (the marker between them left out): both whole words
+    ("get_weathercity", ChatMessage(tool_calls=(ToolCall("get_weather", '{"city":"P"}'),)), {}),
+    # a word only parts of which are in the fields, not as whole words, is lost
+    ("Parisian weather", ChatMessage(content="Paris weather is fine"), {"Parisian": 1}),
+    ("Parisian weather", ChatMessage(content="weather ian"), {"Parisian": 1}),
+    # each part used once: a word whose two parts are one word of a field is lost
+    ("abab", ChatMessage(content="ab"), {"abab": 1}),
+])
+def test_a_word_written_across_two_fields_is_accounted_only_by_two_whole_words(
+        output: str, message: ChatMessage, lost: dict[str, int]) -> None:
+    """The word check of `unaccounted` (by words, not by the run-time spans): a word the output writes across two
+    fields, a marker between them left out (GLM's `<tool_call>NAMEkey</arg_key>`, vLLM PR #47190), is there when
+    each part is a whole word of a field; anything less is a lost word still."""
+    assert dict(unaccounted(output, message, [])) == lost
