@@ -946,6 +946,14 @@ def test_a_calls_arguments_in_parentheses(template: str, out: str, repairs: list
                                                       call("get_weather", '{"city": "Rome"}')]}, repairs)
 
 
+@pytest.mark.parametrize("template", ["google__gemma-4-26B-A4B-it", "google__gemma-4-31B-it"])
+def test_a_call_opener_without_its_label(template: str) -> None:
+    """Gemma 4 opens a call `<|tool_call>call:`; Gemma 4 26B A4B also writes `<|tool_call>:NAME{...}` (vLLM issue
+    #53431, whose PR #53444 reads it): the label `call` left out, the call read, the text before it content."""
+    out = 'Hello: world<|tool_call>:get_weather{city:<|"|>Paris<|"|>}<tool_call|>'
+    check(case(template, out), {"content": "Hello: world", "tool_calls": [PARIS]}, ["marker_label"])
+
+
 def test_an_undeclared_keyword_argument_where_the_schema_allows_it() -> None:
     """LFM2.5 writes Python calls; a tool whose schema lists no properties (and does not forbid others) called
     with a keyword (Ollama's LFM2 tests): kept, reported."""

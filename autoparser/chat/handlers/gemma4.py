@@ -217,10 +217,12 @@ def _build(b: Build) -> P:
                 p.tool_open(name + p.peek(p.literal("{"))), p.tool_args(p.ref("gemma4-dict"))]))):
             tool_choice |= undeclared
         # (relaxed: the model may leave out the first `<|tool_call>`: that call then begins with `call:NAME{`;
-        # and write several calls in one `<|tool_call>...<tool_call|>`)
+        # and write several calls in one `<|tool_call>...<tool_call|>`; or the opener's `call` label, writing
+        # `<|tool_call>:NAME{...}`, as Gemma 4 26B A4B does: vLLM issue #53431, PR #53444)
         # (relaxed, space_then: whitespace before the closer)
         def call() -> P:
-            return p.grouped_calls(p.literal("call:") + tool_choice) + p.space_then(p.literal("<tool_call|>"))
+            head = p.written_otherwise(lambda: p.literal("call:"), lambda: p.literal(":"), "", "marker_label")
+            return p.grouped_calls(head + tool_choice) + p.space_then(p.literal("<tool_call|>"))
 
         tool_call = p.trigger_rule("tool-call", p.calls_with_first_opener(
             lambda: p.repeat("<|tool_call>call:" + tool_choice + "<tool_call|>", *b.call_counts),
