@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import replace
 
 from autoparser.chat.tags import NAME_TAGS, TOOL, TOOL_OPEN
@@ -200,9 +200,9 @@ def with_repairs(msg: ChatMessage, result: ParseResult, plan: RecoveryPlan, outp
     if diags:
         msg = replace(msg, diagnostics=(*diags, *msg.diagnostics))
     if relaxed and len(msg.tool_calls) > 1:
-        msg = without_restarted_calls(msg, result, offset, partial)
+        msg = without_restarted_calls(msg, diags, result, offset)
     if relaxed and partial and msg.tool_calls:
-        msg = without_revisable_calls(msg, result, offset)
+        msg = without_revisable_calls(msg, diags, result, offset)
     if (recovered or diags) and not partial and msg.tool_calls:
         msg = checked_calls(msg, plan.tools, call_positions(result, offset))
     msg = drop_repeated_start(msg, plan.reasoning_start, output, partial)
@@ -211,12 +211,14 @@ def with_repairs(msg: ChatMessage, result: ParseResult, plan: RecoveryPlan, outp
     return replace(msg, diagnostics=tuple(sorted(msg.diagnostics, key=lambda d: d.position)))
 
 
-def without_restarted_calls(msg: ChatMessage, result: ParseResult, offset: int, partial: bool) -> ChatMessage:
+def without_restarted_calls(msg: ChatMessage, repairs: Sequence[Diagnostic], result: ParseResult,
+                            offset: int) -> ChatMessage:
     """`msg` (mapped from `result`) without a call the model wrote again right after itself where it left out
     its closer (`<tool_call>skill\n{...}\n<tool_call>skill\n{...}</tool_call>`): it started the call over, and the
     call is one (Ollama's Laguna parser test `IgnoresDuplicatedNestedToolCall`). The repeat's text is kept in a
-    diagnostic. (A stream shows a call once it is closed, and drops the repeat as it closes: it never shows.)"""
-    missing = [d.position for d in repair_diagnostics(result, offset, partial) if d.kind == "missing_call_closer"]
+    diagnostic. (A stream shows a call once it is closed, and drops the repeat as it closes: it never shows.)
+    `repairs`: the parse's (`repair_diagnostics`)."""
+    missing = [d.position for d in repairs if d.kind == "missing_call_closer"]
     calls, starts = msg.tool_calls, call_positions(result, offset)
     if not missing or len(starts) != len(calls):
         return msg
@@ -234,13 +236,14 @@ def without_restarted_calls(msg: ChatMessage, result: ParseResult, offset: int, 
     return replace(msg, tool_calls=tuple(kept), diagnostics=tuple(diags))
 
 
-def without_revisable_calls(msg: ChatMessage, result: ParseResult, offset: int) -> ChatMessage:
+def without_revisable_calls(msg: ChatMessage, repairs: Sequence[Diagnostic], result: ParseResult,
+                            offset: int) -> ChatMessage:
     """`msg` (mapped from a partial `result`) without the first call whose argument value a repair ended
     (`missing_argument_closer`: at the call's closer), nor any call after it. While more may come, the value's
     own closer may still come, and the value then runs to it, the call's closing markers its text (a Qwen3.5
     output writing `</tool_call>` inside a file's content, quoted in jundot/omlx PR #2588): the call shows when
-    the output ends, as the whole parse reads it (a stream shows a call once, whole)."""
-    ends = [d.position for d in repair_diagnostics(result, offset) if d.kind == "missing_argument_closer"]
+    the output ends, as the whole parse reads it (a stream shows a call once, whole). `repairs`: the parse's."""
+    ends = [d.position for d in repairs if d.kind == "missing_argument_closer"]
     if not ends or not msg.tool_calls:
         return msg
     starts = call_positions(result, offset)

@@ -100,11 +100,13 @@ class RecoveringStream(StreamParser):
             (message, dropped), growth = map_accounted(result, self._fmt), None
         else:
             message, growth, dropped = map_growing_accounted(result, spine, self._fmt)
-        if len(message.tool_calls) > 1:  # (as the whole parse reads them: `with_repairs`)
-            message = without_restarted_calls(message, shown, self._offset, True)
-        held = without_revisable_calls(message, shown, self._offset)  # (as the partial parse: `with_repairs`)
-        if held is not message:  # (what shows of the calls depends on what follows)
-            message, growth = held, None
+        if message.tool_calls:  # (as the partial parse reads them: `with_repairs`)
+            repairs = repair_diagnostics(shown, self._offset)
+            if len(message.tool_calls) > 1:
+                message = without_restarted_calls(message, repairs, shown, self._offset)
+            held = without_revisable_calls(message, repairs, shown, self._offset)
+            if held is not message:  # (what shows of the calls depends on what follows)
+                message, growth = held, None
         if dropped:  # text a closed structure dropped is content, where it stands, as the whole parse has it
             # (what follows the parse is not this reading's: it waits, or is the rest `_parsed` keeps)
             rest = (result.end - self._offset, len(self.text))
