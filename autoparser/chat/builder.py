@@ -263,10 +263,27 @@ class ChatBuilder(ChatTags):
         or `,` with whitespace around, as models write it."""
         return between
 
+    def member_separator(self, separator: str) -> P:
+        """The `separator` between two members of an object in a format's own value syntax (`,` in Gemma 4's
+        `{a:1,b:2}`). Relaxed: also left out where the next member's key follows (`a:<|"|>x<|"|>b:2`)."""
+        return self.literal(separator)
+
     def arguments_marker(self, marker: str) -> P:
-        """The marker between a call's name (or id) and its JSON arguments (`[ARGS]`). Relaxed: also left out
-        where the arguments follow at once (`[TOOL_CALLS]get_weather{...}`, a Mistral dialect)."""
+        """The marker between a call's name (or id) and its JSON arguments (`[ARGS]`, `<｜tool▁sep｜>`, a code
+        fence's opening). Relaxed: with whitespace as `call_part_marker` reads it, or left out where the arguments
+        follow at once (`[TOOL_CALLS]get_weather{...}`, a Mistral dialect; DeepSeek V3's fenced arguments written
+        bare, as its V3.1 sibling writes them)."""
         return self.literal(marker)
+
+    def fenced_arguments(self, args: P) -> P:
+        """A call's JSON arguments (`args`), where the template writes no code fence around them. Relaxed: also in
+        a ```` ```json ```` fence, as models write JSON they were not asked to fence."""
+        return args
+
+    def call_id_text(self, suffix: str) -> P:
+        """A call id's text, up to the marker the template writes after it. Relaxed: also up to the JSON arguments,
+        where that marker is left out (`arguments_marker`)."""
+        return self.until(suffix)
 
     def call_array(self, calls: P) -> P:
         """`calls` in the JSON array the template writes them in. Relaxed: also without the brackets (a lone call
@@ -277,9 +294,11 @@ class ChatBuilder(ChatTags):
         """`calls`, where the request allows one `call`. Relaxed: further calls after it, each reported."""
         return calls
 
-    def value_choice(self, values: Sequence[P], json_string_rule: str) -> P:
-        """A value of a format's own value syntax, one of `values`. Relaxed: also a JSON string (`"a \\"b\\""`)
-        where the syntax quotes strings otherwise, as the rule `json_string_rule` (its text is the JSON)."""
+    def value_choice(self, values: Sequence[P], rules: str, quote: str) -> P:
+        """A value of a format's own value syntax, one of `values`, its strings between two `quote`s. Relaxed:
+        also, where the syntax quotes strings otherwise, a JSON string (`"a \\"b\\""`, the rule `{rules}-json-string`:
+        its text is the JSON) or a Python one in single quotes (`'a'`, `{rules}-python-string`); and a string
+        without its opening `quote` (`weather in Tokyo<|"|>`, `{rules}-unopened-string`)."""
         return self.choice(list(values))
 
     def message_after_calls(self, calls: P, message: Callable[[], P]) -> P:

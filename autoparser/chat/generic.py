@@ -9,7 +9,7 @@ first call's opener, and its prefill rebuilds a continued message around the rea
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from functools import partial
 from typing import Any
@@ -257,13 +257,14 @@ def _json_native(d: _Derived) -> P:
 
 def _bare_json_openers(d: _Derived) -> list[str]:
     """How a JSON call begins without its opener: its first key (`{"name"`), or the function name when the
-    name is the key (`{"get_weather"`)."""
+    name is the key (`{"get_weather"`); or OpenAI's wrapper around it (`{"type"`), which the relaxed parser
+    reads (`loose_json_calls`)."""
     fmt = d.a.tools.format
     if fmt.fun_name_is_key:
         keys = [f.name for f in functions(d.b.inputs.tools)]
     else:
         first = _first_json_key(fmt)
-        keys = [first] if first else []
+        keys = list(dict.fromkeys([first, "type"])) if first else []
     lead = "[" if fmt.tools_array_wrapped else ""
     return [f'{lead}{{"{k}"' for k in keys]
 
@@ -292,15 +293,17 @@ def _bare_json_triggers(fmt: ToolFormatAnalysis) -> tuple[tuple[GrammarTrigger, 
     return (), pattern(rf'(\{{{s}{wrapper}"{re.escape(first)}"{s}:{s}"{{name}}")')
 
 
-def _func(d: _Derived, name: str | P, call_id_section: P, have_call_id: bool, args: P, atomic_peek: P | None) -> P:
-    """A call of the tool `name` (or whose name `name` reads: `undeclared_call`)."""
+def _func(d: _Derived, name: str | P, call_id_section: P, have_call_id: bool, args: P, atomic_peek: P | None,
+          name_suffix: Callable[[str], P] | None = None) -> P:
+    """A call of the tool `name` (or whose name `name` reads: `undeclared_call`). `name_suffix` makes the marker
+    after the name (`call_part_marker`; `arguments_marker` where JSON arguments follow it)."""
     p, tools = d.p, d.a.tools
     fn, fmt = tools.function, tools.format
     # Nodes are made in the order GCC builds each C++ expression (the operands of `a + b` right to left), as
     # grammar rule names embed node ids: a new node on the right is made before the left's.
     name_node = p.tool_name(p.literal(name)) if isinstance(name, str) else name
     # (relaxed, `call_part_marker`: the whitespace of the name's suffix and of the call's close any, or none)
-    open_ = p.tool_open(fn.name_prefix + name_node + p.call_part_marker(fn.name_suffix))
+    open_ = p.tool_open(fn.name_prefix + name_node + (name_suffix or p.call_part_marker)(fn.name_suffix))
     p.eps()  # `func_parser` is default-initialised in the C++
     matched_atomic = True
     if fn.args_separator:
@@ -340,7 +343,7 @@ def _call_id_section(d: _Derived, inside: bool) -> tuple[P, bool]:
         if cid.suffix:
             if inside:
                 return p.optional(cid.prefix + p.tool_id(p.until(cid.suffix)) + cid.suffix), True
-            return p.optional(cid.prefix + p.tool_id(p.until(cid.suffix))) + p.arguments_marker(cid.suffix), True
+            return p.optional(cid.prefix + p.tool_id(p.call_id_text(cid.suffix))) + p.arguments_marker(cid.suffix), True
         return p.optional(cid.prefix + p.tool_id(p.until(args.start))), True
     return none, False
 
@@ -351,23 +354,24 @@ def _tag_with_json(d: _Derived) -> P:
     choice = p.choice()
     for f in functions(b.inputs.tools):
         call_id_section, have_call_id = _call_id_section(d, inside=False)
-        args = p.tool_args(p.schema(p.arguments_value(), f"tool-{f.name}-schema", f.schema))
+        args = p.fenced_arguments(p.tool_args(p.schema(p.arguments_value(), f"tool-{f.name}-schema", f.schema)))
         if args_m.start:
             args = p.literal(args_m.start) + args
         if args_m.end:
             args = args + p.literal(args_m.end)
         peek = p.peek(p.literal(args_m.start)) if args_m.start else None
-        choice = choice | p.rule(f"tool-{f.name}", _func(d, f.name, call_id_section, have_call_id, args, peek))
+        choice = choice | p.rule(f"tool-{f.name}", _func(d, f.name, call_id_section, have_call_id, args, peek,
+                                                         p.arguments_marker))
 
     def undeclared(name: P) -> P:
         call_id_section, have_call_id = _call_id_section(d, inside=False)
-        args = p.tool_args(p.arguments_value())
+        args = p.fenced_arguments(p.tool_args(p.arguments_value()))
         if args_m.start:
             args = p.literal(args_m.start) + args
         if args_m.end:
             args = args + p.literal(args_m.end)
         peek = p.peek(p.literal(args_m.start)) if args_m.start else None
-        return _func(d, name, call_id_section, have_call_id, args, peek)
+        return _func(d, name, call_id_section, have_call_id, args, peek, p.arguments_marker)
 
     if (tools.function.name_suffix + args_m.start).strip(C_SPACE):
         # (relaxed: a call to a tool the request does not declare, where a marker ends its name,

@@ -464,6 +464,12 @@ def _gemma4_to_json(ast: Ast, nid: AstId) -> str:
     rule = node.rule
     if rule in ("gemma4-number", "gemma4-bool", "gemma4-null", "gemma4-json-string"):
         return node.text
+    if rule == "gemma4-python-string":
+        return _python_quoted_as_json(node.text, closed=not node.is_partial)
+    if rule == "gemma4-unopened-string":  # (its text up to the closing `<|"|>`, or to where that may begin)
+        text, quote = node.text, '<|"|>'
+        cut = len(text) - next((n for n in range(len(quote), 0, -1) if text.endswith(quote[:n])), 0)
+        return '"' + escape_inner(text[:cut]) + ('"' if not node.is_partial else "")
     if rule == "gemma4-string-content":
         return escape_inner(node.text)
     if rule == "gemma4-string":
@@ -475,7 +481,8 @@ def _gemma4_to_json(ast: Ast, nid: AstId) -> str:
         return out
     if rule in ("gemma4-array", "gemma4-dict", "gemma4-paren-dict"):
         open_, close = ("[", "]") if rule == "gemma4-array" else ("{", "}")
-        body = ",".join(_gemma4_to_json(ast, c) for c in node.children)
+        # (a child that maps to nothing, the `missing_separator` repair between two members, adds no member)
+        body = ",".join(part for c in node.children if (part := _gemma4_to_json(ast, c)))
         return open_ + body + ("" if node.is_partial else close)
     if rule in ("gemma4-dict-key-name", "gemma4-paren-key-name"):  # (`-paren-`: the relaxed parser's, in `(...)`)
         return node.text
@@ -491,6 +498,22 @@ def _gemma4_to_json(ast: Ast, nid: AstId) -> str:
     if rule == "gemma4-value":
         return _gemma4_to_json(ast, node.children[0]) if node.children else ""
     return ""
+
+
+# An escape of a Python string (`\\'`), or a double quote, which JSON escapes.
+_PYTHON_ESCAPE_OR_QUOTE = re.compile(r'\\.|"', re.DOTALL)
+
+
+def _python_quoted_as_json(text: str, *, closed: bool) -> str:
+    """A Python string in single quotes (`'It\\'s'`, its escapes those JSON has and `\\'`), as a JSON string;
+    without its closing quote where it is not `closed` yet."""
+    body = text[1:-1] if closed else text[1:]
+    if (len(body) - len(body.rstrip("\\"))) % 2:
+        body = body[:-1]  # (an escape cut in two: its second half comes later)
+    body = _PYTHON_ESCAPE_OR_QUOTE.sub(lambda m: "'" if m.group() == "\\'" else
+                                       '\\"' if m.group() == '"' else m.group(), body)
+    body = re.sub(r"[\x00-\x1f]", lambda m: f"\\u{ord(m.group()):04x}", body)
+    return '"' + body + ('"' if closed else "")
 
 
 class _CallTreeMapper:

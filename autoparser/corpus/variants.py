@@ -3,12 +3,14 @@
 The mutations (autoparser.corpus.mutations) break an output; a variant writes the same message as the template
 does, in another layout real models (and their users' reports) show: the markup on one line or spread over
 blank, indented lines, several calls in one section or one section per call, the section markers left out,
-the reasoning start or end left out, a marker mentioned in the content, a closer cut short at the end. Each
-variant is built from one output of a request and the message it means, with the markers the template's
-analysis found (`markers_of`: reasoning, section and call markers, the request's triggers and closers) and the
-spans the request's relaxed parser reads in that output (which text is markup, which a field, where each call
-stands); never from a model name. A kind applies only where those markers are in the output (else it is
-skipped), and each variant says what must come back (`Variant.checks`; `kept` compares).
+the reasoning start or end left out, a family's sibling dialects of a call's JSON arguments (the marker or the
+fence before them left out, a fence added, OpenAI's wrapper around a call object, the arguments' other usual key),
+a marker mentioned in the content, a closer cut short at the end. Each variant is built from one output of a
+request and the message it means, with the markers the template's analysis found (`markers_of`: reasoning,
+section and call markers, the request's triggers and closers) and the spans the request's relaxed parser reads in
+that output (which text is markup, which a field, where each call stands); never from a model name. A kind
+applies only where those markers are in the output (else it is skipped), and each variant says what must come
+back (`Variant.checks`; `kept` compares).
 
     markers = markers_of(params, cached_analysis(source))
     for v in variants(params, output, expected, markers):
@@ -17,17 +19,30 @@ skipped), and each variant says what must come back (`Variant.checks`; `kept` co
 
 from __future__ import annotations
 
+import json
+import re
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, replace
 
 from autoparser.analysis.model import TemplateAnalysis
 from autoparser.chat.compare import message_differences
-from autoparser.chat.tags import CONTENT, FIELD_TAGS, REASONING, TOOL, TOOL_ARGS, TOOL_CLOSE, TOOL_ID, TOOL_NAME
+from autoparser.chat.tags import (
+    CONTENT,
+    FIELD_TAGS,
+    NAME_TAGS,
+    REASONING,
+    TOOL,
+    TOOL_ARGS,
+    TOOL_CLOSE,
+    TOOL_ID,
+    TOOL_NAME,
+)
 from autoparser.corpus.mutations import Mutation
 from autoparser.params import ChatParams
 from autoparser.peg import AstNode
 from autoparser.peg.nodes import C_SPACE
 from autoparser.recovery.coverage import SPECIAL_TOKEN
+from autoparser.recovery.loose import FENCE
 from autoparser.types import ChatMessage
 
 __all__ = ["KINDS", "FormatMarkers", "Variant", "kept", "markers_of", "variants"]
@@ -82,10 +97,38 @@ KINDS = (
     # of its own and then the value's opener (`<arg_key>city</arg_key>Paris</arg_value>`): a GLM-5.2 output
     # sampled in vllm-project/vllm#49248. The name's closer still says where the value begins.
     "value_opener_dropped",
+    # The opener of each argument's name left out where the template writes the name between markers of its own
+    # and then the value's opener (`get_weathercity</arg_key><arg_value>Paris</arg_value>days</arg_key>...`):
+    # GLM-4.7 outputs quoted in vllm-project/vllm#47190 (`send_command_to_shellcommand</arg_key>`). The name's
+    # closer still says where the name ends.
+    "argument_opener_dropped",
     # The first value's closer written twice, on a line of its own (`</parameter>\n</parameter>`): Qwen 3.6 calls
     # quoted in ggml-org/llama.cpp#24807 and mostlygeek/llama-swap#856. The second closes nothing: markup.
     # Applies where a value's closer is a marker of its own (not also its opener, as FunctionGemma's `<escape>`).
     "value_closer_doubled",
+    # The marker between a call's name (or id) and its JSON arguments left out, the arguments right after the
+    # name: Mistral's `[TOOL_CALLS]get_weather{...}` beside the template's `[TOOL_CALLS]get_weather[ARGS]{...}`
+    # (vLLM's tests/tool_parsers/test_mistral_tool_parser.py reads both). Applies where that marker is markup
+    # of its own (not JSON's `"arguments": `, not a fence).
+    "arguments_marker_dropped",
+    # The code fence around a call's JSON arguments left out where the template writes one: DeepSeek V3's
+    # `name\n```json\n{...}\n```` written as its V3.1 sibling writes it, the JSON bare (vLLM reads each with a
+    # parser of its own: tool_parsers/deepseekv3_tool_parser.py, deepseekv31_tool_parser.py).
+    "arguments_fence_dropped",
+    # The reverse: JSON arguments written in a ```json fence where the template writes them bare after a marker
+    # (`[ARGS]```json\n{...}\n````), as models write JSON they were not asked to fence: agents-flex/agents-flex#64
+    # strips such fences from tool arguments before parsing them. Applies where kind `arguments_marker_dropped`
+    # does.
+    "arguments_fenced",
+    # A JSON call object written in OpenAI's wire form, `{"type": "function", "function": {...}}`, where the
+    # template writes the object bare: llama.cpp's own grammar accepts that wrapper for the calls of a JSON
+    # format (`accept_openai_wrapper`, common/chat.cpp) because models trained on OpenAI-style data write it.
+    "call_object_wrapped",
+    # The arguments of a JSON call object under the other usual key, `"parameters"` for the template's
+    # `"arguments"` or the reverse: Llama 3's calls write `parameters`, Hermes-style ones `arguments`, and engines
+    # read either (vLLM's tool_parsers/llama_tool_parser.py, SGLang's base_format_detector.py; LMDeploy's
+    # test_each_json_protocol_ignores_the_other_argument_field names both protocols).
+    "arguments_key_renamed",
     # One of the format's markers (a call or section opener, else the reasoning start) written inside the
     # content, between two words: prose that mentions a marker must stay content, not become a phantom call
     # (vllm-project/vllm#48931). Policy: a leaked marker is kept in the content, not deleted; the content must
@@ -136,6 +179,9 @@ class FormatMarkers:
     value_end: str = ""
     """The marker a tagged value ends with, where it is a closer of its own (`</parameter>`; not FunctionGemma's
     `<escape>`, which also opens the value)."""
+    name_start: str = ""
+    """The marker an argument's name begins with, where the name has a closer of its own and the value an opener
+    (`<arg_key>` before `city</arg_key><arg_value>`)."""
     inner: tuple[str, ...] = ()
     """The markers inside a call (a function's name suffix and close, an argument's name and value markers, a
     call id's)."""
@@ -168,7 +214,7 @@ def markers_of(params: ChatParams, analysis: TemplateAnalysis | None) -> FormatM
     with a handler of its own may follow either."""
     starts = [params.thinking_start_tag]
     ends = list(params.thinking_end_tags)
-    section_start = section_end = call_start = call_end = function_start = value_start = value_end = ""
+    section_start = section_end = call_start = call_end = function_start = value_start = value_end = name_start = ""
     inner: list[str] = []
     for reading in () if analysis is None else dict.fromkeys((analysis.effective, analysis)):
         starts.append(reading.reasoning.start)
@@ -187,6 +233,8 @@ def markers_of(params: ChatParams, analysis: TemplateAnalysis | None) -> FormatM
         function_start = function_start or _core(fun.name_prefix)
         if _core(args.name_suffix):
             value_start = value_start or _core(args.value_prefix)
+            if _core(args.value_prefix):
+                name_start = name_start or _core(args.name_prefix)
         closer = _core(args.value_suffix)
         if closer not in _core(args.name_suffix) and closer != _core(args.value_prefix):
             value_end = value_end or closer
@@ -196,7 +244,7 @@ def markers_of(params: ChatParams, analysis: TemplateAnalysis | None) -> FormatM
     others = [t.value for t in params.grammar_triggers] + [c for c in sorted(params.reader.plan.closers)
                                                            if len(_core(c)) > 1]
     return FormatMarkers(_unique(starts), _unique(ends), section_start, section_end, call_start, call_end,
-                         function_start, value_start, value_end, _unique(inner), _unique(others))
+                         function_start, value_start, value_end, name_start, _unique(inner), _unique(others))
 
 
 @dataclass(frozen=True)
@@ -284,7 +332,13 @@ def variants(params: ChatParams, output: str, expected: ChatMessage, markers: Fo
         ("reasoning_end_dropped_before_calls", _reasoning_end_dropped),
         ("reasoning_after_content", _reasoning_after_content),
         ("value_opener_dropped", _value_opener_dropped),
+        ("argument_opener_dropped", _argument_opener_dropped),
         ("value_closer_doubled", _value_closer_doubled),
+        ("arguments_marker_dropped", _arguments_marker_dropped),
+        ("arguments_fence_dropped", _arguments_fence_dropped),
+        ("arguments_fenced", _arguments_fenced),
+        ("call_object_wrapped", _call_object_wrapped),
+        ("arguments_key_renamed", _arguments_key_renamed),
         ("leaked_marker", _leaked_marker),
         ("partial_closer_at_end", _partial_closer),
     )
@@ -567,6 +621,16 @@ def _value_opener_dropped(params: ChatParams, layout: _Layout, expected: ChatMes
     return Variant("value_opener_dropped", _rewrite(layout.output, dropped), expected, _ALL_FIELDS)
 
 
+def _argument_opener_dropped(params: ChatParams, layout: _Layout, expected: ChatMessage,
+                             m: FormatMarkers) -> Variant | None:
+    if not m.name_start:
+        return None
+    dropped = {run: "" for start, end in layout.calls for run in layout.occurrences(m.name_start, start, end)}
+    if not dropped:
+        return None
+    return Variant("argument_opener_dropped", _rewrite(layout.output, dropped), expected, _ALL_FIELDS)
+
+
 def _value_closer_doubled(params: ChatParams, layout: _Layout, expected: ChatMessage,
                           m: FormatMarkers) -> Variant | None:
     if not m.value_end:
@@ -577,6 +641,106 @@ def _value_closer_doubled(params: ChatParams, layout: _Layout, expected: ChatMes
     text = layout.output
     return Variant("value_closer_doubled", text[:first[1]] + "\n" + m.value_end + text[first[1]:], expected,
                    _ALL_FIELDS)
+
+
+def _json_arguments(layout: _Layout) -> list[tuple[int, int, int]]:
+    """For each call whose arguments are a JSON object after its name (or id): where the name ends, where the
+    arguments begin and where they end (the markup between the first two is what the template writes between
+    them)."""
+    out = []
+    for start, end in layout.calls:
+        fields = [(s, e, t) for s, e, t in layout.fields if start <= s and e <= end]
+        args = next(((s, e) for s, e, t in fields if t == TOOL_ARGS and layout.output.startswith("{", s)), None)
+        if args is None:
+            continue
+        name_end = max((e for s, e, t in fields if t in NAME_TAGS | {TOOL_ID} and e <= args[0]), default=None)
+        if name_end is not None:
+            out.append((name_end, *args))
+    return out
+
+
+def _own_arguments_marker(between: str) -> bool:
+    """Whether the text between a call's name and its JSON arguments is a marker of its own: markup, not the
+    JSON of a call object (`", "arguments": `), a code fence, nor the one character that closes the tag the name
+    stands in (`<function=get_weather>`)."""
+    core = between.strip(C_SPACE)
+    return len(core) > 1 and '"' not in core and "`" not in core
+
+
+def _arguments_marker_dropped(params: ChatParams, layout: _Layout, expected: ChatMessage,
+                              m: FormatMarkers) -> Variant | None:
+    text = layout.output
+    runs = {(name_end, args): "" for name_end, args, _ in _json_arguments(layout)
+            if _own_arguments_marker(text[name_end:args])}
+    return Variant("arguments_marker_dropped", _rewrite(text, runs), expected, _ALL_FIELDS) if runs else None
+
+
+def _arguments_fence_dropped(params: ChatParams, layout: _Layout, expected: ChatMessage,
+                             m: FormatMarkers) -> Variant | None:
+    text = layout.output
+    runs: dict[tuple[int, int], str] = {}
+    for name_end, args, args_end in _json_arguments(layout):
+        opening = text.rfind(FENCE, name_end, args)
+        closing = _space_after(text, args_end)
+        if opening < 0 or not text.startswith(FENCE, closing):
+            continue
+        runs[(opening, args)] = ""  # (the fence's language tag and line break go with it)
+        runs[(args_end, closing + len(FENCE))] = ""
+    return Variant("arguments_fence_dropped", _rewrite(text, runs), expected, _ALL_FIELDS) if runs else None
+
+
+def _arguments_fenced(params: ChatParams, layout: _Layout, expected: ChatMessage,
+                      m: FormatMarkers) -> Variant | None:
+    text = layout.output
+    runs: dict[tuple[int, int], str] = {}
+    for name_end, args, args_end in _json_arguments(layout):
+        if _own_arguments_marker(text[name_end:args]):
+            runs[(args, args)] = FENCE + "json\n"
+            runs[(args_end, args_end)] = "\n" + FENCE
+    return Variant("arguments_fenced", _rewrite(text, runs), expected, _ALL_FIELDS) if runs else None
+
+
+def _call_object_wrapped(params: ChatParams, layout: _Layout, expected: ChatMessage,
+                         m: FormatMarkers) -> Variant | None:
+    text = layout.output
+    runs: dict[tuple[int, int], str] = {}
+    for start, end in layout.calls:
+        # (a call that is one JSON object whose first member is its name: `{"name": "get_weather", ...}`)
+        name = next((s for s, e, t in layout.fields if t in NAME_TAGS and start <= s and e <= end), None)
+        key = None if name is None else _NAME_MEMBER.search(text, start, name)  # (`$`: up to the name)
+        if key is None:
+            continue
+        try:
+            _, close = _DECODER.raw_decode(text, key.start())
+        except ValueError:
+            continue
+        # (one call's end may be where the next begins: what is added there is added in order)
+        at = (key.start(), key.start())
+        runs[at] = runs.get(at, "") + '{"type": "function", "function": '
+        runs[(close, close)] = "}"
+    return Variant("call_object_wrapped", _rewrite(text, runs), expected, _ALL_FIELDS) if runs else None
+
+
+_OTHER_ARGUMENTS_KEY = {"arguments": "parameters", "parameters": "arguments"}
+# A JSON member's key and colon, up to the arguments' object (`"arguments": `).
+_ARGUMENTS_MEMBER = re.compile(r'"(arguments|parameters)"\s*:\s*$')
+
+
+def _arguments_key_renamed(params: ChatParams, layout: _Layout, expected: ChatMessage,
+                           m: FormatMarkers) -> Variant | None:
+    text = layout.output
+    runs: dict[tuple[int, int], str] = {}
+    for start, end in layout.calls:
+        args = next((s for s, e, t in layout.fields if t == TOOL_ARGS and start <= s and e <= end), None)
+        key = None if args is None else _ARGUMENTS_MEMBER.search(text, start, args)
+        if key is not None:
+            runs[key.span(1)] = _OTHER_ARGUMENTS_KEY[key.group(1)]
+    return Variant("arguments_key_renamed", _rewrite(text, runs), expected, _ALL_FIELDS) if runs else None
+
+
+# The opening of a JSON object whose first member is a call's name, up to the name's text.
+_NAME_MEMBER = re.compile(r'\{\s*"[A-Za-z_]+"\s*:\s*"$')
+_DECODER = json.JSONDecoder()
 
 
 def _leaked_marker(params: ChatParams, layout: _Layout, expected: ChatMessage, m: FormatMarkers) -> Variant | None:

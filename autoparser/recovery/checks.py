@@ -93,6 +93,10 @@ MESSAGES = {
                       "read as its JSON value",
     "missing_arguments_marker": "call arguments at {pos} without the marker the template writes before them: "
                                 "read as the arguments",
+    "missing_separator": "argument at {pos} without the separator the template writes before it: read as the "
+                         "next argument",
+    "arguments_fence": "call arguments at {pos} with a code fence where the template writes none, or without the "
+                       "one it writes: read as the arguments",
     "unescaped_quote": "string value {raw!r} at {pos} holds a quote it does not escape: read up to the quote "
                        "an argument or the call's end follows",
 }

@@ -15,10 +15,13 @@ from autoparser.chat.tags import TOOL_ARGS_STRING, TOOL_NAME_STRING
 from autoparser.chat.tools import Function, Parameter, parameters
 from autoparser.peg import P
 from autoparser.peg.nodes import C_SPACE
-from autoparser.recovery.plan import RELAXED_MARKUP, REPAIR
+from autoparser.recovery.plan import LOOKAHEAD_ONLY, RELAXED_MARKUP, REPAIR
 
-__all__ = ["NAME_CHARS", "LooseCalls", "marker_pieces"]
+__all__ = ["FENCE", "NAME_CHARS", "LooseCalls", "marker_pieces"]
 
+
+# A code fence (Markdown's), which models write around JSON, and some templates around a call's arguments.
+FENCE = "```"
 
 # A name models give a tool or an argument the request does not declare.
 NAME_CHARS = "[A-Za-z0-9_.:-]"
@@ -91,6 +94,11 @@ class LooseCalls(ChatBuilder):
         close = self.tool_arg_close(self.choice([
             *value_closers, self.repair("missing_argument_closer", at_next)]))
         text = self.until_one_of(ends)
+        # (a key between two tags, its own closer and then the value's opener, `<arg_key>K</arg_key><arg_value>`,
+        # not one tag broken at a space inside it, DSML's `" string="true">`: its opener or the value's may be left
+        # out, `opener`)
+        tags = marker_pieces(t(m.arg_suffix, C_SPACE))
+        two_tags = len(tags) > 1 and tags[-2].endswith(">") and tags[-1].startswith("<")
         if value_end:
             # (a value holding its closer's text, which the template writes as it is: `<arg_value>use </arg_value>
             # in docs</arg_value>`; a closer is the value's own where text and another value closer follow it
@@ -98,9 +106,14 @@ class LooseCalls(ChatBuilder):
             # there, never showing a value cut at a closer that turns out to be its own, and an output cut
             # after a closer waits first for the call's end, the closer a completion appends.)
             next_markers = [x for x in dict.fromkeys([*ends_call, t(m.arg_prefix, C_SPACE), value_end]) if x]
+            # (nor where a declared argument follows without its key's opener, `Paris</arg_value>days</arg_key>`)
+            unopened = [param.name + tags[-2] for param in parameters(f)] if two_tags and f is not None else []
             # (the call's closer likewise: `<arg_value>a </tool_call> b</arg_value>`, lmdeploy's GLM-4.7 tests)
             closer = self.choice([*value_closers, *(self.literal(e) for e in ends_call)])
-            held = self.peek(closer + self.negate(self.space() + self.choice([self.literal(x) for x in next_markers]))
+            not_held = [self.literal(x) for x in next_markers]
+            if unopened:
+                not_held.append(self.tag(LOOKAHEAD_ONLY, self.choice([self.literal(x) for x in unopened])))
+            held = self.peek(closer + self.negate(self.space() + self.choice(not_held))
                              + self.until_one_of(next_markers) + self.literal(value_end)) + closer
             text = text + self.zero_or_more(held + self.until_one_of(ends))
         string = self.tool_arg_string_value(text) + close
@@ -120,12 +133,10 @@ class LooseCalls(ChatBuilder):
             if missing is not None:
                 head = head | missing
             key = self.literal(t(m.arg_prefix, C_SPACE)) + name
-            # (a key between two tags, its own closer and then the value's opener, `<arg_key>K</arg_key><arg_value>`
-            # (not one tag broken at a space inside it, DSML's `" string="true">`): the key's opener or the
-            # value's left out, where the key's closer still bounds the key, as GLM-4.7 and GLM-5.2 outputs quoted
-            # in vLLM PR #47190 and issue #49248 do; the whitespace before the value's opener is the marker's)
-            tags = marker_pieces(t(m.arg_suffix, C_SPACE))
-            if len(tags) > 1 and tags[-2].endswith(">") and tags[-1].startswith("<"):
+            # (a key between two tags: the key's opener or the value's left out, where the key's closer still bounds
+            # the key, as GLM-4.7 and GLM-5.2 outputs quoted in vLLM PR #47190 and issue #49248 do; the whitespace
+            # before the value's opener is the marker's)
+            if two_tags:
                 head = head | self.repair("missing_value_opener", self.space_between(tags[:-1]) + self.space())
                 key = key | self.repair("missing_argument_opener", name)
             return self.tool_arg_open(self.space() + key + head)
@@ -204,9 +215,13 @@ class LooseCalls(ChatBuilder):
         return out
 
     def call_part_marker(self, text: str) -> P:
-        if not text.strip(C_SPACE):
+        core = text.strip(C_SPACE)
+        if not core:
             return super().call_part_marker(text)
-        return self.space() + self.marker_spaced(text.strip(C_SPACE)) + self.space()
+        marker = self.space() + self.marker_spaced(core) + self.space()
+        if core == FENCE:  # the end of a fence around a call's arguments: left out with its opening (arguments_marker)
+            return marker | self.repair("arguments_fence", self.eps())
+        return marker
 
     def tagged_call_close(self, m: TaggedMarkers) -> P:
         """Where a tagged call ends: its closer, or, without a closer of its own, where the next marker shows

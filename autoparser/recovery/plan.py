@@ -22,8 +22,8 @@ from autoparser.peg import nodes as N
 from autoparser.peg.nodes import C_SPACE
 from autoparser.types import ChatMessage
 
-__all__ = ["CALL_START", "DROPPED_BLOCK", "END_SPACE", "RELAXED_MARKUP", "REPAIR", "SPACED_MARKUP", "TYPED_BLOCK",
-           "RecoveryPlan", "plan_of"]
+__all__ = ["CALL_START", "DROPPED_BLOCK", "END_SPACE", "LOOKAHEAD_ONLY", "RELAXED_MARKUP", "REPAIR", "SPACED_MARKUP",
+           "TYPED_BLOCK", "RecoveryPlan", "plan_of"]
 
 # Tag prefix of the readings beyond the template (`repair:<kind>`): the default parse reports each node of one
 # as a diagnostic (recovery/checks.py).
@@ -42,6 +42,9 @@ DROPPED_BLOCK = "dropped-block"
 # Tag of the reasoning block (its start and end markers) a template writes only from typed content, which only the
 # relaxed parser reads: the plan's reasoning block, where the format has none.
 TYPED_BLOCK = "typed-reasoning-block"
+# Tag of texts a lookahead of the relaxed parser checks for that close nothing (`days</arg_key>`, the next
+# argument's name after a value's closer): never a closer the completion may append, which would invent a key.
+LOOKAHEAD_ONLY = "lookahead-only"
 # Tag of the whitespace the relaxed parser reads before the end of the output (or before a further call section,
 # where the output may as well end): formatting where the output ends there, the start of the text that follows
 # where it does not (a prefix that ends in it only seems to end).
@@ -182,9 +185,9 @@ _MISSING_CALL_CLOSER = REPAIR + "missing_call_closer"
 
 def _literals(arena: Arena, pid: int, depth: int = 0) -> Iterator[str]:
     """The literal texts under a node (its delimiters for a scan), but those a closer left out is read by (what
-    follows it: the next call's opener)."""
+    follows it: the next call's opener) and those only a lookahead checks for (`LOOKAHEAD_ONLY`)."""
     node = arena.parsers[pid]
-    if depth > 12 or (isinstance(node, N.Tag) and node.tag == _MISSING_CALL_CLOSER):
+    if depth > 12 or (isinstance(node, N.Tag) and node.tag in (_MISSING_CALL_CLOSER, LOOKAHEAD_ONLY)):
         return
     if isinstance(node, N.Literal):
         yield node.literal

@@ -23,7 +23,7 @@ from autoparser.chat.tools import Function, Parameter, branches
 from autoparser.peg import P
 from autoparser.peg.builder import Operand, rule_name
 from autoparser.peg.nodes import C_SPACE
-from autoparser.recovery.loose import NAME_CHARS, LooseCalls, marker_pieces
+from autoparser.recovery.loose import FENCE, NAME_CHARS, LooseCalls, marker_pieces
 from autoparser.recovery.plan import CALL_START, DROPPED_BLOCK, END_SPACE, SPACED_MARKUP, TYPED_BLOCK
 
 __all__ = ["RelaxedBuilder"]
@@ -34,6 +34,9 @@ def _closed(schema: Any) -> bool:
     return isinstance(schema, Mapping) and schema.get("additionalProperties") is False
 
 
+# A marker's last token: a special token (`<|tool_call_argument_begin|>`, `<｜tool▁sep｜>`, `<tool_sep>`) or a
+# bracketed one (`[ARGS]`).
+_LAST_TOKEN = re.compile(r"(?:<[^<>]+>|\[[A-Z_]+\])\Z")
 # Where a JSON token of a bare call start ends, whitespace may follow (`[`, `{`): `[{"name"` is `[`, `{`, `"name"`.
 _JSON_TOKEN_END = re.compile(r"(?<=^[\[{])|(?<=^[\[{][\[{])")
 
@@ -252,8 +255,9 @@ class RelaxedBuilder(LooseCalls):
         return strict() | elements()
 
     def arguments_value(self) -> P:
-        # (nothing where the template writes the arguments string as it is, and it was empty: `{}`)
-        return self.json_object() | self.repair("empty_arguments", self.eps())
+        # (nothing where the template writes the arguments string as it is, and it was empty: `{}`; not before a
+        # fence, which opens the arguments: `fenced_arguments`)
+        return self.json_object() | self.repair("empty_arguments", self.negate(self.literal(FENCE)))
 
     def loose_json_calls(self, calls: P, name_key: str, args_key: str, names: Sequence[str]) -> P:
         # the template's calls first, then as models write them beyond it
@@ -262,8 +266,34 @@ class RelaxedBuilder(LooseCalls):
     def call_separator(self, between: P) -> P:
         return between | self.repair("call_separator", self._loose_between())
 
+    def member_separator(self, separator: str) -> P:
+        # (the member after it says where it begins: its key, which the caller reads next)
+        return self.literal(separator) | self.repair("missing_separator", self.eps())
+
     def arguments_marker(self, marker: str) -> P:
-        return self.literal(marker) | self.repair("missing_arguments_marker", self.peek(self.literal("{")))
+        core = marker.strip(C_SPACE)
+        if not core:
+            return super().arguments_marker(marker)
+        # Left out: a code fence's opening whole, else the marker's last token (`<|tool_call_argument_begin|>`
+        # of `:0<|tool_call_argument_begin|>`: the call's index before it is still written).
+        fence = core.startswith(FENCE)
+        token = None if fence else _LAST_TOKEN.search(core)
+        before = "" if fence else core[:token.start()] if token else core
+        if before == core:
+            return self.call_part_marker(marker)
+        left_out = (self.literal(before) if before else self.eps()) + self.peek(self.space() + self.literal("{"))
+        return self.call_part_marker(marker) | self.repair("arguments_fence" if fence else "missing_arguments_marker",
+                                                           left_out)
+
+    def fenced_arguments(self, args: P) -> P:
+        fenced = self.literal(FENCE) + self.optional(self.literal("json")) + self.space() + args + self.space() \
+            + self.literal(FENCE)
+        # (the arguments first: a partial parse ends inside them, where a call is open; they read nothing before a
+        # fence, `arguments_value`)
+        return args | self.repair("arguments_fence", fenced)
+
+    def call_id_text(self, suffix: str) -> P:
+        return self.until_one_of((suffix, "{"))
 
     def python_spelled(self, param: Parameter) -> P | None:
         types = param.types
@@ -285,8 +315,16 @@ class RelaxedBuilder(LooseCalls):
     def extra_calls(self, calls: P, call: P) -> P:
         return calls + self.zero_or_more(self.repair("extra_call", self._loose_between()) + call)
 
-    def value_choice(self, values: Sequence[P], json_string_rule: str) -> P:
-        return self.choice([*values, self.rule(json_string_rule, self.repair("json_string_value", self.json_string()))])
+    def value_choice(self, values: Sequence[P], rules: str, quote: str) -> P:
+        json_string = self.rule(f"{rules}-json-string", self.repair("json_string_value", self.json_string()))
+        # (Gemma 4 writes `filename:'output.pdf'` under load: jundot/omlx PR #1854)
+        python_string = self.rule(f"{rules}-python-string", self.repair("python_value", self.literal("'")
+                                  + self.python_escaped_body("'") + self.literal("'")))
+        # (the opening quote left out, `query:weather in Tokyo<|"|>`, as SGLang's Gemma 4 tests feed it: the text
+        # up to the closing quote, never across a bracket of the syntax around it)
+        unopened = self.rule(f"{rules}-unopened-string", self.repair("missing_value_opener", self.until_one_of(
+            [quote, "{", "}", "[", "]"]) + self.literal(quote)))
+        return self.choice([*values, json_string, python_string, unopened])
 
     def undeclared_keyword(self, schema: Any) -> P | None:
         if _closed(schema):

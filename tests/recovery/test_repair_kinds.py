@@ -145,6 +145,23 @@ def test_a_key_or_value_opener_left_out_between_two_markers(template: str, outpu
     check(case(template, output, **request_), {"tool_calls": [PARIS]}, [repair])
 
 
+@pytest.mark.parametrize(("template", "output"), [
+    (GLM, "<tool_call>get_weather<arg_key>city</arg_key><arg_value>Paris</arg_value>days</arg_key><arg_value>3"
+          "</arg_value></tool_call>"),
+    # (GLM-4.6 and Ling 3, whose handler is its own, write the markers on lines of their own)
+    ("zai-org__GLM-4.6", "<tool_call>get_weather\n<arg_key>city</arg_key>\n<arg_value>Paris</arg_value>\ndays"
+                         "</arg_key>\n<arg_value>3</arg_value>\n</tool_call>"),
+    ("llama.cpp__inclusionai-ling-3.0-flash", "<tool_call>get_weather<arg_key>city</arg_key>\n<arg_value>Paris"
+                                              "</arg_value>\ndays</arg_key>\n<arg_value>3</arg_value></tool_call>"),
+])
+def test_a_later_keys_opener_left_out(template: str, output: str) -> None:
+    """The key's opener left out before a later argument (`Paris</arg_value>days</arg_key>`): the first value ends
+    at its closer, where a declared argument's name and the key's closer follow, and does not hold the next
+    argument (a value may hold its closer's text only where no argument follows it); both arguments read."""
+    check(case(template, output, enable_thinking=False),
+          {"tool_calls": [call("get_weather", '{"city": "Paris", "days": 3}')]}, ["missing_argument_opener"])
+
+
 WRITE_FILE = {"type": "function", "function": {"name": "write_file", "parameters": {
     "type": "object", "properties": {"path": {"type": "string"}, "content": {"type": "string"}}}}}
 
@@ -775,6 +792,60 @@ def test_a_call_without_the_arguments_marker(template: str) -> None:
           ["missing_arguments_marker"])
 
 
+@pytest.mark.parametrize(("template", "output"), [
+    # DeepSeek V3.1 renders `<｜tool▁call▁begin｜>NAME<｜tool▁sep｜>{...}<｜tool▁call▁end｜>`
+    ("deepseek-ai__DeepSeek-V3.1", '<｜tool▁calls▁begin｜><｜tool▁call▁begin｜>get_weather{"city": "Paris"}'
+                                   '<｜tool▁call▁end｜><｜tool▁calls▁end｜>'),
+    # Kimi K2 renders `functions.NAME:IDX<|tool_call_argument_begin|>{...}`: the index is still written
+    ("moonshotai__Kimi-K2-Instruct", '<|tool_calls_section_begin|><|tool_call_begin|>functions.get_weather:0'
+                                     '{"city": "Paris"}<|tool_call_end|><|tool_calls_section_end|>'),
+    # Solar Open renders `<|tool_call:name|>NAME<|tool_call:args|>{...}`
+    ("upstage__Solar-Open-100B", '<|tool_calls|><|tool_call:begin|>call00001<|tool_call:name|>get_weather'
+                                 '{"city": "Paris"}<|tool_call:end|><|calls|>'),
+])
+def test_a_call_without_the_marker_before_its_json_arguments(template: str, output: str) -> None:
+    """The Mistral dialect above in the other formats that write a marker of their own between a call's name (or
+    its index) and its JSON arguments: the call, the marker's absence reported. (Kimi's id holds the name.)"""
+    want = dict(PARIS, id="functions.get_weather:0") if "Kimi" in template else PARIS
+    check(case(template, output, enable_thinking=False), {"tool_calls": [want]}, ["missing_arguments_marker"])
+
+
+def test_a_call_id_without_the_arguments_marker_after_it() -> None:
+    """Mistral Small 3.2 renders `[TOOL_CALLS]NAME[CALL_ID]ID[ARGS]{...}`: written without `[ARGS]`, the id ends
+    where the arguments begin."""
+    got = case("mistralai__Mistral-Small-3.2-24B-Instruct-2506",
+               '[TOOL_CALLS]get_weather[CALL_ID]a1b2c3d4e{"city": "Paris"}')
+    check(got, {"tool_calls": [dict(PARIS, id="a1b2c3d4e")]}, ["missing_arguments_marker"])
+
+
+@pytest.mark.parametrize(("template", "reasoning"), [
+    ("deepseek-ai__DeepSeek-R1-Distill-Qwen-32B", "Paris, then."),  # (its prompt opens `<think>`)
+    ("axolotl__deepseek_v3", ""),
+])
+def test_fenced_arguments_written_bare(template: str, reasoning: str) -> None:
+    """DeepSeek R1 and V3 render each call's arguments in a fence, `NAME\n```json\n{...}\n```<｜tool▁call▁end｜>`;
+    written bare, as DeepSeek V3.1 writes them: the call, the fence's opening and end each reported."""
+    out = ((reasoning + "</think>\n\n" if reasoning else "") + '<｜tool▁calls▁begin｜><｜tool▁call▁begin｜>function'
+           '<｜tool▁sep｜>get_weather\n{"city": "Paris"}<｜tool▁call▁end｜><｜tool▁calls▁end｜>')
+    check(case(template, out), {"reasoning_content": reasoning, "tool_calls": [PARIS]},
+          ["arguments_fence", "arguments_fence"])
+
+
+@pytest.mark.parametrize(("template", "output"), [
+    ("mistralai__Ministral-3-8B-Instruct-2512", '[TOOL_CALLS]get_weather[ARGS]```json\n{"city": "Paris"}\n```'),
+    ("deepseek-ai__DeepSeek-V3.1", '<｜tool▁calls▁begin｜><｜tool▁call▁begin｜>get_weather<｜tool▁sep｜>```json\n'
+                                   '{"city": "Paris"}\n```<｜tool▁call▁end｜><｜tool▁calls▁end｜>'),
+    ("moonshotai__Kimi-K2-Instruct", '<|tool_calls_section_begin|><|tool_call_begin|>functions.get_weather:0'
+                                     '<|tool_call_argument_begin|>```\n{"city": "Paris"}\n```<|tool_call_end|>'
+                                     '<|tool_calls_section_end|>'),
+])
+def test_json_arguments_in_a_fence_the_template_does_not_write(template: str, output: str) -> None:
+    """Each template writes a call's JSON arguments bare after a marker; models wrap JSON in a Markdown fence they
+    were not asked for (agents-flex/agents-flex#64 strips it from tool arguments): the arguments, reported."""
+    want = dict(PARIS, id="functions.get_weather:0") if "Kimi" in template else PARIS
+    check(case(template, output, enable_thinking=False), {"tool_calls": [want]}, ["arguments_fence"])
+
+
 def test_text_before_a_call_while_reasoning_is_open_is_reasoning() -> None:
     """DeepSeek V3.1's generation prompt opens `<think>` when thinking is on; its calls begin
     `<｜tool▁calls▁begin｜>`: the text before the calls is the reasoning the call ends."""
@@ -926,6 +997,40 @@ def test_a_json_string_in_the_templates_value_syntax() -> None:
           ["json_string_value"])
 
 
+@pytest.mark.parametrize(("template", "out", "args"), [
+    ("google__gemma-4-26B-A4B-it", "<|tool_call>call:get_weather{city:'Paris, France',days:3}<tool_call|>",
+     '{"city": "Paris, France", "days": 3}'),
+    # (quotes inside: the escaped single one, a double one as it is)
+    ("google__gemma-4-31B-it", "<|tool_call>call:get_weather{city:'Val d\\'Is\u00e8re \"ski\"'}<tool_call|>",
+     '{"city": "Val d\'Is\u00e8re \\"ski\\""}'),
+])
+def test_a_string_value_in_single_quotes(template: str, out: str, args: str) -> None:
+    """Gemma 4 quotes strings `<|"|>...<|"|>`; its models also write them in Python's single quotes
+    (`filename:'output.pdf'`, with commas and colons inside, as jundot/omlx PR #1854 reports): the string, as
+    Python spells it."""
+    check(case(template, out), {"tool_calls": [call("get_weather", args)]}, ["python_value"])
+
+
+def test_a_string_value_without_its_opening_quote() -> None:
+    """Gemma 4 quotes strings `<|"|>...<|"|>`; a value written without the opening one (`query:weather in
+    Tokyo<|"|>`, as SGLang's Gemma 4 tests feed its detector) is the text up to the closing one, which never runs
+    across the syntax's brackets."""
+    out = '<|tool_call>call:get_weather{city:Paris, France<|"|>,days:3}<tool_call|>'
+    check(case("google__gemma-4-26B-A4B-it", out),
+          {"tool_calls": [call("get_weather", '{"city": "Paris, France", "days": 3}')]}, ["missing_value_opener"])
+
+
+@pytest.mark.parametrize("out", ['<|tool_call>call:get_weather{city:<|"|>Paris<|"|>days:3}<tool_call|>',
+                                 '<|tool_call>call:get_weather{days:3 city:<|"|>Paris<|"|>}<tool_call|>'])
+def test_the_comma_between_two_arguments_left_out(out: str) -> None:
+    """Gemma 4 separates a call's arguments with `,`; its models leave it out before the next key
+    (`command:<|"|>look<|"|>angle:90`, hybridgroup/yzma PR #243): both arguments, the separator's absence
+    reported."""
+    args = json.dumps(json.loads('{"city": "Paris", "days": 3}'), sort_keys="days:3 " in out)
+    check(case("google__gemma-4-26B-A4B-it", out), {"tool_calls": [call("get_weather", args)]},
+          ["missing_separator"])
+
+
 @pytest.mark.parametrize(("template", "out", "repairs"), [
     # the output quoted in vLLM issue #53642 (Gemma 4 26B A4B): Gemma's value syntax inside parentheses
     ("google__gemma-4-26B-A4B-it", '<|tool_call>call:get_weather(city:<|"|>Paris<|"|>)<tool_call|>',
@@ -1051,6 +1156,31 @@ def test_reasoning_before_a_stray_end_marker_where_the_parse_reads_on_after_a_st
     # a lone end marker that ends the message is the format's own ending, not a reasoning's
     if template.startswith("google"):
         assert params.parse("Paris.<channel|>").content == "Paris."
+
+
+@pytest.mark.parametrize("header", ["<|start|>assistant<|channel|>commentary to=functions.get_weather <|constrain|>json",
+                                    "<|start|>assistant to=functions.get_weather<|channel|>commentary json"])
+def test_a_call_after_a_message_whose_header_cannot_be_read(header: str) -> None:
+    """gpt-oss's harmony writes a call as a message to `functions.NAME`, named after the role or after the channel;
+    gpt-oss writes a first header it cannot be read by (`<|channel|>commentary 2? ...`, quoted in
+    ggml-org/llama.cpp#27720) and then the call. With thinking off, nothing reads that message as reasoning: it is
+    content, and the reading resumes at the call's header (its triggers are patterns, which name no text to resume
+    at: the call's own headers do)."""
+    lead = "<|channel|>commentary 2? The user wants the weather in Paris.<|end|>"
+    out = f'{lead}{header}<|message|>{{"city": "Paris"}}'
+    check(case("openai__gpt-oss-120b", out, enable_thinking=False),
+          {"content": lead + "<|start|>assistant", "tool_calls": [PARIS]}, ["unparsed_text"])
+
+
+@pytest.mark.parametrize("parallel", [True, False])
+def test_several_calls_each_in_a_message_of_its_own(parallel: bool) -> None:
+    """gpt-oss's template renders one call per assistant message, `<|start|>assistant to=functions.NAME...`, and
+    llama.cpp's parser reads one; a model that calls two tools writes two such messages: both calls, each further
+    message reported (as a section written again)."""
+    call = '<|channel|>commentary to=functions.get_weather <|constrain|>json<|message|>{"city": "%s"}'
+    out = call % "Paris" + "<|call|><|start|>assistant" + call % "Rome"
+    check(case("openai__gpt-oss-120b", out, enable_thinking=False, parallel_tool_calls=parallel),
+          {"tool_calls": [PARIS, ROME]}, ["section_repeated"])
 
 
 MINICPM5 = "llama.cpp__openbmb-MiniCPM5-1B"

@@ -4,8 +4,10 @@ Every round-trip golden our parse reads right (as tests/recovery/test_mutations.
 each layout that applies to its template (autoparser.corpus.variants.KINDS: the markup on one line or spread
 over blank, indented lines, one section per call or several calls in one section, a call's closer left out
 before the next call, the section markers left out, the reasoning start or end left out, the reasoning block after
-the answer, a value's opener left out after its name's closer, a value's closer written twice, a marker mentioned in
-the content, a closer cut short at the end).
+the answer, a value's opener left out after its name's closer, or the name's own opener, a value's closer written
+twice, the marker or the fence before a call's JSON arguments left out, a fence written where the template writes
+none, a JSON call in OpenAI's wrapper or with its arguments under the other usual key, a marker mentioned in the
+content, a closer cut short at the end).
 For each variant:
 
 - `parse()` never raises, and gives what the variant must keep (`Variant.checks`: the intended calls,

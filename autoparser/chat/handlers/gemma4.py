@@ -135,7 +135,8 @@ def _value_rules(p: ChatBuilder) -> None:
     def dict_body() -> P:
         ws = p.space()
         member = p.ref("gemma4-dict-kv")
-        members = p.sequence([member, p.zero_or_more(p.sequence([p.literal(","), ws, member]))])
+        # (relaxed, member_separator: the comma left out before a key, hybridgroup/yzma PR #243)
+        members = p.sequence([member, p.zero_or_more(p.sequence([p.member_separator(","), ws, member]))])
         return p.sequence([p.literal("{"), ws, p.choice([p.literal("}"), p.sequence([members, ws, p.literal("}")])])])
 
     def array_body() -> P:
@@ -148,7 +149,7 @@ def _value_rules(p: ChatBuilder) -> None:
     p.rule("gemma4-array", array_body)
     p.rule("gemma4-value", lambda: p.value_choice([
         p.ref("gemma4-string"), p.ref("gemma4-dict"), p.ref("gemma4-array"),
-        p.ref("gemma4-number"), p.ref("gemma4-bool"), p.ref("gemma4-null")], "gemma4-json-string"))
+        p.ref("gemma4-number"), p.ref("gemma4-bool"), p.ref("gemma4-null")], "gemma4", '<|"|>'))
 
 
 def _paren_rules(p: ChatBuilder) -> str:

@@ -89,8 +89,18 @@ class Harmony:
         return p.rule("unsolicited", p.atomic(p.optional(channel) + p.literal(" to=") + content + end))
 
     def calls(self, one: P, start: P, end: P) -> P:
-        """What the trigger rule takes: gpt-oss's parser reads one call, in the output's last turn."""
-        return one
+        """What the trigger rule takes: gpt-oss's parser reads one call, in the output's last turn. Relaxed: also
+        further messages to a function after it (`...<|call|><|start|>assistant<|channel|>commentary to=...`),
+        where the model writes several calls (the template renders one per assistant message)."""
+        return self.further_calls(one, start, end)
+
+    def further_calls(self, one: P, start: P, end: P) -> P:
+        """`one` call, and (relaxed) the calls of further messages after it."""
+        p = self.p
+        # (a further message begins where a message's end and the next one's start follow: an output's last
+        # `<|call|>`, the stop token, begins none)
+        return p.call_sections(one, lambda: (p.literal(CALL_END) | end) + start + one,
+                               [CALL_END + "<|start|>", "<|end|><|start|>"])
 
     def build(self) -> P:
         b, p = self.b, self.p
@@ -128,6 +138,9 @@ class Harmony:
                 tool_in_channel = p.tool(p.tool_open(channel + func_name + constraint + self.message()) + args)
                 tool_choice |= p.rule(f"tool-{f.name}", tool_in_role | tool_in_channel)
             tool_call = p.trigger_rule("tool-call", self.calls(tool_choice, start, end))
+            # (relaxed: a call's header is where the reading resumes after a message it cannot read, `<|channel|>
+            # commentary 2?...<|end|>`; the triggers are patterns, which name no text to resume at)
+            p.calls_begin_at(["<|channel|>commentary to=", "<|channel|>analysis to=", " to=functions."])
             if b.required:
                 return p.zero_or_more(start + any_) + start + tool_call
             return p.zero_or_more(start + any_) + start + (tool_call | final_msg)
@@ -168,7 +181,7 @@ SPEC = FormatSpec(
               pattern(r"<\|start\|>assistant(<\|channel\|>(?:commentary|analysis)\s+to)")),
     preserved_tokens=("<|channel|>", "<|constrain|>", "<|message|>", "<|start|>", "<|end|>"),
     supports_thinking=True, thinking_start_tag="<|channel|>analysis<|message|>", thinking_end_tags=("<|end|>",),
-    call_tags=_call_tags,
+    call_tags=_call_tags, relaxes=True,
     message_delimiters=(("assistant", "<|start|>assistant"), ("user", "<|start|>user"),
                         ("system", "<|start|>developer"), ("system", "<|start|>system"),
                         ("tool", "<|start|>functions")))

@@ -55,8 +55,9 @@ def _build(b: Build) -> P:
         tool_id = p.tool_id(p.literal("functions.") + p.tool_name(p.literal(f.name)) + p.literal(":")
                             + p.chars("[0-9]", 1, -1))
         # (relaxed, space_then: whitespace around the id and the arguments, which the template never writes)
-        head = p.tool_open(p.space_then(tool_id) + p.space_then(p.literal(ARGS_BEGIN))) \
-            + p.space_then(p.tool_args(p.schema(p.arguments_value(), f"tool-{f.name}-schema", f.schema)))
+        head = p.tool_open(p.space_then(tool_id) + p.space_then(p.arguments_marker(ARGS_BEGIN))) \
+            + p.space_then(p.fenced_arguments(p.tool_args(p.schema(p.arguments_value(), f"tool-{f.name}-schema",
+                                                                   f.schema))))
         tool_choice |= p.rule(f"tool-{f.name}", p.optionally_closed_call(head, CALL_END))
 
     # (relaxed: the first call's `<|tool_call_begin|>` may be left out; the call then begins `functions.NAME:`)

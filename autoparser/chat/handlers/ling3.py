@@ -112,11 +112,12 @@ def _build(b: Build) -> P:
         arg_value = p.typed_value(param, rule_name + "-schema", f.schema, arg_close, arg_string,
                                   partial(_mixed_value, p, param, rule_name + "-schema", f.schema, arg_close,
                                           arg_string))
-        # the model puts newlines between arguments, the template's history does not (relaxed: the value's opener
-        # left out, as in GLM's form: `loose_tagged_call`)
+        # the model puts newlines between arguments, the template's history does not (relaxed: the key's opener or
+        # the value's left out, as in GLM's form: `loose_tagged_call`; built inline, where the strict node is)
         return p.rule(rule_name, p.optional(p.space())
-                      + p.tool_arg(p.tool_arg_open(p.literal(ARG_KEY) + p.tool_arg_name(p.literal(param.name))
-                                                   + p.literal(ARG_KEY_END))
+                      + p.tool_arg(p.tool_arg_open(p.written_otherwise(lambda: p.literal(ARG_KEY), p.eps, "",
+                                                                       "missing_argument_opener")
+                                                   + p.tool_arg_name(p.literal(param.name)) + p.literal(ARG_KEY_END))
                                    + p.written_otherwise(lambda: p.optional(p.space()) + p.literal(ARG_VAL),
                                                          lambda: p.optional(p.space()), "", "missing_value_opener")
                                    + arg_value))

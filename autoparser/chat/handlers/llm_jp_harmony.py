@@ -61,7 +61,7 @@ class LlmJpHarmony(gpt_oss.Harmony):
 
     def calls(self, one: P, start: P, end: P) -> P:
         # parallel calls are turns split by <|end|>, inside the trigger rule so the lazy grammar covers them all
-        return one + self.p.zero_or_more(end + start + one) if self.b.parallel else one
+        return one + self.p.zero_or_more(end + start + one) if self.b.parallel else self.further_calls(one, start, end)
 
 
 def _build(b: Build) -> P:

@@ -62,8 +62,8 @@ def _build(b: Build) -> P:
         for f in functions(b.inputs.tools):
             # (relaxed, space_then: whitespace before the arguments and before a further call's opener)
             tool_choice |= p.rule(f"tool-{f.name}", p.tool_open(p.tool_name(p.literal(f.name)) + p.arguments_marker("[ARGS]"))
-                                  + p.space_then(p.tool_args(p.schema(p.arguments_value(), f"tool-{f.name}-schema",
-                                                                      f.schema))))
+                                  + p.space_then(p.fenced_arguments(p.tool_args(p.schema(
+                                      p.arguments_value(), f"tool-{f.name}-schema", f.schema)))))
         # (relaxed: the model may leave `[TOOL_CALLS]` out: a call is then its name followed by `[ARGS]`)
         call = p.space_then(p.call_opener("[TOOL_CALLS]")) + tool_choice
         tool_calls = p.trigger_rule("tool-call", p.repeat(call, *b.call_counts))

@@ -44,17 +44,17 @@ def test_parallel_calls_are_turns_split_by_end() -> None:
     assert "tool-call ::= (tool-get-weather) (end start (tool-get-weather))*" in params.grammar.splitlines()  # type: ignore[attr-defined]
 
 
-def test_without_parallel_calls_a_second_call_stays_in_the_output() -> None:
+def test_without_parallel_calls_a_second_call_is_read_and_reported() -> None:
     # llama.cpp reads the first call and drops what follows (checked against the live oracle, b11434); the
-    # default parse keeps it as content and says so
+    # default parse reads the further message's call too, as gpt-oss's, and says so
     out = (CALL % "Paris" + "<|end|>" + CALL % "Tokyo").removeprefix("<|start|> assistant")
     params = _params()
     strict = params.parse(out, strict=True)  # type: ignore[attr-defined]
     assert [c.arguments for c in strict.tool_calls] == ['{"city": "Paris"}'] and strict.content == ""
     msg = params.parse(out)  # type: ignore[attr-defined]
-    assert [c.arguments for c in msg.tool_calls] == ['{"city": "Paris"}']
-    assert msg.content == out[out.index("<|end|>"):]
-    assert [d.kind for d in msg.diagnostics] == ["trailing_text"]
+    assert [c.arguments for c in msg.tool_calls] == ['{"city": "Paris"}', '{"city": "Tokyo"}']
+    assert msg.content == ""
+    assert [(d.kind, d.position) for d in msg.diagnostics] == [("section_repeated", out.index("<|end|>"))]
 
 
 def test_required_tool_choice_is_eager() -> None:
