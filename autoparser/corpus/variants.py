@@ -611,24 +611,22 @@ def _reasoning_after_content(params: ChatParams, layout: _Layout, expected: Chat
                    expected, _ALL_FIELDS)
 
 
+def _dropped_in_calls(kind: str, marker: str, layout: _Layout, expected: ChatMessage) -> Variant | None:
+    """The output with every occurrence of `marker` inside a call left out (None where the format has no such
+    marker, or the calls hold none)."""
+    dropped = {run: "" for start, end in layout.calls for run in layout.occurrences(marker, start, end)} \
+        if marker else {}
+    return Variant(kind, _rewrite(layout.output, dropped), expected, _ALL_FIELDS) if dropped else None
+
+
 def _value_opener_dropped(params: ChatParams, layout: _Layout, expected: ChatMessage,
                           m: FormatMarkers) -> Variant | None:
-    if not m.value_start:
-        return None
-    dropped = {run: "" for start, end in layout.calls for run in layout.occurrences(m.value_start, start, end)}
-    if not dropped:
-        return None
-    return Variant("value_opener_dropped", _rewrite(layout.output, dropped), expected, _ALL_FIELDS)
+    return _dropped_in_calls("value_opener_dropped", m.value_start, layout, expected)
 
 
 def _argument_opener_dropped(params: ChatParams, layout: _Layout, expected: ChatMessage,
                              m: FormatMarkers) -> Variant | None:
-    if not m.name_start:
-        return None
-    dropped = {run: "" for start, end in layout.calls for run in layout.occurrences(m.name_start, start, end)}
-    if not dropped:
-        return None
-    return Variant("argument_opener_dropped", _rewrite(layout.output, dropped), expected, _ALL_FIELDS)
+    return _dropped_in_calls("argument_opener_dropped", m.name_start, layout, expected)
 
 
 def _value_closer_doubled(params: ChatParams, layout: _Layout, expected: ChatMessage,
