@@ -220,6 +220,11 @@ class TemplateAnalysis:
     """Beyond the C++: the text between two tagged arguments (`arguments.separator`), which llama.cpp's parser
     does not read; set only in a transformers reading, where the generic path then joins arguments with it
     (not in `to_dict()`)."""
+    call_separator: str | None = None
+    """Beyond the C++: what the template writes between two calls in one section that no per-call marker wraps,
+    where it is not the `, ` llama.cpp's parser and grammar put there (analysis/tools.py `call_separator`:
+    nothing between DSML invokes, a newline between JSON calls one per line); the parser and grammar take it
+    from here (not in `to_dict()`)."""
     prompt_reasoning: ReasoningAnalysis | None = None
     """Beyond the C++: a reasoning block the generation prompt opens (its opening tag, as the prompt writes it,
     and the tag's closing form) where the analysis found no end to one (analysis/reasoning.py
@@ -261,6 +266,8 @@ class TemplateAnalysis:
             extra["string_arguments"] = True
         if self.tool_calls_described_only:
             extra["tool_calls"] = "described_only"
+        if self.call_separator is not None:
+            extra["call_separator"] = self.call_separator
         if self.prompt_reasoning is not None:
             extra["prompt_reasoning"] = {"start": self.prompt_reasoning.start, "end": self.prompt_reasoning.end}
         if self.typed_reasoning is not None:

@@ -34,7 +34,7 @@ from autoparser.template.diff import (
     until_common_prefix,
 )
 
-__all__ = ["analyze_tools", "calls_rendered"]
+__all__ = ["analyze_tools", "call_separator", "calls_rendered"]
 
 FUN_FIRST, FUN_SECOND, ARG_FIRST, ARG_SECOND = fx.FUN_FIRST, fx.FUN_SECOND, fx.ARG_FIRST, fx.ARG_SECOND
 
@@ -47,6 +47,63 @@ def calls_rendered(r: DiffRenderer, *calls: dict[str, Any]) -> str | None:
     if cmp is None or not cmp.diff.right:
         return None
     return cmp.diff.right
+
+
+def call_separator(r: DiffRenderer, tools: ToolsAnalysis) -> str | None:
+    """Beyond the C++: what the template writes between two calls in one section that no per-call marker
+    wraps (nothing between DSML invokes, whose closer ends the line; a newline between JSON calls written one
+    per line), where llama.cpp's grammar puts `, `; None where the template writes `, ` too, the calls have
+    per-call markers or a list around them (their own separators), or two calls cannot be told apart."""
+    fmt, fn = tools.format, tools.function
+    if fmt.per_call_start or fmt.tools_array_wrapped or fmt.fun_name_is_key:
+        return None
+    text = calls_rendered(r, fx.first_tool_call(), fx.second_tool_call())
+    if text is None:
+        return None
+    first, second = text.find(FUN_FIRST), text.find(FUN_SECOND)
+    if not 0 <= first < second:
+        return None
+    if fmt.mode is ToolFormat.JSON_NATIVE:
+        span = _json_call_spans(text, first, second)
+        if span is None:
+            return None
+        end, start = span
+    elif fmt.mode is ToolFormat.TAG_WITH_TAGGED and fn.close.strip() and fn.name_prefix.strip():
+        end = text.find(fn.close, first)
+        start = text.rfind(fn.name_prefix, 0, second)
+        if end < 0 or start < 0:
+            return None
+        end += len(fn.close)
+    else:
+        return None
+    if end > start:
+        return None
+    between = text[end:start]
+    # (JSON calls: whitespace around the comma is the grammar's `space`)
+    cpp = between.strip() == "," if fmt.mode is ToolFormat.JSON_NATIVE else between == ", "
+    return None if cpp else between
+
+
+def _json_call_spans(text: str, first: int, second: int) -> tuple[int, int] | None:
+    """(where the JSON object of the call named at `first` ends, where the one named at `second` begins): each
+    the outermost object around its name that does not reach the other's."""
+    decoder = json.JSONDecoder()
+
+    def end_of(at: int) -> int | None:
+        try:
+            return decoder.raw_decode(text, at)[1]
+        except json.JSONDecodeError:
+            return None
+
+    end = None
+    for at in (i for i in range(first, -1, -1) if text[i] == "{"):
+        stop = end_of(at)
+        if stop is not None and first < stop <= second:
+            end = stop  # (keep going out: the outermost one that stops before the second call)
+    if end is None:
+        return None
+    start = next((i for i in range(end, second) if text[i] == "{" and (end_of(i) or 0) > second), None)
+    return None if start is None else (end, start)
 
 
 class _ToolAnalyzer:

@@ -577,13 +577,14 @@ class ChatBuilder(ChatTags):
                             force_tool_calls: bool, name_key: str = "", args_key: str = "",
                             array_wrapped: bool = False, function_is_key: bool = False, call_id_key: str = "",
                             gen_call_id_key: str = "", parameters_order: Sequence[str] = (),
-                            accept_openai_wrapper: bool = False) -> P:
+                            accept_openai_wrapper: bool = False, separator: str | None = None) -> P:
         """Tool calls written as JSON objects inside `section_start ... section_end`.
 
         Three layouts: the function name as the key (`{"fn": {...}}`), nested keys in dot notation
         (`function.name` / `function.arguments`), or flat keys whose order follows `parameters_order`.
         The section opener is a `call_opener`; flat-key calls go through `loose_json_calls`, and more than one
-        through `call_separator` / `extra_calls`.
+        through `call_separator` / `extra_calls`: `,` between two calls, or the `separator` the template writes
+        there (beyond the C++: `TemplateAnalysis.call_separator`), whitespace around it.
         """
         tools_json = tools_to_openai(tools)
         if not tools_json:
@@ -608,7 +609,8 @@ class ChatBuilder(ChatTags):
                                             [f.name for f in functions(tools_json, typed=False)])
         calls = choices
         if parallel_tool_calls:
-            between = self.call_separator(self.space() + self.literal(",") + self.space())
+            mark = "," if separator is None else separator.strip(C_SPACE)
+            between = self.call_separator(self.space() + self.literal(mark) + self.space() if mark else self.space())
             calls = calls + self.zero_or_more(between + choices)
         elif not array_wrapped:
             calls = self.extra_calls(calls, choices)

@@ -230,7 +230,8 @@ def _json_native(d: _Derived) -> P:
     common: dict[str, Any] = {
         "name_key": name_field, "args_key": args_field, "array_wrapped": fmt.tools_array_wrapped,
         "function_is_key": fmt.fun_name_is_key, "call_id_key": fmt.id_field, "gen_call_id_key": fmt.gen_id_field,
-        "parameters_order": list(fmt.parameter_order), "accept_openai_wrapper": fmt.openai_wrapper_trigger}
+        "parameters_order": list(fmt.parameter_order), "accept_openai_wrapper": fmt.openai_wrapper_trigger,
+        "separator": d.a.call_separator}
     per_call = not fmt.section_start and bool(fmt.per_call_start)
     start, end = (fmt.per_call_start, fmt.per_call_end) if per_call else (fmt.section_start, fmt.section_end)
     if per_call:
@@ -392,12 +393,20 @@ def _tag_with_json(d: _Derived) -> P:
                                    + (p.literal(fmt.section_end) if fmt.section_end else p.end()))
     elif b.parallel:
         calls = p.trigger_rule("tool-call", p.opened(fmt.section_start, choice)
-                               + p.zero_or_more(p.call_separator(p.literal(", ")) + choice)
-                               + fmt.section_end)
+                               + p.zero_or_more(_between_calls(d) + choice) + fmt.section_end)
     else:
         calls = p.trigger_rule("tool-call", p.extra_calls(p.opened(fmt.section_start, choice), choice)
                                + fmt.section_end)
     return _after_content(d, calls)
+
+
+def _between_calls(d: _Derived) -> P:
+    """What separates two calls in one section: what the template writes there (`call_separator`: any
+    whitespace where that is all it writes), else llama.cpp's `, `."""
+    p, sep = d.p, d.a.call_separator
+    if sep is None:
+        return p.call_separator(p.literal(", "))
+    return p.call_separator(p.literal(sep) if sep.strip(C_SPACE) else p.space())
 
 
 def _bare_tag_openers(d: _Derived) -> list[str]:
@@ -517,7 +526,7 @@ def _tag_with_tagged(d: _Derived) -> P:
             calls = p.trigger_rule("tool-calls", calls + p.optional(p.literal(fmt.section_end) + p.space()))
     elif b.parallel:
         calls = p.trigger_rule("tool-call", p.opened(fmt.section_start, p.space()) + choice
-                               + p.zero_or_more(p.call_separator(p.literal(", ")) + choice) + p.space()
+                               + p.zero_or_more(_between_calls(d) + choice) + p.space()
                                + fmt.section_end)
     else:
         calls = p.trigger_rule("tool-call", p.opened(fmt.section_start, p.space()) + p.extra_calls(choice, choice)

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from enum import IntEnum
 from typing import Any
 
-from autoparser.analysis.model import ReasoningAnalysis
+from autoparser.analysis.model import ReasoningAnalysis, TemplateAnalysis
 from autoparser.chat.builder import ChatBuilder
 from autoparser.chat.constraint import CallTags
 from autoparser.chat.inputs import GenerationInputs, generation_prompt, render_prompt
@@ -212,6 +212,10 @@ class FormatSpec:
     typed per parameter, arguments in any order), so that the structural tag and Lark exports
     (export/constrained.py) derive them from the analysis, as for a derived format; checked by the exports'
     consumers over the corpus (tests/export/test_consumers.py)."""
+    fit: Callable[[FormatSpec, TemplateAnalysis], FormatSpec] | None = None
+    """The spec as one template of the family writes what its analysis shows (the whitespace around a
+    parameter's value), where the family's templates differ in it and the C++ builds one form for all
+    (params/generator.py `_format`); None: the spec as detected."""
     call_tags: Callable[[Sequence[Function], bool], CallTags] | None = None
     """How a hand-written format writes a request's calls (its functions; parallel calls or not), for the
     structural tag and Lark exports, where its analysis does not describe them (None: it cannot be said, or

@@ -67,7 +67,12 @@ def _format(source: str) -> FormatSpec:
     """The template's chat format: a specialised one, or the one its analysis describes."""
     spec = find_handler(source)
     if spec is not None:
-        return spec
+        if spec.fit is None:
+            return spec
+        try:
+            return spec.fit(spec, cached_analysis(source))
+        except AutoparserError:
+            return spec  # (the handler reads the template without its analysis, as the C++ does)
     try:
         analysis = cached_analysis(source)
     except AutoparserError as e:

@@ -5,8 +5,11 @@ Calls are XML with one parameter per element and a newline after every tag:
 typed by the parameter schema: JSON when the schema excludes strings, raw text when only strings fit, and
 "JSON if it parses, else raw text" for mixed schemas. The thinking members of the family end reasoning at
 `</think>` or straight at `<tool_call>`; Qwen3-Coder (no `<think>` in its template) sometimes drops the
-`<tool_call>` line, so a bare `<function=NAME>` also opens a call there. Why a handler: values typed per
-parameter (raw or JSON) and required arguments in any order, which the analyzer's tagged format does not know.
+`<tool_call>` line, so a bare `<function=NAME>` also opens a call there. Some templates of the family write a
+value without the newlines around it (`<parameter=K>VALUE</parameter>`, MiMo-V2): the handler takes that
+whitespace from the template's analysis (`_fit`), where the C++ builds Qwen3-Coder's for all. Why a handler:
+values typed per parameter (raw or JSON) and required arguments in any order, which the analyzer's tagged
+format does not know.
 """
 
 from __future__ import annotations
@@ -14,6 +17,7 @@ from __future__ import annotations
 from dataclasses import replace
 from functools import partial
 
+from autoparser.analysis.model import TemplateAnalysis, ToolFormat
 from autoparser.chat.builder import ChatBuilder, TaggedMarkers
 from autoparser.chat.spec import (
     CALL_TRANSFORM,
@@ -43,7 +47,19 @@ def detect(source: str) -> FormatSpec | None:
     return THINKING if "<think>" in source else CODER
 
 
-def _build(b: Build, *, coder: bool) -> P:
+def _fit(spec: FormatSpec, analysis: TemplateAnalysis, *, coder: bool) -> FormatSpec:
+    """The spec with the whitespace this template writes around a parameter's value (its analysis' argument
+    markers), where it is all that differs from Qwen3-Coder's `<parameter=K>\nVALUE\n</parameter>\n`."""
+    args = analysis.tools.arguments
+    if analysis.tools.format.mode is not ToolFormat.TAG_WITH_TAGGED or args.name_prefix != MARKERS.arg_prefix \
+            or args.value_prefix or args.name_suffix.strip() != MARKERS.arg_suffix.strip() \
+            or args.value_suffix.strip() != ARG_CLOSE.strip():
+        return spec
+    markers = replace(MARKERS, arg_suffix=args.name_suffix, value_suffix=args.value_suffix)
+    return spec if markers == MARKERS else replace(spec, build=partial(_build, coder=coder, markers=markers))
+
+
+def _build(b: Build, *, coder: bool, markers: TaggedMarkers = MARKERS) -> P:
     p = b.p
     gen_prefix = p.literal(GEN_PREFIX)
 
@@ -62,14 +78,16 @@ def _build(b: Build, *, coder: bool) -> P:
         return gen_prefix + (reasoning << p.content(p.schema(p.json(), "response-format", b.inputs.json_schema)))
 
     if b.tool_calls:
-        arg_close = p.tool_arg_close(p.literal(ARG_CLOSE))
-        arg_string = p.rule("xml-arg-string", p.ac(p.tool_arg_string_value(p.until(ARG_CLOSE)) + arg_close,
-                                                   ARG_CLOSE))
+        value_close = markers.value_suffix
+        arg_close = p.tool_arg_close(p.literal(value_close))
+        arg_string = p.rule("xml-arg-string", p.ac(p.tool_arg_string_value(p.until(value_close)) + arg_close,
+                                                   value_close))
         def strict_choice() -> P:
             tool_choice = p.choice()
             def arg(f: Function, param: Parameter) -> P:
                 rule_name = f"tool-{f.name}-arg-{param.name}"
-                arg_open = p.tool_arg_open("<parameter=" + p.tool_arg_name(p.literal(param.name)) + ">\n")
+                arg_open = p.tool_arg_open(markers.arg_prefix + p.tool_arg_name(p.literal(param.name))
+                                           + markers.arg_suffix)
                 arg_value = p.typed_value(param, rule_name + "-schema", f.schema, arg_close, arg_string,
                                           partial(_mixed_value, p, param.types, arg_close, arg_string))
                 return p.rule(rule_name, p.tool_arg(arg_open + arg_value))
@@ -85,7 +103,7 @@ def _build(b: Build, *, coder: bool) -> P:
                 tool_choice |= p.rule(f"tool-{name}", func)
             return tool_choice
 
-        tool_choice = p.tagged_call_choice(strict_choice, MARKERS, functions(b.inputs.tools),
+        tool_choice = p.tagged_call_choice(strict_choice, markers, functions(b.inputs.tools),
                                            lambda param: param.types != {"string"})
         min_calls = 1 if b.required else 0
         tool_call_body = p.grouped_calls(tool_choice) + p.block_closer("</tool_call>", "<tool_call>") + p.space()
@@ -130,7 +148,7 @@ _CALLS = {"open_pattern": r"(?:<tool_call>\s*)?<function=(?P<name>[^>\s]+)>",
 
 THINKING = FormatSpec(
     "qwen3_coder", partial(_build, coder=False), Prefill(GEN_PREFIX, "<think>\n", "\n</think>\n\n"),
-    laziness=Laziness.TOOLS_AUTO, relaxes=True, triggers=(word("<tool_call>"),), triggers_only_when_lazy=True,
+    laziness=Laziness.TOOLS_AUTO, relaxes=True, fit=partial(_fit, coder=False), triggers=(word("<tool_call>"),), triggers_only_when_lazy=True,
     response_fields=response_fields(_CALLS, thinking=("<think>", "</think>")), calls_as_analysed=True,
     preserved_tokens=("<tool_call>", "</tool_call>", "<think>", "</think>"), supports_thinking=True,
     # the newline variant first, so a forced close writes it
@@ -145,6 +163,6 @@ THINKING = FormatSpec(
 
 # Qwen3-Coder: no reasoning; the whole `<function=NAME>` opener also triggers (never a bare `<function`, which
 # ordinary code contains).
-CODER = replace(THINKING, build=partial(_build, coder=True), prefill=Prefill(GEN_PREFIX), reasoning=False,
+CODER = replace(THINKING, build=partial(_build, coder=True), fit=partial(_fit, coder=True), prefill=Prefill(GEN_PREFIX), reasoning=False,
                 tool_trigger=word("<function={name}>"), preserved_tokens=("<tool_call>", "</tool_call>"),
                 supports_thinking=False, thinking_start_tag="", thinking_end_tags=())
