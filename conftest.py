@@ -63,3 +63,32 @@ def write_gguf(path: Path, *, templates: Mapping[str, str] | None = None,
 def gguf_writer() -> GgufWriter:
     """`gguf_writer(path, templates={...}, ...)`: write a small GGUF model file (see write_gguf)."""
     return write_gguf
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """The corpus-wide tests of one template run one after the other, whichever file they are in: each process
+    keeps a template's analysis, format and renders in small per-template caches (params/generator.py,
+    corpus/roundtrip.py), which a file-by-file order over ~1 000 templates evicts before the next file asks again.
+    Stable: the tests of one template keep their files' order, and pytest-xdist, which hands out consecutive tests
+    to a worker, gives a template's tests mostly to one. (A test belongs to a template when its one
+    parametrisation id names it: its corpus name, its file, or its seed origin as the golden sets name it,
+    `templates/X.jinja`, `llamacpp:X.jinja`.)"""
+    from autoparser.corpus import Corpus
+
+    aliases: dict[str, str] = {}
+    for entry in Corpus.load().entries:
+        aliases[entry.name] = aliases[f"{entry.name}.jinja"] = entry.name
+        for origin in entry.origins:
+            folder, _, file = origin.removeprefix("seed:").partition("/")
+            if origin.startswith("seed:") and file:
+                aliases[f"{folder}/{file}"] = entry.name
+                aliases[f"{'llamacpp' if folder == 'templates' else folder}:{file}"] = entry.name
+
+    first: dict[str, int] = {}
+    keyed = []
+    for i, item in enumerate(items):
+        callspec = getattr(item, "callspec", None)
+        name = aliases.get(callspec.id) if callspec is not None else None
+        # (a template's tests go where its first one was; the other tests keep their places)
+        keyed.append((first.setdefault(name, i) if name is not None else i, i, item))
+    items[:] = [item for _, _, item in sorted(keyed, key=lambda k: (k[0], k[1]))]

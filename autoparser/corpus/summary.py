@@ -87,6 +87,8 @@ def _beyond(a: TemplateAnalysis, handler: str) -> tuple[str, ...]:
         out.append("string_arguments")
     if a.tool_calls_described_only:
         out.append("tool_calls=described_only")
+    if a.effective.call_separator is not None:
+        out.append(f"call_separator={a.effective.call_separator!r}")
     for key, block in (("prompt_reasoning", a.effective.prompt_reasoning),
                        ("typed_reasoning", a.effective.typed_reasoning)):
         if block is not None:

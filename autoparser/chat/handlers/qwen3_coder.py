@@ -148,7 +148,8 @@ _CALLS = {"open_pattern": r"(?:<tool_call>\s*)?<function=(?P<name>[^>\s]+)>",
 
 THINKING = FormatSpec(
     "qwen3_coder", partial(_build, coder=False), Prefill(GEN_PREFIX, "<think>\n", "\n</think>\n\n"),
-    laziness=Laziness.TOOLS_AUTO, relaxes=True, fit=partial(_fit, coder=False), triggers=(word("<tool_call>"),), triggers_only_when_lazy=True,
+    laziness=Laziness.TOOLS_AUTO, relaxes=True, fit=partial(_fit, coder=False), triggers=(word("<tool_call>"),),
+    triggers_only_when_lazy=True,
     response_fields=response_fields(_CALLS, thinking=("<think>", "</think>")), calls_as_analysed=True,
     preserved_tokens=("<tool_call>", "</tool_call>", "<think>", "</think>"), supports_thinking=True,
     # the newline variant first, so a forced close writes it
@@ -163,6 +164,6 @@ THINKING = FormatSpec(
 
 # Qwen3-Coder: no reasoning; the whole `<function=NAME>` opener also triggers (never a bare `<function`, which
 # ordinary code contains).
-CODER = replace(THINKING, build=partial(_build, coder=True), fit=partial(_fit, coder=True), prefill=Prefill(GEN_PREFIX), reasoning=False,
-                tool_trigger=word("<function={name}>"), preserved_tokens=("<tool_call>", "</tool_call>"),
-                supports_thinking=False, thinking_start_tag="", thinking_end_tags=())
+CODER = replace(THINKING, build=partial(_build, coder=True), fit=partial(_fit, coder=True),
+                prefill=Prefill(GEN_PREFIX), reasoning=False, tool_trigger=word("<function={name}>"),
+                preserved_tokens=("<tool_call>", "</tool_call>"), supports_thinking=False, thinking_start_tag="", thinking_end_tags=())
