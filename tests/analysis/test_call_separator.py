@@ -37,7 +37,8 @@ def test_what_the_template_writes_between_two_calls(behaviour: str, name: str, s
 
 def test_tagged_calls_whose_closer_ends_the_line() -> None:
     """MiniMax M2 writes two `<invoke>` in one `<minimax:tool_call>` section, nothing between them (each closer
-    ends its line). (Its parallel round trip renders no prompt prefix, so the output is its rendering's.)"""
+    ends its line). (Its round trip has no parallel scenario: the prompt is no prefix of the rendering with the
+    message; the output here is written in the template's form, as its one-call round trip renders it.)"""
     entry = CORPUS.by_name("MiniMaxAI__MiniMax-M2")
     assert cached_analysis(entry.read_text()).call_separator == ""
     output = ("Two calls.\n</think>\n\n\n<minimax:tool_call>\n"
