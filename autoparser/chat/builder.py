@@ -263,6 +263,13 @@ class ChatBuilder(ChatTags):
         or `,` with whitespace around, as models write it."""
         return between
 
+    def written_separator(self, separator: str) -> P:
+        """What a template writes between two calls (`TemplateAnalysis.call_separator`, beyond the C++) as the
+        `between` of `call_separator`: its marks with any whitespace around them, or any whitespace where that is
+        all it writes."""
+        mark = separator.strip(C_SPACE)
+        return self.space() + self.literal(mark) + self.space() if mark else self.space()
+
     def member_separator(self, separator: str) -> P:
         """The `separator` between two members of an object in a format's own value syntax (`,` in Gemma 4's
         `{a:1,b:2}`). Relaxed: also left out where the next member's key follows (`a:<|"|>x<|"|>b:2`)."""
@@ -609,8 +616,7 @@ class ChatBuilder(ChatTags):
                                             [f.name for f in functions(tools_json, typed=False)])
         calls = choices
         if parallel_tool_calls:
-            mark = "," if separator is None else separator.strip(C_SPACE)
-            between = self.call_separator(self.space() + self.literal(mark) + self.space() if mark else self.space())
+            between = self.call_separator(self.written_separator("," if separator is None else separator))
             calls = calls + self.zero_or_more(between + choices)
         elif not array_wrapped:
             calls = self.extra_calls(calls, choices)

@@ -401,12 +401,10 @@ def _tag_with_json(d: _Derived) -> P:
 
 
 def _between_calls(d: _Derived) -> P:
-    """What separates two calls in one section: what the template writes there (`call_separator`: any
-    whitespace where that is all it writes), else llama.cpp's `, `."""
+    """What separates two calls in one section: what the template writes there (`call_separator`), else
+    llama.cpp's `, `."""
     p, sep = d.p, d.a.call_separator
-    if sep is None:
-        return p.call_separator(p.literal(", "))
-    return p.call_separator(p.literal(sep) if sep.strip(C_SPACE) else p.space())
+    return p.call_separator(p.literal(", ") if sep is None else p.written_separator(sep))
 
 
 def _bare_tag_openers(d: _Derived) -> list[str]:
