@@ -225,6 +225,10 @@ class TemplateAnalysis:
     where it is not the `, ` llama.cpp's parser and grammar put there (analysis/tools.py `call_separator`:
     nothing between DSML invokes, a newline between JSON calls one per line); the parser and grammar take it
     from here (not in `to_dict()`)."""
+    section_start_in_prompt: bool = False
+    """Beyond the C++: the generation prompt ends with the call section's opener (`tools.format.section_start`),
+    so the model writes its calls without one (analysis/tools.py `section_start_in_prompt`); the parser and
+    grammar read the calls as written after the prompt (not in `to_dict()`)."""
     prompt_reasoning: ReasoningAnalysis | None = None
     """Beyond the C++: a reasoning block the generation prompt opens (its opening tag, as the prompt writes it,
     and the tag's closing form) where the analysis found no end to one (analysis/reasoning.py
@@ -268,6 +272,8 @@ class TemplateAnalysis:
             extra["tool_calls"] = "described_only"
         if self.call_separator is not None:
             extra["call_separator"] = self.call_separator
+        if self.section_start_in_prompt:
+            extra["section_start_in_prompt"] = True
         if self.prompt_reasoning is not None:
             extra["prompt_reasoning"] = {"start": self.prompt_reasoning.start, "end": self.prompt_reasoning.end}
         if self.typed_reasoning is not None:

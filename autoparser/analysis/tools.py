@@ -34,7 +34,7 @@ from autoparser.template.diff import (
     until_common_prefix,
 )
 
-__all__ = ["analyze_tools", "call_separator", "calls_rendered"]
+__all__ = ["analyze_tools", "call_separator", "calls_rendered", "section_start_in_prompt"]
 
 FUN_FIRST, FUN_SECOND, ARG_FIRST, ARG_SECOND = fx.FUN_FIRST, fx.FUN_SECOND, fx.ARG_FIRST, fx.ARG_SECOND
 
@@ -82,6 +82,25 @@ def call_separator(r: DiffRenderer, tools: ToolsAnalysis) -> str | None:
     # (JSON calls: whitespace around the comma is the grammar's `space`)
     cpp = between.strip() == "," if fmt.mode is ToolFormat.JSON_NATIVE else between == ", "
     return None if cpp else between
+
+
+def section_start_in_prompt(r: DiffRenderer, tools: ToolsAnalysis) -> bool:
+    """Beyond the C++: the generation prompt ends with the call section's opener, so the model writes its calls
+    after it, without one. A template that opens each assistant message with its turn header but writes the
+    header of a message with calls otherwise (vLLM's Llama 4 JSON template: a newline before it) gives that
+    header as the opener the diff finds; the prompt has written it already. Only where that opener is all that
+    marks the calls (no per-call marker, no section end): a section the model closes, or calls each marked,
+    are read from their own markers already."""
+    fmt = tools.format
+    start = trim_whitespace(fmt.section_start)
+    if not start or trim_whitespace(fmt.section_end) or trim_whitespace(fmt.per_call_start):
+        return False
+    base = TemplateParams(messages=(fx.user_msg(),), tools=tuple(fx.tools()))
+    history = r.apply(base)
+    prompted = r.apply(dataclasses.replace(base, add_generation_prompt=True))
+    if history is None or prompted is None or not prompted.startswith(history):
+        return False
+    return trim_whitespace(prompted[len(history):]).endswith(start)
 
 
 def _json_call_spans(text: str, first: int, second: int) -> tuple[int, int] | None:

@@ -41,6 +41,9 @@ def _trim(s: str) -> str:
 
 def derived_format(analysis: TemplateAnalysis) -> FormatSpec:
     """The format of a template as its analysis describes it."""
+    if analysis.section_start_in_prompt:  # (beyond the C++: the calls come after the prompt's opener, bare)
+        tools = analysis.tools
+        analysis = replace(analysis, tools=replace(tools, format=replace(tools.format, section_start="")))
     reasoning, fmt, form = analysis.reasoning, analysis.tools.format, analysis.call_form
     thinking = reasoning.mode is not ReasoningMode.NONE
     marker = fmt.section_start or fmt.per_call_start

@@ -130,19 +130,19 @@ def _constraint(source: str, tools: list[Mapping[str, Any]], tool_choice: ToolCh
     if handler is not None and handler.call_tags is not None:
         form = handler.call_tags(fns, parallel)
     else:
-        form = _analysed_calls(analysis, fns, parallel, params.generation_prompt)
+        form = _analysed_calls(analysis, fns, parallel)
     return Constraint(reasoning, Calls(form, at_least_one=tool_choice is ToolChoice.REQUIRED,
                                        stop_after_first=not parallel))
 
 
-def _analysed_calls(a: TemplateAnalysis, fns: list[Function], parallel: bool, generation_prompt: str) -> CallTags:
+def _analysed_calls(a: TemplateAnalysis, fns: list[Function], parallel: bool) -> CallTags:
     if a.call_form is None and a.tools.format.mode is ToolFormat.NONE:
         raise ExportError("the template shows no tool-call format")
     if a.call_form is not None:
         return _python_calls(a.call_form, fns, parallel)
     match a.tools.format.mode:
         case ToolFormat.JSON_NATIVE:
-            return _json_calls(a, fns, parallel, generation_prompt)
+            return _json_calls(a, fns, parallel)
         case ToolFormat.TAG_WITH_JSON:
             return _tagged_calls(a, fns, parallel, json_arguments=True)
         case _:
@@ -193,10 +193,10 @@ def _markers(*texts: str) -> tuple[str, ...]:
     return tuple(dict.fromkeys(t for t in texts if t))
 
 
-def _json_calls(a: TemplateAnalysis, fns: list[Function], parallel: bool, generation_prompt: str) -> CallTags:
+def _json_calls(a: TemplateAnalysis, fns: list[Function], parallel: bool) -> CallTags:
     """`{"name": NAME, "arguments": {...}}` calls: one per marker pair, or a list (or one) in a section, or bare
     (the object's first key is then the trigger; also where the generation prompt ends with the section's start,
-    which the model then never writes: Llama 4's assistant header)."""
+    which the model then never writes: `TemplateAnalysis.section_start_in_prompt`)."""
     fmt = a.tools.format
     if fmt.fun_name_is_key:
         raise ExportError("a call is `{NAME: arguments}`: not expressed yet")
@@ -227,9 +227,8 @@ def _json_calls(a: TemplateAnalysis, fns: list[Function], parallel: bool, genera
         return Alt(tuple(call(f, head) for f in fns))
 
     first_key = "{" + json.dumps(order[0])
-    section_start, section_end = _t(fmt.section_start), _t(fmt.section_end)
-    if section_start and not section_end and generation_prompt.rstrip(C_SPACE).endswith(section_start):
-        section_start = ""
+    section_start = "" if a.section_start_in_prompt else _t(fmt.section_start)
+    section_end = _t(fmt.section_end)
     per_call = not section_start and bool(_t(fmt.per_call_start))
     if per_call:
         tag = Tag(_t(fmt.per_call_start), Seq((Space(), calls(True), Space())), _t(fmt.per_call_end))
