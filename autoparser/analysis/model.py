@@ -22,6 +22,7 @@ __all__ = [
     "ContentAnalysis",
     "ContentMode",
     "FunctionAnalysis",
+    "NestedCall",
     "ReasoningAnalysis",
     "ReasoningMode",
     "StringValues",
@@ -169,6 +170,26 @@ class StringValues(enum.Enum):
 
 
 @dataclass(frozen=True)
+class NestedCall:
+    """Beyond the C++: a JSON call object that nests the function's name and its arguments under one member,
+    beside members the template writes the same in every call (OpenAI's own shape, `{"id": ..., "type":
+    "function", "function": {"name": ..., "arguments": ...}}`, which a template writes with `tool_calls | tojson`).
+    The C++ takes that member for the arguments (`args_field`), so its parser and grammar want the arguments
+    where the template writes the name and the arguments."""
+
+    member: str
+    """The member that holds the name and the arguments (`function`)."""
+    name_key: str
+    args_key: str
+    constants: tuple[tuple[str, str], ...] = ()
+    """The members written the same in every call before `member` (`("type", '"function"')`): key and JSON text."""
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"member": self.member, "name_key": self.name_key, "args_key": self.args_key,
+                "constants": [list(c) for c in self.constants]}
+
+
+@dataclass(frozen=True)
 class CallForm:
     """A tool-call form derived beyond the C++ analysis: the calls' syntax and what the template writes around
     them (no C++ counterpart: `TemplateAnalysis.to_dict()` leaves it out, so records still compare)."""
@@ -225,6 +246,9 @@ class TemplateAnalysis:
     where it is not the `, ` llama.cpp's parser and grammar put there (analysis/tools.py `call_separator`:
     nothing between DSML invokes, a newline between JSON calls one per line); the parser and grammar take it
     from here (not in `to_dict()`)."""
+    nested_call: NestedCall | None = None
+    """Beyond the C++: the JSON call object nests the name and the arguments under one member (analysis/tools.py
+    `nested_call`); the parser and grammar read the object so (not in `to_dict()`)."""
     section_start_in_prompt: bool = False
     """Beyond the C++: the generation prompt ends with the call section's opener (`tools.format.section_start`),
     so the model writes its calls without one (analysis/tools.py `section_start_in_prompt`); the parser and
@@ -272,6 +296,8 @@ class TemplateAnalysis:
             extra["tool_calls"] = "described_only"
         if self.call_separator is not None:
             extra["call_separator"] = self.call_separator
+        if self.nested_call is not None:
+            extra["nested_call"] = self.nested_call.to_dict()
         if self.section_start_in_prompt:
             extra["section_start_in_prompt"] = True
         if self.prompt_reasoning is not None:

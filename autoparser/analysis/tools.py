@@ -17,6 +17,7 @@ from autoparser.analysis.model import (
     CallIdAnalysis,
     CallIdPosition,
     FunctionAnalysis,
+    NestedCall,
     ReasoningAnalysis,
     ToolFormat,
     ToolFormatAnalysis,
@@ -34,7 +35,7 @@ from autoparser.template.diff import (
     until_common_prefix,
 )
 
-__all__ = ["analyze_tools", "call_separator", "calls_rendered", "section_start_in_prompt"]
+__all__ = ["analyze_tools", "call_separator", "calls_rendered", "nested_call", "section_start_in_prompt"]
 
 FUN_FIRST, FUN_SECOND, ARG_FIRST, ARG_SECOND = fx.FUN_FIRST, fx.FUN_SECOND, fx.ARG_FIRST, fx.ARG_SECOND
 
@@ -82,6 +83,44 @@ def call_separator(r: DiffRenderer, tools: ToolsAnalysis) -> str | None:
     # (JSON calls: whitespace around the comma is the grammar's `space`)
     cpp = between.strip() == "," if fmt.mode is ToolFormat.JSON_NATIVE else between == ", "
     return None if cpp else between
+
+
+def nested_call(r: DiffRenderer, tools: ToolsAnalysis) -> NestedCall | None:
+    """Beyond the C++: the member of a JSON call object that holds both the function's name and its arguments,
+    where the C++ takes it for the arguments (`args_field`): OpenAI's own call object, which a template writes
+    with `tool_calls | tojson` (`{"id": ..., "type": "function", "function": {"name": ..., "arguments": ...}}`).
+    With it, the members the call writes before it other than its id (`"type": "function"`). None where the
+    record reads the object (the name is a member of its own, or the record nests it already)."""
+    fmt = tools.format
+    if fmt.mode is not ToolFormat.JSON_NATIVE or fmt.fun_name_is_key or "." in fmt.name_field + fmt.args_field:
+        return None
+    text = calls_rendered(r, fx.first_tool_call())
+    call = None if text is None else _outermost_object(text, text.find(FUN_FIRST))
+    member = None if call is None else call.get(fmt.args_field)
+    if call is None or not isinstance(member, dict):
+        return None
+    name_key = next((k for k, v in member.items() if v == FUN_FIRST), None)
+    args_key = next((k for k, v in member.items()
+                     if k != name_key and ARG_FIRST in json.dumps(v, ensure_ascii=False)), None)
+    if name_key is None or args_key is None:
+        return None
+    before = list(call)[:list(call).index(fmt.args_field)]
+    constants = tuple((k, json.dumps(call[k], ensure_ascii=False)) for k in before
+                      if k not in (fmt.id_field, fmt.gen_id_field) and isinstance(call[k], (str, int, float, bool)))
+    return NestedCall(fmt.args_field, name_key, args_key, constants)
+
+
+def _outermost_object(text: str, at: int) -> dict[str, Any] | None:
+    """The outermost JSON object of `text` that holds the position `at` (None if none, or `at` < 0)."""
+    decoder, found = json.JSONDecoder(), None
+    for start in (i for i in range(at, -1, -1) if text[i] == "{"):
+        try:
+            value, end = decoder.raw_decode(text, start)
+        except json.JSONDecodeError:
+            continue
+        if end > at and isinstance(value, dict):
+            found = value
+    return found
 
 
 def section_start_in_prompt(r: DiffRenderer, tools: ToolsAnalysis) -> bool:

@@ -584,14 +584,17 @@ class ChatBuilder(ChatTags):
                             force_tool_calls: bool, name_key: str = "", args_key: str = "",
                             array_wrapped: bool = False, function_is_key: bool = False, call_id_key: str = "",
                             gen_call_id_key: str = "", parameters_order: Sequence[str] = (),
-                            accept_openai_wrapper: bool = False, separator: str | None = None) -> P:
+                            accept_openai_wrapper: bool = False, separator: str | None = None,
+                            constant_members: Sequence[tuple[str, str]] = ()) -> P:
         """Tool calls written as JSON objects inside `section_start ... section_end`.
 
         Three layouts: the function name as the key (`{"fn": {...}}`), nested keys in dot notation
         (`function.name` / `function.arguments`), or flat keys whose order follows `parameters_order`.
-        The section opener is a `call_opener`; flat-key calls go through `loose_json_calls`, and more than one
+        The section opener is a `call_opener`; calls with a name key go through `loose_json_calls`, and more than one
         through `call_separator` / `extra_calls`: `,` between two calls, or the `separator` the template writes
-        there (beyond the C++: `TemplateAnalysis.call_separator`), whitespace around it.
+        there (beyond the C++: `TemplateAnalysis.call_separator`), whitespace around it. A nested call object
+        may hold `constant_members` before its nested member (beyond the C++: `NestedCall.constants`, the
+        `"type": "function"` of OpenAI's call object), each as written or left out.
         """
         tools_json = tools_to_openai(tools)
         if not tools_json:
@@ -606,13 +609,13 @@ class ChatBuilder(ChatTags):
                                                        gen_call_id_key)
         elif _split_key(eff_name_key)[0] or _split_key(eff_args_key)[0]:
             choices = self._json_tools_nested_keys(tools_json, eff_name_key, eff_args_key, call_id_key,
-                                                   gen_call_id_key)
+                                                   gen_call_id_key, constant_members)
         else:
             choices = self._json_tools_flat_keys(tools_json, eff_name_key, eff_args_key, call_id_key,
                                                  gen_call_id_key, parameters_order, accept_openai_wrapper)
 
-        if not (function_is_key or _split_key(eff_name_key)[0] or _split_key(eff_args_key)[0]):
-            choices = self.loose_json_calls(choices, eff_name_key, eff_args_key,
+        if not function_is_key:  # (nested keys: the loose reading takes the nested member as a call's wrapper)
+            choices = self.loose_json_calls(choices, _split_key(eff_name_key)[1], _split_key(eff_args_key)[1],
                                             [f.name for f in functions(tools_json, typed=False)])
         calls = choices
         if parallel_tool_calls:
@@ -670,7 +673,7 @@ class ChatBuilder(ChatTags):
         return choices
 
     def _json_tools_nested_keys(self, tools: Any, eff_name_key: str, eff_args_key: str, call_id_key: str,
-                                gen_call_id_key: str) -> P:
+                                gen_call_id_key: str, constant_members: Sequence[tuple[str, str]] = ()) -> P:
         choices = self.choice()
         name_prefix, name_field = _split_key(eff_name_key)
         args_prefix, args_field = _split_key(eff_args_key)
@@ -697,6 +700,9 @@ class ChatBuilder(ChatTags):
                 gen_id_parser = self.atomic(self.literal(f'"{gen_call_id_key}"') + self.space() + self.literal(":")
                                             + self.space() + self._gen_id_value())
                 body = body + self.optional(gen_id_parser + self.space() + self.literal(",") + self.space())
+            for key, value in constant_members:
+                body = body + self.optional(self.literal(f'"{key}"') + self.space() + self.literal(":") + self.space()
+                                            + self.literal(value) + self.space() + self.literal(",") + self.space())
 
             nested_field = (self.literal(f'"{nested_prefix}"') + self.space() + self.literal(":") + self.space()
                             + nested_object)

@@ -226,15 +226,17 @@ def _tools(d: _Derived) -> P:
 
 def _json_native(d: _Derived) -> P:
     p, fmt, b = d.p, d.a.tools.format, d.b
-    name_field, args_field = fmt.name_field, fmt.args_field
-    if fmt.function_field and fmt.function_field != "function" and "." not in name_field:
+    name_field, args_field, nested = fmt.name_field, fmt.args_field, d.a.nested_call
+    if nested is not None:  # (beyond the C++, which takes the member for the arguments)
+        name_field, args_field = f"{nested.member}.{nested.name_key}", f"{nested.member}.{nested.args_key}"
+    elif fmt.function_field and fmt.function_field != "function" and "." not in name_field:
         name_field = f"{fmt.function_field}.{name_field}"
         args_field = f"{fmt.function_field}.{args_field}"
     common: dict[str, Any] = {
         "name_key": name_field, "args_key": args_field, "array_wrapped": fmt.tools_array_wrapped,
         "function_is_key": fmt.fun_name_is_key, "call_id_key": fmt.id_field, "gen_call_id_key": fmt.gen_id_field,
         "parameters_order": list(fmt.parameter_order), "accept_openai_wrapper": fmt.openai_wrapper_trigger,
-        "separator": d.a.call_separator}
+        "separator": d.a.call_separator, "constant_members": nested.constants if nested is not None else ()}
     per_call = not fmt.section_start and bool(fmt.per_call_start)
     start, end = (fmt.per_call_start, fmt.per_call_end) if per_call else (fmt.section_start, fmt.section_end)
     if per_call:

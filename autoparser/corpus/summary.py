@@ -89,6 +89,11 @@ def _beyond(a: TemplateAnalysis, handler: str) -> tuple[str, ...]:
         out.append("tool_calls=described_only")
     if a.effective.call_separator is not None:
         out.append(f"call_separator={a.effective.call_separator!r}")
+    nested = a.effective.nested_call
+    if nested is not None:
+        out.append(f"nested_call={nested.member}.{{{nested.name_key},{nested.args_key}}}")
+    if a.effective.section_start_in_prompt:
+        out.append("section_start_in_prompt")
     for key, block in (("prompt_reasoning", a.effective.prompt_reasoning),
                        ("typed_reasoning", a.effective.typed_reasoning)):
         if block is not None:

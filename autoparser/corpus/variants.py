@@ -706,8 +706,8 @@ def _call_object_wrapped(params: ChatParams, layout: _Layout, expected: ChatMess
         # (a call that is one JSON object whose first member is its name: `{"name": "get_weather", ...}`)
         name = next((s for s, e, t in layout.fields if t in NAME_TAGS and start <= s and e <= end), None)
         key = None if name is None else _NAME_MEMBER.search(text, start, name)  # (`$`: up to the name)
-        if key is None:
-            continue
+        if key is None or "{" in text[start:key.start()]:
+            continue  # (no name member, or the template nests it already: OpenAI's wire form itself)
         try:
             _, close = _DECODER.raw_decode(text, key.start())
         except ValueError:

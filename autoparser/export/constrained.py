@@ -200,16 +200,30 @@ def _json_calls(a: TemplateAnalysis, fns: list[Function], parallel: bool) -> Cal
     fmt = a.tools.format
     if fmt.fun_name_is_key:
         raise ExportError("a call is `{NAME: arguments}`: not expressed yet")
-    if (fmt.function_field and fmt.function_field != "function") or "." in fmt.name_field:
+    nested = a.nested_call
+    if nested is None and ((fmt.function_field and fmt.function_field != "function") or "." in fmt.name_field):
         raise ExportError(f"the name is nested under {fmt.function_field!r}: not expressed yet")
     order = list(fmt.parameter_order) or [fmt.name_field, fmt.args_field]
+    constants: dict[str, str] = {}
+    if nested is not None:  # (beyond the C++: the id, the constant members, the member holding name and arguments)
+        constants = dict(nested.constants)
+        order = [*(k for k in order if k in (fmt.id_field, fmt.gen_id_field)), *constants, nested.member]
+
+    def member(key: str, value: Piece) -> tuple[Piece, ...]:
+        return Lit(json.dumps(key)), Space(), Lit(":"), Space(), value
 
     def call(f: Function, head: bool = True) -> Piece:
         """One call object; without its `{"first key"` where that is the tag's begin (`head` False)."""
         members: list[Piece] = []
         for key in order:
-            if key == fmt.name_field:
-                value: Piece = Lit(json.dumps(f.name, ensure_ascii=False))
+            if nested is not None and key == nested.member:
+                value: Piece = Seq((Lit("{"), Space(), *member(nested.name_key, Lit(json.dumps(f.name, ensure_ascii=False))),
+                                    Space(), Lit(","), Space(), *member(nested.args_key, Json(arguments_schema(f))),
+                                    Space(), Lit("}")))
+            elif key in constants:
+                value = Lit(constants[key])
+            elif key == fmt.name_field:
+                value = Lit(json.dumps(f.name, ensure_ascii=False))
             elif key == fmt.args_field:
                 value = Json(arguments_schema(f))
             elif key in (fmt.id_field, fmt.gen_id_field):
@@ -218,7 +232,7 @@ def _json_calls(a: TemplateAnalysis, fns: list[Function], parallel: bool) -> Cal
                 raise ExportError(f"a call's member {key!r} is not expressed yet")
             if members:
                 members += [Space(), Lit(","), Space()]
-            members += [Lit(json.dumps(key)), Space(), Lit(":"), Space(), value]
+            members += member(key, value)
         if not head:
             return Seq((*members[1:], Space(), Lit("}")))
         return Seq((Lit("{"), Space(), *members, Space(), Lit("}")))
