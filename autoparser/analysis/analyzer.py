@@ -14,7 +14,14 @@ from autoparser.analysis.content import analyze_content
 from autoparser.analysis.forms import derive_call_form, retag_from_needles, values_misread
 from autoparser.analysis.model import ReasoningAnalysis, TemplateAnalysis, ToolFormat, ToolsAnalysis
 from autoparser.analysis.reasoning import analyze_reasoning, prompt_opened_reasoning, typed_block_reasoning
-from autoparser.analysis.tools import analyze_tools, call_separator, nested_call, section_start_in_prompt
+from autoparser.analysis.tools import (
+    analyze_tools,
+    arguments_sorted,
+    call_separator,
+    nested_call,
+    section_start_in_prompt,
+    string_quote,
+)
 from autoparser.analysis.workarounds import apply_workarounds
 from autoparser.errors import AnalysisError, AutoparserError, TemplateError
 from autoparser.peg.nodes import C_SPACE
@@ -121,6 +128,8 @@ def _analyze_rendered(compiled: CppTemplate, source: str, caps: TemplateCaps, *,
                                 call_separator=call_separator(tools_r, tools)
                                 if caps.supports_parallel_tool_calls and _reads_calls(tools) else None,
                                 nested_call=nested_call(tools_r, tools),
+                                arguments_sorted=arguments_sorted(tools_r, tools),
+                                string_quote=string_quote(tools_r, tools),
                                 section_start_in_prompt=section_start_in_prompt(tools_r, tools),
                                 assistant_start=_assistant_start(r, reasoning.start, reasoning.end),
                                 user_start=_user_start(r),

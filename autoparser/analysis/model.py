@@ -246,6 +246,14 @@ class TemplateAnalysis:
     where it is not the `, ` llama.cpp's parser and grammar put there (analysis/tools.py `call_separator`:
     nothing between DSML invokes, a newline between JSON calls one per line); the parser and grammar take it
     from here (not in `to_dict()`)."""
+    arguments_sorted: bool = False
+    """Beyond the C++: the template writes a call's tagged arguments sorted by name, whatever order the call gives
+    them (analysis/tools.py `arguments_sorted`); the parser and grammar want the required ones in that order, not
+    the schema's (not in `to_dict()`)."""
+    string_quote: str = ""
+    """Beyond the C++: the marker the template writes around a tagged argument's value only where it is a string
+    (analysis/tools.py `string_quote`: FunctionGemma's `<escape>`); the parser and grammar read a number or a
+    boolean without it (not in `to_dict()`)."""
     nested_call: NestedCall | None = None
     """Beyond the C++: the JSON call object nests the name and the arguments under one member (analysis/tools.py
     `nested_call`); the parser and grammar read the object so (not in `to_dict()`)."""
@@ -296,6 +304,10 @@ class TemplateAnalysis:
             extra["tool_calls"] = "described_only"
         if self.call_separator is not None:
             extra["call_separator"] = self.call_separator
+        if self.arguments_sorted:
+            extra["arguments_sorted"] = True
+        if self.string_quote:
+            extra["string_quote"] = self.string_quote
         if self.nested_call is not None:
             extra["nested_call"] = self.nested_call.to_dict()
         if self.section_start_in_prompt:

@@ -35,7 +35,15 @@ from autoparser.template.diff import (
     until_common_prefix,
 )
 
-__all__ = ["analyze_tools", "call_separator", "calls_rendered", "nested_call", "section_start_in_prompt"]
+__all__ = [
+    "analyze_tools",
+    "arguments_sorted",
+    "call_separator",
+    "calls_rendered",
+    "nested_call",
+    "section_start_in_prompt",
+    "string_quote",
+]
 
 FUN_FIRST, FUN_SECOND, ARG_FIRST, ARG_SECOND = fx.FUN_FIRST, fx.FUN_SECOND, fx.ARG_FIRST, fx.ARG_SECOND
 
@@ -83,6 +91,39 @@ def call_separator(r: DiffRenderer, tools: ToolsAnalysis) -> str | None:
     # (JSON calls: whitespace around the comma is the grammar's `space`)
     cpp = between.strip() == "," if fmt.mode is ToolFormat.JSON_NATIVE else between == ", "
     return None if cpp else between
+
+
+def arguments_sorted(r: DiffRenderer, tools: ToolsAnalysis) -> bool:
+    """Beyond the C++: the template writes a call's tagged arguments sorted by name (`| dictsort`: Google's
+    FunctionGemma template, `call:search{max_results:3,query:...}`), whatever order the call gives them; read from
+    a call whose arguments come in the reverse order of their names."""
+    if tools.format.mode is not ToolFormat.TAG_WITH_TAGGED:
+        return False
+    given = calls_rendered(r, fx.first_tool_call())
+    reversed_ = calls_rendered(r, fx.tool_call(FUN_FIRST, {ARG_SECOND: fx.VALUE_SECOND, ARG_FIRST: fx.VALUE_FIRST}))
+
+    def first_before_second(text: str | None) -> bool:
+        return text is not None and 0 <= text.find(ARG_FIRST) < text.find(ARG_SECOND)
+
+    return first_before_second(given) and first_before_second(reversed_)
+
+
+def string_quote(r: DiffRenderer, tools: ToolsAnalysis) -> str:
+    """Beyond the C++: the marker the template writes around a tagged argument's value where it is a string and
+    only then (FunctionGemma's `<escape>`: `query:<escape>llama.cpp<escape>`, `max_results:3`). The C++ reads
+    it from a string value, as the end of the argument name's suffix and the value's suffix; a number written
+    without it is read from a render of an integer argument. "" where the template quotes every value alike."""
+    args = tools.arguments
+    quote = trim_whitespace(args.value_suffix)
+    if tools.format.mode is not ToolFormat.TAG_WITH_TAGGED or not quote or args.value_prefix \
+            or not args.name_suffix.endswith(quote):
+        return ""
+    number = 1234567  # (a value no marker of the template holds)
+    text = calls_rendered(r, fx.tool_call(FUN_FIRST, {ARG_FIRST: number}))
+    if text is None:
+        return ""
+    bare = ARG_FIRST + args.name_suffix[:-len(quote)] + str(number)
+    return quote if bare in text and ARG_FIRST + args.name_suffix not in text else ""
 
 
 def nested_call(r: DiffRenderer, tools: ToolsAnalysis) -> NestedCall | None:

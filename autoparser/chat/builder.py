@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from autoparser.analysis.model import CallForm, StringValues
-from autoparser.chat.tags import ChatTags
+from autoparser.chat.tags import VALUE_KEY, VALUE_STRING, VALUE_TOKEN, ChatTags
 from autoparser.chat.tools import Function, Parameter, functions, parameters
 from autoparser.peg import Arena, P
 from autoparser.peg.nodes import C_SPACE
@@ -380,6 +380,36 @@ class ChatBuilder(ChatTags):
         as its JSON text without the quotes, as such templates print a number or a boolean (`count:3`)."""
         return arg
 
+    def quoted_typed_value(self, bare: P, quoted: Callable[[], P]) -> P:
+        """A tagged argument that is no string, written without the quote the template writes around strings only
+        (`bare`: `max_results:3` where strings are `query:<escape>...<escape>`). Relaxed: also between those quotes
+        (`quoted()`), as a template that quotes every value writes it."""
+        return bare
+
+    def syntax_value(self, quote: str) -> P:
+        """A value in the format's own syntax, as templates that quote only strings print an object or a list
+        argument (`TemplateAnalysis.string_quote`): strings between `quote` markers, keys bare, numbers and
+        literals as in JSON (`{name:<escape>x<escape>,n:[1,2]}`); read piece by piece into the JSON it stands for
+        (mapper: VALUE_TOKEN, VALUE_STRING, VALUE_KEY)."""
+        def token(p: P | str) -> P:
+            return self.tag(VALUE_TOKEN, p)
+
+        def body() -> P:
+            value = self.ref("syntax-value")
+            string = self.literal(quote) + self.tag(VALUE_STRING, self.until(quote)) + self.literal(quote)
+            # (a bare key is known whole at its colon: a stream cut inside it sends none of it yet)
+            key = self.tag(VALUE_KEY, self.chars(r"[^:,{}\[\] \t\r\n]", 1, -1)
+                           + self.peek(self.space() + self.literal(":"))) | string
+            member = key + self.space() + token(":") + self.space() + value
+            ws = self.space()
+            obj = token("{") + ws + self.optional(member + self.zero_or_more(ws + token(",") + ws + member)) + ws \
+                + token("}")
+            arr = token("[") + ws + self.optional(value + self.zero_or_more(ws + token(",") + ws + value)) + ws \
+                + token("]")
+            return self.choice([string, obj, arr, token(self.json_number() | self.json_bool() | self.json_null())])
+
+        return self.rule("syntax-value", body)
+
     def call_part_marker(self, text: str) -> P:
         """A marker the template writes around a call's parts, whitespace included (`\n```json\n` after a
         name). Relaxed: with any whitespace, or none, where the template writes some (`LooseCalls.call_part_marker`)."""
@@ -440,17 +470,20 @@ class ChatBuilder(ChatTags):
         reasoning ends at the call (`reasoning_ended_by_call`); a call the end marker follows is reasoning."""
         return strict()
 
-    def args_by_requirement(self, f: Function, arg: Callable[[Function, Parameter], P]) -> tuple[list[P], list[P]]:
+    def args_by_requirement(self, f: Function, arg: Callable[[Function, Parameter], P], *,
+                            by_name: bool = False) -> tuple[list[P], list[P]]:
         """Each parameter's argument parser (`arg(f, param)`, made in the schema's order, as the C++ loops over
-        the properties), split into the required ones and the optional ones."""
+        the properties, or `by_name` as jinja's `dictsort` orders them), split into the required ones and the
+        optional ones."""
         required: list[P] = []
         optional: list[P] = []
-        for param in parameters(f):
+        params = parameters(f)
+        for param in sorted(params, key=lambda q: q.name.lower()) if by_name else params:
             (required if param.required else optional).append(arg(f, param))
         return required, optional
 
     def args_in_order(self, required: Sequence[P], optional: Sequence[P], separator: str = "") -> P:
-        """`r1 space r2 ... (space (o1 | o2 | ...))*`: required arguments in schema order, then optional ones in
+        """`r1 space r2 ... (space (o1 | o2 | ...))*`: required arguments in their order, then optional ones in
         any order and number; with a `separator`, it stands between two arguments (`r1 space "," space r2`)."""
         def between() -> P:
             return self.space() + separator + self.space() if separator else self.space()

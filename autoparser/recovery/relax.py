@@ -18,7 +18,7 @@ from typing import Any
 from autoparser.analysis.model import CallForm
 from autoparser.analysis.reasoning import REASONING_SPELLINGS
 from autoparser.chat.builder import DerivedReasoning, TaggedMarkers, python_value_ends
-from autoparser.chat.tags import TOOL_NAME_ESCAPED, VALUE_KEY, VALUE_STRING, VALUE_TOKEN
+from autoparser.chat.tags import TOOL_NAME_ESCAPED
 from autoparser.chat.tools import Function, Parameter, branches
 from autoparser.peg import P
 from autoparser.peg.builder import Operand, rule_name
@@ -423,26 +423,8 @@ class RelaxedBuilder(LooseCalls):
                                                      pointer=param.pointer))
         return arg | self.tool_arg(opener + self.repair("unquoted_value", value | self.syntax_value(quote)))
 
-    def syntax_value(self, quote: str) -> P:
-        """A value in the format's own syntax, as such templates print an object or a list argument: strings
-        between `quote` markers, keys bare, numbers and literals as in JSON (`{name:<escape>x<escape>,n:[1,2]}`);
-        read piece by piece into the JSON it stands for (mapper: VALUE_TOKEN, VALUE_STRING, VALUE_KEY)."""
-        def token(p: P | str) -> P:
-            return self.tag(VALUE_TOKEN, p)
-
-        def body() -> P:
-            value = self.ref("syntax-value")
-            string = self.literal(quote) + self.tag(VALUE_STRING, self.until(quote)) + self.literal(quote)
-            key = self.tag(VALUE_KEY, self.chars(r"[^:,{}\[\] \t\r\n]", 1, -1)) | string
-            member = key + self.space() + token(":") + self.space() + value
-            ws = self.space()
-            obj = token("{") + ws + self.optional(member + self.zero_or_more(ws + token(",") + ws + member)) + ws \
-                + token("}")
-            arr = token("[") + ws + self.optional(value + self.zero_or_more(ws + token(",") + ws + value)) + ws \
-                + token("]")
-            return self.choice([string, obj, arr, token(self.json_number() | self.json_bool() | self.json_null())])
-
-        return self.rule("syntax-value", body)
+    def quoted_typed_value(self, bare: P, quoted: Callable[[], P]) -> P:
+        return bare | self.repair("quoted_value", quoted())
 
     def space_then(self, piece: P) -> P:
         return self.space() + piece

@@ -856,13 +856,22 @@ def test_text_before_a_call_while_reasoning_is_open_is_reasoning() -> None:
           {"reasoning_content": "normal text", "tool_calls": [PARIS]}, ["reasoning_ended_by_call"])
 
 
-def test_typed_values_without_the_templates_string_delimiters() -> None:
-    """FunctionGemma renders `<start_function_call>call:NAME{k:<escape>v<escape>}<end_function_call>`, each
-    value between `<escape>`s; models write booleans and numbers bare (`enabled:true`): read by the tool's
-    schema."""
+def test_typed_values_without_the_templates_value_delimiters() -> None:
+    """vLLM's FunctionGemma template renders `<start_function_call>call:NAME{k:<escape>v<escape>}<end_function_call>`,
+    every value between `<escape>`s; models write booleans and numbers bare (`enabled:true`), as Google's template
+    prints them: read by the tool's schema."""
     out = '<start_function_call>call:set_flag{enabled:true,verbose:false}<end_function_call>'
-    check(case("distil-labs__distil-home-assistant-functiongemma", out, tools=[SET_FLAG]),
+    check(case("vllm__tool_chat_template_functiongemma", out, tools=[SET_FLAG]),
           {"tool_calls": [call("set_flag", '{"enabled":true,"verbose":false}')]}, ["unquoted_value", "unquoted_value"])
+
+
+def test_typed_values_between_the_quotes_of_strings() -> None:
+    """Google's FunctionGemma template writes `<escape>` around a string only (`TemplateAnalysis.string_quote`) and
+    a boolean bare; a model writes them quoted (`enabled:<escape>true<escape>`), as vLLM's FunctionGemma template
+    prints every value: read by the tool's schema."""
+    out = '<start_function_call>call:set_flag{enabled:<escape>true<escape>,verbose:false}<end_function_call>'
+    check(case("distil-labs__distil-home-assistant-functiongemma", out, tools=[SET_FLAG]),
+          {"tool_calls": [call("set_flag", '{"enabled":true,"verbose":false}')]}, ["quoted_value"])
 
 
 # --- calls grouped otherwise than the template groups them (issue 35) -------------------------------------------
@@ -941,12 +950,14 @@ def test_the_name_then_json_arguments_in_a_tagged_format() -> None:
 
 def test_objects_and_lists_in_the_templates_own_value_syntax() -> None:
     """FunctionGemma quotes strings `<escape>...<escape>` and writes keys bare; an object or a list argument is
-    written in that syntax (Ollama's FunctionGemma tests): read as the JSON it stands for, typed by the schema."""
+    written in that syntax (Ollama's FunctionGemma tests), which Google's template prints (a strict reading there:
+    tests/analysis/test_tagged_values.py) and vLLM's does not (it quotes every value): read as the JSON it stands
+    for, typed by the schema."""
     tool = {"type": "function", "function": {"name": "configure", "parameters": {"type": "object", "properties": {
         "cfg": {"type": "object"}, "tags": {"type": "array", "items": {"type": "string"}}}}}}
     out = ('<start_function_call>call:configure{cfg:{name:<escape>a, b<escape>,n:3,on:true,inner:{k:null}},'
            'tags:[<escape>x<escape>,<escape>y<escape>]}<end_function_call>')
-    check(case("distil-labs__distil-home-assistant-functiongemma", out, tools=[tool]),
+    check(case("vllm__tool_chat_template_functiongemma", out, tools=[tool]),
           {"tool_calls": [call("configure", '{"cfg": {"name": "a, b", "n": 3, "on": true, "inner": {"k": null}}, '
                                             '"tags": ["x", "y"]}')]}, ["unquoted_value", "unquoted_value"])
 
