@@ -20,7 +20,7 @@ from autoparser.analysis.tools import (
     call_separator,
     nested_call,
     section_start_in_prompt,
-    string_quote,
+    typed_argument,
 )
 from autoparser.analysis.workarounds import apply_workarounds
 from autoparser.errors import AnalysisError, AutoparserError, TemplateError
@@ -129,7 +129,7 @@ def _analyze_rendered(compiled: CppTemplate, source: str, caps: TemplateCaps, *,
                                 if caps.supports_parallel_tool_calls and _reads_calls(tools) else None,
                                 nested_call=nested_call(tools_r, tools),
                                 arguments_sorted=arguments_sorted(tools_r, tools),
-                                string_quote=string_quote(tools_r, tools),
+                                typed_argument=typed_argument(tools_r, tools),
                                 section_start_in_prompt=section_start_in_prompt(tools_r, tools),
                                 assistant_start=_assistant_start(r, reasoning.start, reasoning.end),
                                 user_start=_user_start(r),

@@ -30,6 +30,7 @@ __all__ = [
     "ToolFormat",
     "ToolFormatAnalysis",
     "ToolsAnalysis",
+    "TypedArgument",
 ]
 
 
@@ -170,6 +171,25 @@ class StringValues(enum.Enum):
 
 
 @dataclass(frozen=True)
+class TypedArgument:
+    """Beyond the C++: how a template writes a tagged argument whose value is no string, where that differs from
+    how it writes a string, which is what the C++ record holds (from a string value). FunctionGemma quotes strings
+    only (`query:<escape>llama.cpp<escape>`, `max_results:3`); DeepSeek V4's DSML says the type in an attribute
+    (`string="true">llama.cpp`, `string="false">3`)."""
+
+    opener: str
+    """What the template writes between the argument's name and such a value (`:`, `" string="false">`)."""
+    closer: str
+    """What it writes after the value (`</｜DSML｜parameter>\n`), or "" where a string's closer is its quote."""
+    quote: str = ""
+    """The marker around a string where only strings have one (`<escape>`): an object or a list is then written in
+    the format's own syntax, strings in it between quotes, keys bare (`cfg:{k:<escape>v<escape>}`)."""
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"opener": self.opener, "closer": self.closer, "quote": self.quote}
+
+
+@dataclass(frozen=True)
 class NestedCall:
     """Beyond the C++: a JSON call object that nests the function's name and its arguments under one member,
     beside members the template writes the same in every call (OpenAI's own shape, `{"id": ..., "type":
@@ -250,10 +270,10 @@ class TemplateAnalysis:
     """Beyond the C++: the template writes a call's tagged arguments sorted by name, whatever order the call gives
     them (analysis/tools.py `arguments_sorted`); the parser and grammar want the required ones in that order, not
     the schema's (not in `to_dict()`)."""
-    string_quote: str = ""
-    """Beyond the C++: the marker the template writes around a tagged argument's value only where it is a string
-    (analysis/tools.py `string_quote`: FunctionGemma's `<escape>`); the parser and grammar read a number or a
-    boolean without it (not in `to_dict()`)."""
+    typed_argument: TypedArgument | None = None
+    """Beyond the C++: how the template writes a tagged argument that is no string, where it differs from a
+    string's markers (analysis/tools.py `typed_argument`); the parser and grammar read such a value so (not in
+    `to_dict()`)."""
     nested_call: NestedCall | None = None
     """Beyond the C++: the JSON call object nests the name and the arguments under one member (analysis/tools.py
     `nested_call`); the parser and grammar read the object so (not in `to_dict()`)."""
@@ -306,8 +326,8 @@ class TemplateAnalysis:
             extra["call_separator"] = self.call_separator
         if self.arguments_sorted:
             extra["arguments_sorted"] = True
-        if self.string_quote:
-            extra["string_quote"] = self.string_quote
+        if self.typed_argument is not None:
+            extra["typed_argument"] = self.typed_argument.to_dict()
         if self.nested_call is not None:
             extra["nested_call"] = self.nested_call.to_dict()
         if self.section_start_in_prompt:

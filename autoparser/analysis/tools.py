@@ -22,6 +22,7 @@ from autoparser.analysis.model import (
     ToolFormat,
     ToolFormatAnalysis,
     ToolsAnalysis,
+    TypedArgument,
 )
 from autoparser.errors import AnalysisError
 from autoparser.template.caps import TemplateCaps
@@ -42,7 +43,7 @@ __all__ = [
     "calls_rendered",
     "nested_call",
     "section_start_in_prompt",
-    "string_quote",
+    "typed_argument",
 ]
 
 FUN_FIRST, FUN_SECOND, ARG_FIRST, ARG_SECOND = fx.FUN_FIRST, fx.FUN_SECOND, fx.ARG_FIRST, fx.ARG_SECOND
@@ -108,22 +109,31 @@ def arguments_sorted(r: DiffRenderer, tools: ToolsAnalysis) -> bool:
     return first_before_second(given) and first_before_second(reversed_)
 
 
-def string_quote(r: DiffRenderer, tools: ToolsAnalysis) -> str:
-    """Beyond the C++: the marker the template writes around a tagged argument's value where it is a string and
-    only then (FunctionGemma's `<escape>`: `query:<escape>llama.cpp<escape>`, `max_results:3`). The C++ reads
-    it from a string value, as the end of the argument name's suffix and the value's suffix; a number written
-    without it is read from a render of an integer argument. "" where the template quotes every value alike."""
-    args = tools.arguments
-    quote = trim_whitespace(args.value_suffix)
-    if tools.format.mode is not ToolFormat.TAG_WITH_TAGGED or not quote or args.value_prefix \
-            or not args.name_suffix.endswith(quote):
-        return ""
-    number = 1234567  # (a value no marker of the template holds)
-    text = calls_rendered(r, fx.tool_call(FUN_FIRST, {ARG_FIRST: number}))
-    if text is None:
-        return ""
-    bare = ARG_FIRST + args.name_suffix[:-len(quote)] + str(number)
-    return quote if bare in text and ARG_FIRST + args.name_suffix not in text else ""
+def typed_argument(r: DiffRenderer, tools: ToolsAnalysis) -> TypedArgument | None:
+    """Beyond the C++: how the template writes a tagged argument whose value is a number, read from a render of
+    one, where that differs from the string value the C++ reads its markers from (`TypedArgument`). None where the
+    template writes both alike, or the value is not followed by the string's closer or by what ends an argument."""
+    args, fn = tools.arguments, tools.function
+    if tools.format.mode is not ToolFormat.TAG_WITH_TAGGED:
+        return None
+    number = "1234567"  # (a value no marker of the template holds)
+    text = calls_rendered(r, fx.tool_call(FUN_FIRST, {ARG_FIRST: int(number)}))
+    at = -1 if text is None else text.find(ARG_FIRST)
+    end = -1 if text is None or at < 0 else text.find(number, at)
+    if text is None or end < 0:
+        return None
+    opener, rest = text[at + len(ARG_FIRST):end], text[end + len(number):]
+    if opener == args.name_suffix + args.value_prefix:
+        return None
+    closer = trim_whitespace(args.value_suffix)
+    if closer and rest.startswith(closer):
+        return TypedArgument(opener, args.value_suffix)
+    ends = [m for m in map(trim_whitespace, (args.separator, fn.close, args.end)) if m]
+    if not any(rest.startswith(m) for m in ends):
+        return None
+    # (the string's closer is not written: a quote, where the string's opener is this one and it)
+    quote = closer if closer and args.name_suffix + args.value_prefix == opener + closer else ""
+    return TypedArgument(opener, "", quote)
 
 
 def nested_call(r: DiffRenderer, tools: ToolsAnalysis) -> NestedCall | None:

@@ -380,15 +380,16 @@ class ChatBuilder(ChatTags):
         as its JSON text without the quotes, as such templates print a number or a boolean (`count:3`)."""
         return arg
 
-    def quoted_typed_value(self, bare: P, quoted: Callable[[], P]) -> P:
-        """A tagged argument that is no string, written without the quote the template writes around strings only
-        (`bare`: `max_results:3` where strings are `query:<escape>...<escape>`). Relaxed: also between those quotes
-        (`quoted()`), as a template that quotes every value writes it."""
-        return bare
+    def string_marked_value(self, typed: P, as_string: Callable[[], P]) -> P:
+        """A tagged argument that is no string, as the template writes such a value (`typed`: `max_results:3` where
+        strings are `query:<escape>...<escape>`, `string="false">3` where they are `string="true">...`). Relaxed:
+        also with the markers the template writes around a string (`as_string()`), as a template that marks every
+        value alike writes it."""
+        return typed
 
     def syntax_value(self, quote: str) -> P:
         """A value in the format's own syntax, as templates that quote only strings print an object or a list
-        argument (`TemplateAnalysis.string_quote`): strings between `quote` markers, keys bare, numbers and
+        argument (`TypedArgument.quote`): strings between `quote` markers, keys bare, numbers and
         literals as in JSON (`{name:<escape>x<escape>,n:[1,2]}`); read piece by piece into the JSON it stands for
         (mapper: VALUE_TOKEN, VALUE_STRING, VALUE_KEY)."""
         def token(p: P | str) -> P:

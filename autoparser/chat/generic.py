@@ -21,6 +21,7 @@ from autoparser.analysis.model import (
     TemplateAnalysis,
     ToolFormat,
     ToolFormatAnalysis,
+    TypedArgument,
 )
 from autoparser.chat.builder import ChatBuilder, DerivedReasoning, TaggedMarkers
 from autoparser.chat.request import Continuation
@@ -458,35 +459,36 @@ def _after_content(d: _Derived, calls: P) -> P:
     return d.reasoning + p.optional(content) + section + p.end()
 
 
-def _unquoted_arg(d: _Derived, f: Function, param: Parameter, quote: str) -> P:
-    """Beyond the C++: an argument that is no string, where the template writes its strings' quote around strings
-    only (`TemplateAnalysis.string_quote`): a number or a boolean as JSON writes it (`max_results:3`), an object or
-    a list in the template's own syntax (`cfg:{k:<escape>v<escape>}`), or as JSON."""
+def _typed_arg(d: _Derived, f: Function, param: Parameter, typed: TypedArgument) -> P:
+    """Beyond the C++: an argument that is no string, where the template writes it otherwise than a string
+    (`TemplateAnalysis.typed_argument`): its opener and closer, the value as JSON writes it (`max_results:3`,
+    `string="false">3`), an object or a list also in the format's own syntax where strings alone are quoted
+    (`cfg:{k:<escape>v<escape>}`)."""
     p, a = d.p, d.a.tools.arguments
     value = p.tool_arg_json_value(p.schema(p.json(), f"tool-{f.name}-arg-{param.name}-schema", f.schema,
                                            pointer=param.pointer))
-    if param.types & {"object", "array"}:
-        value = value | p.syntax_value(quote)
-    opener = p.tool_arg_open(a.name_prefix + p.tool_arg_name(p.literal(param.name)) + a.name_suffix[:-len(quote)])
-    return p.tool_arg(opener + value + p.tool_arg_close(p.eps()))
+    if typed.quote and param.types & {"object", "array"}:
+        value = value | p.syntax_value(typed.quote)
+    opener = p.tool_arg_open(a.name_prefix + p.tool_arg_name(p.literal(param.name)) + typed.opener)
+    return p.tool_arg(opener + value + p.tool_arg_close(p.literal(typed.closer)))
 
 
 def _tagged_args(d: _Derived, f: Function, until_suffix: P) -> tuple[P, bool]:
     """One function's tagged arguments (required in order, the schema's or, where the template sorts them, their
     names'; then optional ones), and whether any is required."""
-    p, a, quote = d.p, d.a.tools.arguments, d.a.string_quote
+    p, a, typed = d.p, d.a.tools.arguments, d.a.typed_argument
 
     def arg(f: Function, param: Parameter) -> P:
         name = f"tool-{f.name}-arg-{param.name}"
-        if quote and param.types and not param.may_be_string:
-            return p.rule(name, p.quoted_typed_value(_unquoted_arg(d, f, param, quote), lambda: quoted(f, param)))
-        arg = p.rule(name, quoted(f, param))
+        if typed is not None and param.types and not param.may_be_string:
+            return p.rule(name, p.string_marked_value(_typed_arg(d, f, param, typed), lambda: as_string(f, param)))
+        arg = p.rule(name, as_string(f, param))
         if param.may_be_string or a.value_prefix:
             return arg
         # (relaxed: a typed value without the quotes the template puts around string values)
         return p.typed_value_unquoted(arg, f, param, a.name_prefix, a.name_suffix, a.value_suffix)
 
-    def quoted(f: Function, param: Parameter) -> P:
+    def as_string(f: Function, param: Parameter) -> P:
         """The argument as the C++ reads it: its value between the markers the analysis found around a string."""
         # Nodes in the order GCC builds the C++ expression `tool_arg(open + value_prefix + value)`, operands right
         # to left (grammar rule names embed node ids): the value, its close first, then the opener.

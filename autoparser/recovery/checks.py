@@ -91,8 +91,8 @@ MESSAGES = {
     "python_value": "value {raw!r} at {pos} spelled as in Python: read as the JSON value it stands for",
     "unquoted_value": "argument value {raw!r} at {pos} without the quotes the template writes around values: "
                       "read as its JSON value",
-    "quoted_value": "argument value {raw!r} at {pos} between the quotes the template writes around strings only: "
-                    "read as the value of its type",
+    "string_markers": "argument {raw!r} at {pos} with the markers the template writes around a string only: "
+                      "read as the value of its type",
     "missing_arguments_marker": "call arguments at {pos} without the marker the template writes before them: "
                                 "read as the arguments",
     "missing_separator": "argument at {pos} without the separator the template writes before it: read as the "

@@ -423,8 +423,8 @@ class RelaxedBuilder(LooseCalls):
                                                      pointer=param.pointer))
         return arg | self.tool_arg(opener + self.repair("unquoted_value", value | self.syntax_value(quote)))
 
-    def quoted_typed_value(self, bare: P, quoted: Callable[[], P]) -> P:
-        return bare | self.repair("quoted_value", quoted())
+    def string_marked_value(self, typed: P, as_string: Callable[[], P]) -> P:
+        return typed | self.repair("string_markers", as_string())
 
     def space_then(self, piece: P) -> P:
         return self.space() + piece

@@ -1,11 +1,12 @@
 """How a template writes a tagged call's arguments beyond what the C++ record says (analysis/tools.py
-`arguments_sorted` and `string_quote`, beyond the C++).
+`arguments_sorted` and `typed_argument`, beyond the C++).
 
 Google's FunctionGemma template writes `call:search{max_results:3,query:<escape>llama.cpp<escape>}`: the arguments
 sorted by name (`| dictsort`), and `<escape>` around a string value only. The C++ record takes `<escape>` into the
 argument name's suffix, so llama.cpp's grammar wants the required arguments in the schema's order and every value
 quoted: it rejects the template's own parallel calls, and constrained decoding would make the model quote a
-number (read back as a string). Each case names the template behaviour and checks through `peg_tester` that the
+number (read back as a string). DeepSeek V4's DSML says a value's type in an attribute, `string="false">3`, where
+the C++ record has the string's `string="true">` only. Each case names the template behaviour and checks through `peg_tester` that the
 strict parse reads the output and that the lazy grammar, as llama.cpp's engine runs it, accepts it.
 """
 
@@ -13,6 +14,7 @@ from __future__ import annotations
 
 import pytest
 
+from autoparser.analysis.model import TypedArgument
 from autoparser.corpus import Corpus
 from autoparser.corpus.roundtrip import build_output
 from autoparser.params.generator import cached_analysis
@@ -28,7 +30,7 @@ def test_sorted_arguments_and_bare_numbers(name: str) -> None:
     `<escape>` markers), which the schema lists the other way round."""
     entry = CORPUS.by_name(name)
     analysis = cached_analysis(entry.read_text()).effective
-    assert analysis.arguments_sorted and analysis.string_quote == "<escape>"
+    assert analysis.arguments_sorted and analysis.typed_argument == TypedArgument(":", "", "<escape>")
     built = build_output(entry.read_text(), "d_parallel_tool_calls")
     assert "{max_results:3,query:<escape>llama.cpp<escape>}" in built.output
     calls = [{"name": c["name"], "arguments": c["arguments"]} for c in built.intended["tool_calls"]]
@@ -60,8 +62,23 @@ def test_objects_and_lists_in_the_templates_own_syntax() -> None:
         {"name": "configure", "arguments": '{"cfg": {"n": 3, "name": "a, b"}, "tags": ["x", "y"]}'}]})
 
 
+@pytest.mark.parametrize("name", ["crusoeai__DeepSeek-V4-Flash", "crit-core__deepseek-v4"])
+def test_the_type_attribute_of_a_number(name: str) -> None:
+    """These DSML templates (on the generic path: they write the markup out) write `string="false">` before a
+    value that is no string."""
+    entry = CORPUS.by_name(name)
+    analysis = cached_analysis(entry.read_text()).effective
+    assert analysis.typed_argument == TypedArgument('" string="false">', "</｜DSML｜parameter>\n")
+    built = build_output(entry.read_text(), "d_parallel_tool_calls")
+    assert '<｜DSML｜parameter name="max_results" string="false">3</｜DSML｜parameter>' in built.output
+    calls = [{"name": c["name"], "arguments": c["arguments"]} for c in built.intended["tool_calls"]]
+    test = peg_tester(entry.path).test(built.output).tools(built.request["tools"]).parallel_tool_calls(True)
+    test = test.reasoning_format("auto").enable_thinking(built.request["enable_thinking"])
+    test.strict().expect({"tool_calls": calls})
+
+
 def test_a_template_that_writes_arguments_as_given() -> None:
     """vLLM's FunctionGemma template loops over the arguments as the call gives them (`args.items()`) and writes
     every value between `<escape>` markers, a number too."""
     analysis = cached_analysis(CORPUS.by_name("vllm__tool_chat_template_functiongemma").read_text()).effective
-    assert not analysis.arguments_sorted and analysis.string_quote == ""
+    assert not analysis.arguments_sorted and analysis.typed_argument is None

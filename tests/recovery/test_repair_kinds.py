@@ -866,12 +866,12 @@ def test_typed_values_without_the_templates_value_delimiters() -> None:
 
 
 def test_typed_values_between_the_quotes_of_strings() -> None:
-    """Google's FunctionGemma template writes `<escape>` around a string only (`TemplateAnalysis.string_quote`) and
+    """Google's FunctionGemma template writes `<escape>` around a string only (`TemplateAnalysis.typed_argument`) and
     a boolean bare; a model writes them quoted (`enabled:<escape>true<escape>`), as vLLM's FunctionGemma template
     prints every value: read by the tool's schema."""
     out = '<start_function_call>call:set_flag{enabled:<escape>true<escape>,verbose:false}<end_function_call>'
     check(case("distil-labs__distil-home-assistant-functiongemma", out, tools=[SET_FLAG]),
-          {"tool_calls": [call("set_flag", '{"enabled":true,"verbose":false}')]}, ["quoted_value"])
+          {"tool_calls": [call("set_flag", '{"enabled":true,"verbose":false}')]}, ["string_markers"])
 
 
 # --- calls grouped otherwise than the template groups them (issue 35) -------------------------------------------
