@@ -17,6 +17,7 @@ from autoparser.analysis.reasoning import analyze_reasoning, prompt_opened_reaso
 from autoparser.analysis.tools import (
     analyze_tools,
     arguments_sorted,
+    call_id_in_name_prefix,
     call_separator,
     nested_call,
     section_start_in_prompt,
@@ -128,6 +129,7 @@ def _analyze_rendered(compiled: CppTemplate, source: str, caps: TemplateCaps, *,
                                 call_separator=call_separator(tools_r, tools)
                                 if caps.supports_parallel_tool_calls and _reads_calls(tools) else None,
                                 nested_call=nested_call(tools_r, tools),
+                                call_id_in_name_prefix=call_id_in_name_prefix(tools),
                                 arguments_sorted=arguments_sorted(tools_r, tools),
                                 typed_argument=typed_argument(tools_r, tools),
                                 section_start_in_prompt=section_start_in_prompt(tools_r, tools),

@@ -274,6 +274,12 @@ class TemplateAnalysis:
     """Beyond the C++: how the template writes a tagged argument that is no string, where it differs from a
     string's markers (analysis/tools.py `typed_argument`); the parser and grammar read such a value so (not in
     `to_dict()`)."""
+    call_id_in_name_prefix: tuple[str, str] | None = None
+    """Beyond the C++: the record's function name prefix holds the call's id, where the C++ found no id (Solar
+    Open writes `<|tool_call:begin|>ID<|tool_call:name|>NAME`, and the tools the system prompt lists hide the id's
+    place from the C++'s diff): what the prefix has before the id and after it (analysis/tools.py
+    `call_id_in_name_prefix`). The parser reads any id there, the grammar lets the model write one (not in
+    `to_dict()`)."""
     nested_call: NestedCall | None = None
     """Beyond the C++: the JSON call object nests the name and the arguments under one member (analysis/tools.py
     `nested_call`); the parser and grammar read the object so (not in `to_dict()`)."""
@@ -328,6 +334,8 @@ class TemplateAnalysis:
             extra["arguments_sorted"] = True
         if self.typed_argument is not None:
             extra["typed_argument"] = self.typed_argument.to_dict()
+        if self.call_id_in_name_prefix is not None:
+            extra["call_id_in_name_prefix"] = list(self.call_id_in_name_prefix)
         if self.nested_call is not None:
             extra["nested_call"] = self.nested_call.to_dict()
         if self.section_start_in_prompt:

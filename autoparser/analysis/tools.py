@@ -39,6 +39,7 @@ from autoparser.template.diff import (
 __all__ = [
     "analyze_tools",
     "arguments_sorted",
+    "call_id_in_name_prefix",
     "call_separator",
     "calls_rendered",
     "nested_call",
@@ -134,6 +135,16 @@ def typed_argument(r: DiffRenderer, tools: ToolsAnalysis) -> TypedArgument | Non
     # (the string's closer is not written: a quote, where the string's opener is this one and it)
     quote = closer if closer and args.name_suffix + args.value_prefix == opener + closer else ""
     return TypedArgument(opener, "", quote)
+
+
+def call_id_in_name_prefix(tools: ToolsAnalysis) -> tuple[str, str] | None:
+    """Beyond the C++: (what the function name prefix has before the call's id, after it), where the C++ found no
+    id and its name prefix holds the first call's (`call00001<|tool_call:name|>`: the diff it finds ids with
+    begins before the tools the system prompt lists, which name the function too)."""
+    before, found, after = tools.function.name_prefix.partition(fx.CALL_ID_001)
+    if tools.call_id.pos is not CallIdPosition.NONE or not found or not after.strip():
+        return None
+    return before, after
 
 
 def nested_call(r: DiffRenderer, tools: ToolsAnalysis) -> NestedCall | None:

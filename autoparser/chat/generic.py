@@ -45,6 +45,10 @@ def derived_format(analysis: TemplateAnalysis) -> FormatSpec:
     if analysis.section_start_in_prompt:  # (beyond the C++: the calls come after the prompt's opener, bare)
         tools = analysis.tools
         analysis = replace(analysis, tools=replace(tools, format=replace(tools.format, section_start="")))
+    if analysis.call_id_in_name_prefix is not None:  # (beyond the C++: the name's marker after the id, `_func`)
+        tools = analysis.tools
+        prefix = analysis.call_id_in_name_prefix[1]
+        analysis = replace(analysis, tools=replace(tools, function=replace(tools.function, name_prefix=prefix)))
     reasoning, fmt, form = analysis.reasoning, analysis.tools.format, analysis.call_form
     thinking = reasoning.mode is not ReasoningMode.NONE
     marker = fmt.section_start or fmt.per_call_start
@@ -309,8 +313,13 @@ def _func(d: _Derived, name: str | P, call_id_section: P, have_call_id: bool, ar
     # Nodes are made in the order GCC builds each C++ expression (the operands of `a + b` right to left), as
     # grammar rule names embed node ids: a new node on the right is made before the left's.
     name_node = p.tool_name(p.literal(name)) if isinstance(name, str) else name
+    prefix: P | str = fn.name_prefix
+    if d.a.call_id_in_name_prefix is not None:  # (beyond the C++: the id the template writes before the prefix)
+        # (a word: up to the prefix's first character, no whitespace, so it never runs over a marker)
+        word = p.chars(f"[^{re.escape(fn.name_prefix.strip(C_SPACE)[:1])} \t\r\n]")
+        prefix = d.a.call_id_in_name_prefix[0] + p.tool_id(word) + fn.name_prefix
     # (relaxed, `call_part_marker`: the whitespace of the name's suffix and of the call's close any, or none)
-    open_ = p.tool_open(fn.name_prefix + name_node + (name_suffix or p.call_part_marker)(fn.name_suffix))
+    open_ = p.tool_open(prefix + name_node + (name_suffix or p.call_part_marker)(fn.name_suffix))
     p.eps()  # `func_parser` is default-initialised in the C++
     matched_atomic = True
     if fn.args_separator:

@@ -269,7 +269,7 @@ def _tagged_calls(a: TemplateAnalysis, fns: list[Function], parallel: bool, *, j
     """`<marker>NAME ... </marker>` calls, the arguments one JSON object or one tag per argument."""
     t = a.tools
     fmt, fn, args = t.format, t.function, t.arguments
-    if t.call_id.pos is not CallIdPosition.NONE:
+    if t.call_id.pos is not CallIdPosition.NONE or a.call_id_in_name_prefix is not None:
         raise ExportError("calls carry an id between their markers: not expressed yet")
     # (calls in a section with no marker of their own each begin with their name's prefix, inside the section)
     in_section = bool(_t(fmt.section_start)) and not _t(fmt.per_call_start)
@@ -349,10 +349,13 @@ def _without_close(p: Piece, close: str) -> Piece:
 def _argument(a: TemplateAnalysis, f: Function, param: Parameter) -> Piece:
     """One tagged argument: `<name marker>KEY<suffix><value prefix> value <value suffix>`, the value any text
     for a string, JSON under its schema otherwise."""
-    args = a.tools.arguments
+    args, typed = a.tools.arguments, a.typed_argument
     begin = _t(args.name_prefix) + param.name + args.name_suffix.rstrip(C_SPACE)
     between = _t(args.value_prefix)
     end = _t(args.value_suffix)
+    if typed is not None and _t(typed.closer) and param.types and not param.may_be_string:
+        # (beyond the C++: the markers the template writes around a value that is no string, `string="false">`)
+        begin, between, end = _t(args.name_prefix) + param.name, _t(typed.opener), _t(typed.closer)
     if not _t(args.name_prefix) or not end:
         raise ExportError("a tagged argument without a name marker or a value closer: not expressed yet")
     schema = value_schema(param)

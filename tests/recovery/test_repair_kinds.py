@@ -800,14 +800,16 @@ def test_a_call_without_the_arguments_marker(template: str) -> None:
     # Kimi K2 renders `functions.NAME:IDX<|tool_call_argument_begin|>{...}`: the index is still written
     ("moonshotai__Kimi-K2-Instruct", '<|tool_calls_section_begin|><|tool_call_begin|>functions.get_weather:0'
                                      '{"city": "Paris"}<|tool_call_end|><|tool_calls_section_end|>'),
-    # Solar Open renders `<|tool_call:name|>NAME<|tool_call:args|>{...}`
-    ("upstage__Solar-Open-100B", '<|tool_calls|><|tool_call:begin|>call00001<|tool_call:name|>get_weather'
+    # Solar Open renders `ID<|tool_call:name|>NAME<|tool_call:args|>{...}`
+    ("upstage__Solar-Open-100B", '<|tool_calls|><|tool_call:begin|>a1b2c3d4e5<|tool_call:name|>get_weather'
                                  '{"city": "Paris"}<|tool_call:end|><|calls|>'),
 ])
 def test_a_call_without_the_marker_before_its_json_arguments(template: str, output: str) -> None:
     """The Mistral dialect above in the other formats that write a marker of their own between a call's name (or
-    its index) and its JSON arguments: the call, the marker's absence reported. (Kimi's id holds the name.)"""
-    want = dict(PARIS, id="functions.get_weather:0") if "Kimi" in template else PARIS
+    its index) and its JSON arguments: the call, the marker's absence reported. (Kimi's id holds the name; Solar
+    Open's stands before it.)"""
+    ids = {"moonshotai__Kimi-K2-Instruct": "functions.get_weather:0", "upstage__Solar-Open-100B": "a1b2c3d4e5"}
+    want = dict(PARIS, id=ids[template]) if template in ids else PARIS
     check(case(template, output, enable_thinking=False), {"tool_calls": [want]}, ["missing_arguments_marker"])
 
 
