@@ -66,6 +66,9 @@ class TaggedMarkers:
     call_open: str = ""
     """The marker each call opens with where the template writes one per call (`<tool_call>`): the next
     call's, where a call's closers are left out."""
+    typed_arg_suffix: str = ""
+    """What the template writes after an argument's key before a value that is no string, where that differs from
+    `arg_suffix` and the value closes alike (`TypedArgument.opener`: DSML's `" string="false">`)."""
 
     @property
     def readable(self) -> bool:

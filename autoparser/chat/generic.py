@@ -515,10 +515,13 @@ def _tagged_args(d: _Derived, f: Function, until_suffix: P) -> tuple[P, bool]:
 
 
 def _tagged_markers(d: _Derived) -> TaggedMarkers:
-    tools = d.a.tools
+    tools, typed = d.a.tools, d.a.typed_argument
     fn, a, fmt = tools.function, tools.arguments, tools.format
+    typed_suffix = typed.opener if typed is not None and typed.closer.strip(C_SPACE) == a.value_suffix.strip(C_SPACE) \
+        else ""
     return TaggedMarkers(fn.name_prefix, fn.name_suffix + fn.args_separator, a.name_prefix, a.name_suffix + a.value_prefix,
-                         a.value_suffix, fn.close, fmt.per_call_end or fmt.section_end, fmt.per_call_start)
+                         a.value_suffix, fn.close, fmt.per_call_end or fmt.section_end, fmt.per_call_start,
+                         typed_suffix)
 
 
 def _tag_with_tagged(d: _Derived) -> P:

@@ -126,6 +126,8 @@ class LooseCalls(ChatBuilder):
 
         def opener(name: P) -> P:
             head = self.marker_spaced(t(m.arg_suffix, C_SPACE))
+            if t(m.typed_arg_suffix, C_SPACE):  # (the one before a value that is no string: the value says its type)
+                head = head | self.marker_spaced(t(m.typed_arg_suffix, C_SPACE))
             ws = _trail(m.arg_suffix)
             if ws:
                 head = head + self.choice([self.literal(ws), self.repair("argument_whitespace", self.eps())])
