@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+from collections.abc import Iterator
 from typing import Any
 
 from autoparser.analysis import fixtures as fx
@@ -174,15 +175,29 @@ def nested_call(r: DiffRenderer, tools: ToolsAnalysis) -> NestedCall | None:
 
 def _outermost_object(text: str, at: int) -> dict[str, Any] | None:
     """The outermost JSON object of `text` that holds the position `at` (None if none, or `at` < 0)."""
-    decoder, found = json.JSONDecoder(), None
-    for start in (i for i in range(at, -1, -1) if text[i] == "{"):
-        try:
-            value, end = decoder.raw_decode(text, start)
-        except json.JSONDecodeError:
-            continue
+    found = None
+    for value, end in _values_opening_before(text, at):
         if end > at and isinstance(value, dict):
             found = value
     return found
+
+
+def _values_opening_before(text: str, at: int) -> Iterator[tuple[Any, int]]:
+    """The JSON values that open with a `{` at or before `at`, the nearest first: each value and where it ends."""
+    for start in range(at, -1, -1):
+        if text[start] == "{" and (found := _decoded(text, start)) is not None:
+            yield found
+
+
+def _decoded(text: str, at: int) -> tuple[Any, int] | None:
+    """The JSON value that begins at `at`, and where it ends; None where none does."""
+    try:
+        return _DECODER.raw_decode(text, at)
+    except json.JSONDecodeError:
+        return None
+
+
+_DECODER = json.JSONDecoder()
 
 
 def section_start_in_prompt(r: DiffRenderer, tools: ToolsAnalysis) -> bool:
@@ -207,22 +222,14 @@ def section_start_in_prompt(r: DiffRenderer, tools: ToolsAnalysis) -> bool:
 def _json_call_spans(text: str, first: int, second: int) -> tuple[int, int] | None:
     """(where the JSON object of the call named at `first` ends, where the one named at `second` begins): each
     the outermost object around its name that does not reach the other's."""
-    decoder = json.JSONDecoder()
-
-    def end_of(at: int) -> int | None:
-        try:
-            return decoder.raw_decode(text, at)[1]
-        except json.JSONDecodeError:
-            return None
-
     end = None
-    for at in (i for i in range(first, -1, -1) if text[i] == "{"):
-        stop = end_of(at)
-        if stop is not None and first < stop <= second:
+    for _, stop in _values_opening_before(text, first):
+        if first < stop <= second:
             end = stop  # (keep going out: the outermost one that stops before the second call)
     if end is None:
         return None
-    start = next((i for i in range(end, second) if text[i] == "{" and (end_of(i) or 0) > second), None)
+    start = next((i for i in range(end, second) if text[i] == "{" and (_decoded(text, i) or (None, 0))[1] > second),
+                 None)
     return None if start is None else (end, start)
 
 

@@ -42,13 +42,7 @@ def _trim(s: str) -> str:
 
 def derived_format(analysis: TemplateAnalysis) -> FormatSpec:
     """The format of a template as its analysis describes it."""
-    if analysis.section_start_in_prompt:  # (beyond the C++: the calls come after the prompt's opener, bare)
-        tools = analysis.tools
-        analysis = replace(analysis, tools=replace(tools, format=replace(tools.format, section_start="")))
-    if analysis.call_id_in_name_prefix is not None:  # (beyond the C++: the name's marker after the id, `_func`)
-        tools = analysis.tools
-        prefix = analysis.call_id_in_name_prefix[1]
-        analysis = replace(analysis, tools=replace(tools, function=replace(tools.function, name_prefix=prefix)))
+    analysis = _markers_as_written(analysis)
     reasoning, fmt, form = analysis.reasoning, analysis.tools.format, analysis.call_form
     thinking = reasoning.mode is not ReasoningMode.NONE
     marker = fmt.section_start or fmt.per_call_start
@@ -80,6 +74,20 @@ def derived_format(analysis: TemplateAnalysis) -> FormatSpec:
         preserved_tokens=preserved, additional_stops=analysis.additional_stops,
         supports_thinking=thinking, thinking_start_tag=_trim(reasoning.start) if thinking else "",
         thinking_end_tags=(end_tag,) if thinking and end_tag else (), message_delimiters=delimiters)
+
+
+def _markers_as_written(analysis: TemplateAnalysis) -> TemplateAnalysis:
+    """The record's markers as the model writes them, where the analysis found more than the record says (beyond
+    the C++): no section opener where the generation prompt has written it (`section_start_in_prompt`: the calls
+    come bare after it), and the name's own marker where the record's name prefix holds a call id
+    (`call_id_in_name_prefix`: `_func` reads the id before it)."""
+    tools = analysis.tools
+    fmt, fn = tools.format, tools.function
+    if analysis.section_start_in_prompt:
+        fmt = replace(fmt, section_start="")
+    if analysis.call_id_in_name_prefix is not None:
+        fn = replace(fn, name_prefix=analysis.call_id_in_name_prefix[1])
+    return replace(analysis, tools=replace(tools, format=fmt, function=fn))
 
 
 def _string_arguments(messages: Sequence[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
