@@ -4,8 +4,8 @@ file written as the `peg_tester` docstring shows.
 The wheel is built from a copy of the sources (the package, its corpus, pyproject.toml), installed with uv from
 its cache only (tests never touch the network; tox-uv filled that cache when it built the test environment), and
 the external tests run with that venv's own pytest in a subprocess, so nothing of this checkout or of the tox
-environment is importable there. Once without llama-cpp-python (the grammar check is skipped with one warning
-line), once with it (the check runs and catches a grammar violation).
+environment is importable there. Once without llama.cpp's grammar engine (the grammar check is skipped with one
+warning line), once with it, named by $AUTOPARSER_LIBLLAMA (the check runs and catches a grammar violation).
 """
 
 from __future__ import annotations
@@ -17,6 +17,8 @@ import sys
 from pathlib import Path
 
 import pytest
+
+from autoparser.testing import gbnf_oracle
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -84,9 +86,10 @@ def _venv(tmp: Path, wheel: Path, *extra: str) -> Path:
     return python
 
 
-def _run(python: Path, where: Path) -> str:
+def _run(python: Path, where: Path, **set_env: str) -> str:
     (where / "test_external.py").write_text(EXTERNAL_TESTS)
     env = {k: v for k, v in os.environ.items() if not k.startswith(("AUTOPARSER_", "PYTEST_", "PYTHON"))}
+    env.update(set_env)
     done = subprocess.run([str(python), "-m", "pytest", "-q", "-p", "no:cacheprovider", "-W",
                            "default::UserWarning", "test_external.py"], cwd=where, env=env, timeout=600,
                           capture_output=True, text=True)
@@ -104,9 +107,13 @@ def test_without_llama_cpp_the_grammar_check_is_skipped_with_one_line(wheel: Pat
     assert "content: expected 'Goodbye', got 'Hello'" in out and "def expect(" not in out, out
 
 
-def test_with_llama_cpp_the_grammar_check_runs(wheel: Path, tmp_path: Path) -> None:
-    python = _venv(tmp_path, wheel, "llama-cpp-python==0.3.36")
-    out = _run(python, tmp_path)
+@pytest.mark.oracle
+def test_with_llama_cpps_engine_the_grammar_check_runs(wheel: Path, tmp_path: Path) -> None:
+    # the engine this run has (tox: the reference's libllama.so, which tools.cpp_oracle built), named as a user
+    # outside the checkout names it
+    gbnf_oracle.require_oracle()
+    python = _venv(tmp_path, wheel)
+    out = _run(python, tmp_path, AUTOPARSER_LIBLLAMA=str(gbnf_oracle.library()))
     assert "2 failed, 2 passed" in out, out
     assert "grammar check skipped" not in out, out
     assert "grammar: the constrained output" in out, out

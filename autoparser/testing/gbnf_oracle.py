@@ -1,9 +1,12 @@
-"""llama.cpp's own GBNF engine as a test oracle, reached through llama-cpp-python with ctypes (no model).
+"""llama.cpp's own GBNF engine as a test oracle, reached in its `libllama.so` with ctypes (no model).
 
 It is the engine we re-implement the emitter for, so it accepts exactly what llama.cpp accepts (empty
 alternatives, `.`, `{m,n}`, and its parse errors). The functions are internal, mangled C++ symbols of
-`libllama.so` (the ones llama.cpp's own tests/test-gbnf-validator.cpp uses); that is why llama-cpp-python is
-pinned exactly (0.3.36) and `available()` checks every symbol before use. Reading the grammar's stack vector
+`libllama.so` (the ones llama.cpp's own tests/test-gbnf-validator.cpp uses), so `available()` checks every symbol
+before use. The library is the one `$AUTOPARSER_LIBLLAMA` names: this project's tox builds the reference
+llama.cpp once (`python -m tools.cpp_oracle`, beside the live oracle's driver, which links the same library) and
+points it there. Without that variable it is the one llama-cpp-python ships (the `oracle` extra, pinned exactly at
+0.3.36, whose symbols are these): a pip install for a project that uses peg_tester outside this checkout. Reading the grammar's stack vector
 assumes the libstdc++/libc++ `std::vector` layout (begin, end, capacity), i.e. Linux or macOS.
 
 Feeding is per code point, like test-gbnf-validator: `accepts` = the whole text is a complete match,
@@ -41,12 +44,12 @@ def _load() -> dict[str, Any] | None:
     if _fns is not None or _load_error:
         return _fns
     try:
-        import llama_cpp
-
-        lib = ctypes.CDLL(str(pathlib.Path(llama_cpp.__file__).parent / "lib" / "libllama.so"))
+        path = library()
+        lib = ctypes.CDLL(str(path))
         missing = [s for s in _SYMBOLS.values() if not hasattr(lib, s)]
         if missing:
-            raise OSError(f"libllama.so lacks {missing} (llama-cpp-python must be exactly 0.3.36)")
+            raise OSError(f"{path} lacks {missing} (a llama.cpp whose grammar functions are these: the reference "
+                          "tools/cpp_oracle builds, or llama-cpp-python 0.3.36)")
     except (ImportError, OSError) as e:
         _load_error = f"llama.cpp grammar engine unavailable: {e}"
         return None
@@ -68,6 +71,23 @@ def _load() -> dict[str, Any] | None:
     clone.argtypes = [ctypes.c_void_p]
     _fns = {"init": init, "accept": accept, "stacks": stacks, "free": free, "clone": clone}
     return _fns
+
+
+def library() -> pathlib.Path:
+    """The libllama.so to load: `$AUTOPARSER_LIBLLAMA`, else llama-cpp-python's (ImportError or OSError saying
+    which was looked for)."""
+    named = os.environ.get("AUTOPARSER_LIBLLAMA")
+    if named:
+        if not pathlib.Path(named).is_file():
+            raise OSError(f"AUTOPARSER_LIBLLAMA={named} is no file (python -m tools.cpp_oracle puts libllama.so "
+                          "beside the driver it builds)")
+        return pathlib.Path(named)
+    try:
+        import llama_cpp
+    except ImportError as e:
+        raise ImportError(f"{e}: install llama-cpp-python==0.3.36, or set AUTOPARSER_LIBLLAMA to a libllama.so "
+                          "(autoparser's `python -m tools.cpp_oracle` builds the reference's)") from e
+    return pathlib.Path(llama_cpp.__file__).parent / "lib" / "libllama.so"
 
 
 def available() -> bool:

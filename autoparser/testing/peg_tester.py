@@ -377,7 +377,8 @@ def _known_keys(message: ChatMessage | Mapping[str, Any]) -> ChatMessage | Mappi
 
 
 class GrammarCheckSkipped(UserWarning):
-    """peg_tester could not check grammars: llama.cpp's engine (llama-cpp-python 0.3.36) is not installed."""
+    """peg_tester could not check grammars: llama.cpp's engine is not there (neither $AUTOPARSER_LIBLLAMA nor
+    llama-cpp-python 0.3.36)."""
 
 
 def _oracle_or_skip(problems: list[str]) -> bool:
@@ -391,11 +392,10 @@ def _oracle_or_skip(problems: list[str]) -> bool:
         problems.append(f"grammar: {unavailable_reason()} (AUTOPARSER_REQUIRE_ORACLE=1)")
     elif not _warned:
         _warned.append(True)
-        # (the pin of autoparser's `oracle` extra: that extra's own name is no install command for a package that
-        # is not published)
-        warnings.warn(f"peg_tester: grammar check skipped: {unavailable_reason()}; install it with `pip install "
-                      "llama-cpp-python==0.3.36` (README: Writing tests with peg_tester)", GrammarCheckSkipped,
-                      stacklevel=3)
+        # (the reason names the pin of autoparser's `oracle` extra: that extra's own name is no install command for
+        # a package that is not published)
+        warnings.warn(f"peg_tester: grammar check skipped: {unavailable_reason()} (README: Writing tests with "
+                      "peg_tester)", GrammarCheckSkipped, stacklevel=3)
     return False
 
 

