@@ -11,7 +11,13 @@ import dataclasses
 
 from autoparser.analysis import fixtures as fx
 from autoparser.analysis.content import analyze_content
-from autoparser.analysis.forms import derive_call_form, retag_from_needles, values_misread
+from autoparser.analysis.forms import (
+    arguments_unrendered,
+    derive_call_form,
+    opener_before_name,
+    retag_from_needles,
+    values_misread,
+)
 from autoparser.analysis.model import ReasoningAnalysis, TemplateAnalysis, ToolFormat, ToolsAnalysis
 from autoparser.analysis.reasoning import analyze_reasoning, prompt_opened_reasoning, typed_block_reasoning
 from autoparser.analysis.tools import (
@@ -71,7 +77,8 @@ def _analyze(compiled: CppTemplate, source: str, strict: bool, caps: TemplateCap
         caps = template_caps(compiled)
     analysis, r = _analyze_rendered(compiled, source, caps)
     beyond = not r.rendered_any or (not caps.supports_tool_calls and "tool_calls" in source) \
-        or (analysis.call_form is None and _misread(r, analysis.tools))
+        or (analysis.call_form is None and _misread(r, analysis.tools)) \
+        or (not analysis.string_arguments and arguments_unrendered(r, analysis.tools))
     reading = _transformers_reading(compiled, source, r) if beyond else None
     if strict and not r.rendered_any and reading is None:
         # Not one conversation rendered: every field would be a meaningless default.
@@ -146,10 +153,11 @@ def _tools_phase(compiled: CppTemplate, caps: TemplateCaps, r: DiffRenderer, rea
     prints its arguments as they come renders an object as a Python dict, or as nothing), once more with the
     arguments as JSON strings, as requests give them. With `requests_arguments` (the transformers reading),
     also where the object rendering gives markers that hold the analysis' own argument names (an object
-    printed as a Python dict, `{'AA_ARG_FST_AA': 'XXXX'}`, read as tags): the C++ keeps those, transformers
-    renders the JSON text requests give; or, where the calls are tagged after all, their markers read again
-    from where the needles sit (forms.retag_from_needles). The renderer the tools were found with comes back
-    with them."""
+    printed as a Python dict, `{'AA_ARG_FST_AA': 'XXXX'}`, read as tags) or show no argument at all (an object
+    printed as nothing): the C++ keeps those, transformers renders the JSON text requests give (with the text
+    each call writes before its name as its opener, where nothing else marks it: forms.opener_before_name); or,
+    where the calls are tagged after all, their markers read again from where the needles sit
+    (forms.retag_from_needles). The renderer the tools were found with comes back with them."""
     try:
         tools = analyze_tools(r, caps, reasoning)
     except AnalysisError as first:
@@ -158,12 +166,15 @@ def _tools_phase(compiled: CppTemplate, caps: TemplateCaps, r: DiffRenderer, rea
             return analyze_tools(strings, caps, reasoning), strings
         except AnalysisError:
             raise first from None  # (the C++'s error: the object rendering is the one it reports)
-    if requests_arguments and _misread(r, tools):
+    unrendered = requests_arguments and arguments_unrendered(r, tools)
+    if requests_arguments and (_misread(r, tools) or unrendered):
         strings = DiffRenderer(compiled, caps, string_arguments=True)
         try:
             by_strings = analyze_tools(strings, caps, reasoning)
         except AnalysisError:
             by_strings = None
+        if by_strings is not None and unrendered:
+            by_strings = opener_before_name(strings, by_strings, reasoning) or by_strings
         if by_strings is not None and _reads_json_text(by_strings):
             return by_strings, strings
         # the arguments are printed tag by tag, in a way the C++'s reading takes apart wrongly

@@ -10,6 +10,7 @@ C++ would write it) and the generator builds the parser from that instead.
 
 from __future__ import annotations
 
+import json
 import re
 from dataclasses import replace
 
@@ -29,7 +30,8 @@ from autoparser.peg.nodes import C_SPACE
 from autoparser.template.diff import DiffRenderer, trim_whitespace
 from autoparser.template.render import common_prefix_len
 
-__all__ = ["derive_call_form", "retag_from_needles", "values_misread"]
+__all__ = ["arguments_unrendered", "derive_call_form", "opener_before_name", "retag_from_needles",
+           "values_misread"]
 
 # A rendered Python call of the first fixture function: its name, `(`, then a keyword argument of the fixture's
 # (the template may write the arguments in either order, and either quote style, or none: `city=Paris`).
@@ -211,6 +213,57 @@ def values_misread(r: DiffRenderer, tools: ToolsAnalysis) -> bool:
         return False
     after_first, after_last = one[at[0] + len(fx.VALUE_FIRST):], one[at[1] + len(fx.VALUE_SECOND):]
     return not after_first.startswith(suffix) and len(suffix) > len(after_last) and suffix.startswith(after_last)
+
+
+def arguments_unrendered(r: DiffRenderer, tools: ToolsAnalysis) -> bool:
+    """Whether the template writes a call with no trace of its arguments where the C++ passes them as an object:
+    a template that prints `tool_call.function.arguments` as it comes (llama-cpp-python's function-calling
+    template, `functions.NAME:\n{{ arguments }}`) prints the object as nothing in llama.cpp's jinja, so the C++
+    reads tagged arguments with no markers, and no parser made from them reads a call. The arguments as requests
+    give them, JSON text, show the form (`opener_before_name`)."""
+    if tools.format.mode is ToolFormat.NONE:
+        return False
+    one = calls_rendered(r, fx.first_tool_call())
+    return one is not None and fx.FUN_FIRST in one and not any(
+        needle in one for needle in (fx.ARG_FIRST, fx.ARG_SECOND, fx.VALUE_FIRST, fx.VALUE_SECOND))
+
+
+def opener_before_name(r: DiffRenderer, tools: ToolsAnalysis, reasoning: ReasoningAnalysis) -> ToolsAnalysis | None:
+    """JSON arguments after a name (`TAG_WITH_JSON`) that nothing marks but the text each call writes before its
+    name, which the C++ does not take for a marker (`functions.` of `functions.NAME:\n{json}`, calls one after
+    another): the tools with that text as each call's opener (the marker that wakes the grammar, and where content
+    ends), read from one call and from the second of two, where both write it. None where the record has an opener
+    already, the calls write no common text before their names, or the first JSON object after the name is not the
+    arguments."""
+    fmt, fn = tools.format, tools.function
+    if fmt.mode is not ToolFormat.TAG_WITH_JSON or (fmt.section_start + fmt.per_call_start + fn.name_prefix).strip(
+            C_SPACE):
+        return None
+    one = calls_rendered(r, fx.first_tool_call())
+    two = calls_rendered(r, fx.first_tool_call(), fx.second_tool_call())
+    if one is None or two is None or fx.FUN_FIRST not in one or fx.FUN_SECOND not in two:
+        return None
+    at = one.index(fx.FUN_FIRST)
+    name_end = at + len(fx.FUN_FIRST)
+    opener = _without_reasoning(one[:at], reasoning).lstrip(C_SPACE)
+    arguments = _json_arguments_after(one, name_end)
+    if not opener.strip(C_SPACE) or not two[:two.index(fx.FUN_SECOND)].endswith(opener) or arguments is None:
+        return None
+    # (the name's suffix: what stands between the name and the JSON, which the C++ may not have taken whole)
+    return replace(tools, format=replace(fmt, per_call_start=opener),
+                   function=replace(fn, name_prefix="", name_suffix=one[name_end:arguments]))
+
+
+def _json_arguments_after(text: str, at: int) -> int | None:
+    """Where the call's arguments, the first JSON object after `at`, begin; None where that object is not them."""
+    start = text.find("{", at)
+    if start < 0:
+        return None
+    try:
+        value, _ = json.JSONDecoder().raw_decode(text, start)
+    except json.JSONDecodeError:
+        return None
+    return start if isinstance(value, dict) and fx.ARG_FIRST in value else None
 
 
 def _needles(text: str, needles: tuple[str, ...]) -> list[int] | None:
