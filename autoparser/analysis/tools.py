@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import re
 from collections.abc import Iterator
 from typing import Any
 
@@ -26,6 +27,7 @@ from autoparser.analysis.model import (
     TypedArgument,
 )
 from autoparser.errors import AnalysisError
+from autoparser.peg.nodes import C_SPACE
 from autoparser.template.caps import TemplateCaps
 from autoparser.template.diff import (
     CompareResult,
@@ -41,6 +43,7 @@ __all__ = [
     "analyze_tools",
     "arguments_sorted",
     "call_id_in_name_prefix",
+    "call_id_word",
     "call_separator",
     "calls_rendered",
     "nested_call",
@@ -146,6 +149,13 @@ def call_id_in_name_prefix(tools: ToolsAnalysis) -> tuple[str, str] | None:
     if tools.call_id.pos is not CallIdPosition.NONE or not found or not after.strip():
         return None
     return before, after
+
+
+def call_id_word(name_marker: str) -> str:
+    """The character class of a call id the model makes up before the name's marker (`call_id_in_name_prefix`): a
+    word up to the marker's first character, no whitespace, so it never runs over a marker."""
+    # (escapes, not the characters: a class holding a raw newline is no regular expression a consumer takes)
+    return rf"[^{re.escape(name_marker.strip(C_SPACE)[:1])} \t\r\n]"
 
 
 def nested_call(r: DiffRenderer, tools: ToolsAnalysis) -> NestedCall | None:

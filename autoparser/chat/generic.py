@@ -23,6 +23,7 @@ from autoparser.analysis.model import (
     ToolFormatAnalysis,
     TypedArgument,
 )
+from autoparser.analysis.tools import call_id_word
 from autoparser.chat.builder import ChatBuilder, DerivedReasoning, TaggedMarkers
 from autoparser.chat.request import Continuation
 from autoparser.chat.spec import Build, FormatSpec, GrammarTrigger, Prefill, Rendered, pattern, word
@@ -323,9 +324,7 @@ def _func(d: _Derived, name: str | P, call_id_section: P, have_call_id: bool, ar
     name_node = p.tool_name(p.literal(name)) if isinstance(name, str) else name
     prefix: P | str = fn.name_prefix
     if d.a.call_id_in_name_prefix is not None:  # (beyond the C++: the id the template writes before the prefix)
-        # (a word: up to the prefix's first character, no whitespace, so it never runs over a marker)
-        word = p.chars(f"[^{re.escape(fn.name_prefix.strip(C_SPACE)[:1])} \t\r\n]")
-        prefix = d.a.call_id_in_name_prefix[0] + p.tool_id(word) + fn.name_prefix
+        prefix = d.a.call_id_in_name_prefix[0] + p.tool_id(p.chars(call_id_word(fn.name_prefix))) + fn.name_prefix
     # (relaxed, `call_part_marker`: the whitespace of the name's suffix and of the call's close any, or none)
     open_ = p.tool_open(prefix + name_node + (name_suffix or p.call_part_marker)(fn.name_suffix))
     p.eps()  # `func_parser` is default-initialised in the C++

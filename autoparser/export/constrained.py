@@ -28,6 +28,7 @@ from autoparser.analysis.model import (
     TemplateAnalysis,
     ToolFormat,
 )
+from autoparser.analysis.tools import call_id_word
 from autoparser.chat.constraint import (
     Alt,
     CallTags,
@@ -269,17 +270,26 @@ def _tagged_calls(a: TemplateAnalysis, fns: list[Function], parallel: bool, *, j
     """`<marker>NAME ... </marker>` calls, the arguments one JSON object or one tag per argument."""
     t = a.tools
     fmt, fn, args = t.format, t.function, t.arguments
-    if t.call_id.pos is not CallIdPosition.NONE or a.call_id_in_name_prefix is not None:
+    if t.call_id.pos is not CallIdPosition.NONE:
         raise ExportError("calls carry an id between their markers: not expressed yet")
+    id_in_prefix = a.call_id_in_name_prefix
+    # (beyond the C++: the record's name prefix holds an id the model makes up, before the name's own marker)
+    name_prefix = fn.name_prefix if id_in_prefix is None else id_in_prefix[1]
     # (calls in a section with no marker of their own each begin with their name's prefix, inside the section)
     in_section = bool(_t(fmt.section_start)) and not _t(fmt.per_call_start)
-    opener = _t(fmt.per_call_start) or ("" if in_section else _t(fn.name_prefix))
-    if not opener and not (in_section and _t(fn.name_prefix)):
+    opener = _t(fmt.per_call_start) or ("" if in_section else _t(name_prefix))
+    if not opener and not (in_section and _t(name_prefix)):
         raise ExportError("a call begins with its bare name: no marker to trigger on")
+    if id_in_prefix is not None and not _t(fmt.per_call_start):
+        raise ExportError("a call begins with the id the model makes up: no marker to trigger on")
 
     def head(f: Function) -> list[Piece]:
         parts: list[Piece] = []
-        prefix = _t(fn.name_prefix)
+        prefix = _t(name_prefix)
+        if id_in_prefix is not None:  # (the id, as the parser reads it: a word up to the name's marker)
+            if _t(id_in_prefix[0]):
+                parts += [Space(), Lit(_t(id_in_prefix[0]))]
+            parts.append(Pattern(call_id_word(name_prefix) + "+"))
         if prefix and prefix != opener:
             parts += [Space(), Lit(prefix)]
         parts += [Lit(f.name) if prefix else Seq((Space(), Lit(f.name)))]

@@ -163,6 +163,33 @@ def test_python_calls_in_a_section(template: str, section: tuple[str, str]) -> N
     assert not re.fullmatch(string.group(1), "Paris")
 
 
+def test_a_call_id_the_model_makes_up_is_a_pattern_before_the_names_marker() -> None:
+    """Solar Open writes `<|tool_call:begin|>ID<|tool_call:name|>NAME<|tool_call:args|>{...}`, the id made up by the
+    model (TemplateAnalysis.call_id_in_name_prefix): any word up to the name's marker, not the first call's id."""
+    [calls] = _of_type(structural_tag(_source("upstage__Solar-Open-100B"), [WEATHER]), "triggered_tags")
+    [section] = calls["tags"]
+    assert section["begin"] == "<|tool_calls|>"
+    [call] = [e for e in section["content"]["elements"] if e["type"] == "tag"]
+    assert call["begin"] == "<|tool_call:begin|>"
+    made_up, head = (e["pattern"] for e in call["content"]["elements"][:2])
+    for id_ in ("a1b2c3d4e5", "call00001", "x"):
+        assert re.fullmatch(made_up + head, f"{id_}<|tool_call:name|>get_weather<|tool_call:args|>")
+    assert not re.fullmatch(made_up + head, "<|tool_call:name|>get_weather<|tool_call:args|>")  # (an id is written)
+    assert not re.fullmatch(made_up + head, "a b<|tool_call:name|>get_weather<|tool_call:args|>")
+
+
+def test_a_plain_text_opener_before_each_name_is_the_trigger() -> None:
+    """llama-cpp-python's function-calling template writes `functions.NAME:\n{json}`, calls one after another
+    (analysis/forms.py `opener_before_name`)."""
+    [calls] = _of_type(structural_tag(_source("llama-cpp-python__function_calling_template"), [WEATHER]),
+                       "triggered_tags")
+    assert calls["triggers"] == ["functions."]
+    [call] = calls["tags"]
+    assert call["begin"] == "functions."
+    schemas = [e["json_schema"] for e in call["content"]["elements"] if e["type"] == "json_schema"]
+    assert schemas == [WEATHER["function"]["parameters"]]
+
+
 def test_a_form_that_cannot_be_said_is_refused_with_the_reason() -> None:
     # the Llama 3.2 pythonic template writes its calls bare, `[get_weather(city="Paris")]`: the `[` free text
     # holds too is no trigger
