@@ -6,8 +6,9 @@ alternatives, `.`, `{m,n}`, and its parse errors). The functions are internal, m
 before use. The library is the one `$AUTOPARSER_LIBLLAMA` names: this project's tox builds the reference
 llama.cpp once (`python -m tools.cpp_oracle`, beside the live oracle's driver, which links the same library) and
 points it there. Without that variable it is the one llama-cpp-python ships (the `oracle` extra, pinned exactly at
-0.3.36, whose symbols are these): a pip install for a project that uses peg_tester outside this checkout. Reading the grammar's stack vector
-assumes the libstdc++/libc++ `std::vector` layout (begin, end, capacity), i.e. Linux or macOS.
+0.3.36, whose symbols are these): a pip install for a project that uses peg_tester outside this checkout. Reading
+the grammar's stack vector assumes the libstdc++/libc++ `std::vector` layout (begin, end, capacity), i.e. Linux
+or macOS.
 
 Feeding is per code point, like test-gbnf-validator: `accepts` = the whole text is a complete match,
 `viable_prefix` = the text can still be extended into one, `stop` = where it stops following a text and what it
