@@ -199,8 +199,8 @@ def _json_calls(a: TemplateAnalysis, fns: list[Function], parallel: bool) -> Cal
     (the object's first key is then the trigger; also where the generation prompt ends with the section's start,
     which the model then never writes: `TemplateAnalysis.section_start_in_prompt`)."""
     fmt = a.tools.format
-    if fmt.fun_name_is_key:
-        raise ExportError("a call is `{NAME: arguments}`: not expressed yet")
+    if fmt.fun_name_is_key and not _t(fmt.section_start):
+        raise ExportError("a call is `{NAME: arguments}` with no section marker: its `{` is no trigger")
     nested = a.nested_call
     if nested is None and ((fmt.function_field and fmt.function_field != "function") or "." in fmt.name_field):
         raise ExportError(f"the name is nested under {fmt.function_field!r}: not expressed yet")
@@ -215,6 +215,8 @@ def _json_calls(a: TemplateAnalysis, fns: list[Function], parallel: bool) -> Cal
 
     def call(f: Function, head: bool = True) -> Piece:
         """One call object; without its `{"first key"` where that is the tag's begin (`head` False)."""
+        if fmt.fun_name_is_key:  # (`{NAME: arguments}`: the name is the object's one key; always in a section)
+            return Seq((Lit("{"), Space(), *member(f.name, Json(arguments_schema(f))), Space(), Lit("}")))
         members: list[Piece] = []
         for key in order:
             if nested is not None and key == nested.member:
@@ -270,7 +272,11 @@ def _tagged_calls(a: TemplateAnalysis, fns: list[Function], parallel: bool, *, j
     """`<marker>NAME ... </marker>` calls, the arguments one JSON object or one tag per argument."""
     t = a.tools
     fmt, fn, args = t.format, t.function, t.arguments
-    if t.call_id.pos is not CallIdPosition.NONE:
+    cid = t.call_id
+    # (an id between the name and the arguments, up to the marker after it, may be left out, as the parser reads it:
+    # Mistral's `NAME[CALL_ID]ID[ARGS]{...}`)
+    id_between = cid.pos is CallIdPosition.BETWEEN_FUNC_AND_ARGS and bool(_t(cid.prefix)) and bool(_t(cid.suffix))
+    if cid.pos is not CallIdPosition.NONE and not id_between:
         raise ExportError("calls carry an id between their markers: not expressed yet")
     id_in_prefix = a.call_id_in_name_prefix
     # (beyond the C++: the record's name prefix holds an id the model makes up, before the name's own marker)
@@ -293,6 +299,9 @@ def _tagged_calls(a: TemplateAnalysis, fns: list[Function], parallel: bool, *, j
         if prefix and prefix != opener:
             parts += [Space(), Lit(prefix)]
         parts += [Lit(f.name) if prefix else Seq((Space(), Lit(f.name)))]
+        if id_between:
+            parts += [Opt(Seq((Space(), Lit(_t(cid.prefix)), Pattern(f"[^{re.escape(_t(cid.suffix)[0])}]*")))),
+                      Space(), Lit(_t(cid.suffix))]
         for marker in (fn.name_suffix, fn.args_separator):
             if _t(marker):
                 parts += [Space(), Lit(_t(marker))]

@@ -190,6 +190,32 @@ def test_a_plain_text_opener_before_each_name_is_the_trigger() -> None:
     assert schemas == [WEATHER["function"]["parameters"]]
 
 
+def test_a_call_whose_name_is_its_objects_key() -> None:
+    """Apertus writes `<|tools_prefix|>[{"get_weather": {...}}]<|tools_suffix|>`: each call is an object whose one
+    key is the name, its value the arguments."""
+    [calls] = _of_type(structural_tag(_source("swiss-ai__Apertus-8B-Instruct-2509"), [WEATHER]), "triggered_tags")
+    [section] = calls["tags"]
+    assert (section["begin"], section["end"]) == ("<|tools_prefix|>", "<|tools_suffix|>")
+    head, schema = section["content"]["elements"][:2]
+    assert re.fullmatch(head["pattern"], '[{"get_weather": ') and re.fullmatch(head["pattern"], '[{"get_weather":')
+    assert not re.fullmatch(head["pattern"], '[{"name": "get_weather", "arguments": ')
+    assert schema["json_schema"] == WEATHER["function"]["parameters"]
+
+
+def test_a_call_id_between_the_name_and_the_arguments_may_be_left_out() -> None:
+    """Mistral Small 3.2 writes `[TOOL_CALLS]NAME[CALL_ID]ID[ARGS]{...}`; the parser reads the call without
+    `[CALL_ID]ID` too."""
+    [calls] = _of_type(structural_tag(_source("mistralai__Mistral-Small-3.2-24B-Instruct-2506"), [WEATHER]),
+                       "triggered_tags")
+    [call] = calls["tags"]
+    assert call["begin"] == "[TOOL_CALLS]"
+    name, with_id, args = call["content"]["elements"][:3]
+    id_marker, id_text = (e["pattern"] for e in with_id["content"]["elements"])
+    assert with_id["type"] == "optional"
+    assert re.fullmatch(name["pattern"] + id_marker + id_text + args["pattern"], "get_weather[CALL_ID]a1B2c3D4e[ARGS]")
+    assert re.fullmatch(name["pattern"] + args["pattern"], "get_weather[ARGS]")
+
+
 def test_a_form_that_cannot_be_said_is_refused_with_the_reason() -> None:
     # the Llama 3.2 pythonic template writes its calls bare, `[get_weather(city="Paris")]`: the `[` free text
     # holds too is no trigger
