@@ -75,12 +75,12 @@ def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return next(out.glob("autoparser-*.whl"))
 
 
-def _venv(tmp: Path, wheel: Path, *extra: str) -> Path:
+def _venv(tmp: Path, wheel: Path) -> Path:
     uv = _uv()
     venv = tmp / "venv"
     subprocess.run([uv, "venv", "-q", "-p", sys.executable, str(venv)], check=True, timeout=300, capture_output=True)
     python = venv / "bin" / "python"
-    done = subprocess.run([uv, "pip", "install", "-q", "--offline", "-p", str(python), str(wheel), "pytest", *extra],
+    done = subprocess.run([uv, "pip", "install", "-q", "--offline", "-p", str(python), str(wheel), "pytest"],
                           timeout=600, capture_output=True, text=True)
     assert done.returncode == 0, done.stderr
     return python
