@@ -308,6 +308,8 @@ def _tagged_calls(a: TemplateAnalysis, fns: list[Function], parallel: bool, *, j
         return parts
 
     def tagged(f: Function) -> list[Piece]:
+        if not _t(args.name_prefix):  # (no marker before a key: the template's separator stands between arguments)
+            return [_unmarked_arguments(a, f)]
         out: list[Piece] = []
         for param in parameters(f):
             arg = _argument(a, f, param)
@@ -341,7 +343,10 @@ def _tagged_calls(a: TemplateAnalysis, fns: list[Function], parallel: bool, *, j
         close = _t(fn.close)
         tag = Tag(opener, _without_close(one, close), close) if close else Tag(opener, one, "")
         if not section_end:  # (a section without an end: each call a tag of its own)
-            return CallTags(opener, (tag,), excludes)
+            # (an end with no section opener is what the template writes after the last call, handing the turn
+            # over to the tool: FunctionGemma's `<start_function_response>`)
+            hand_over = (_t(fmt.section_end),) if _t(fmt.section_end) and not _t(fmt.section_start) else ()
+            return CallTags(opener, (tag,), excludes, hand_over=hand_over)
     if _t(fmt.section_start):
         section = Tag(_t(fmt.section_start), Seq((Space(), tag, Opt(Many(Seq((Space(), tag)))) if parallel
                                                    else Seq(()), Space())), _t(fmt.section_end))
@@ -385,6 +390,54 @@ def _argument(a: TemplateAnalysis, f: Function, param: Parameter) -> Piece:
     if string:  # (the value's own opener begins the tag its text runs in: `<arg_value>` ... `</arg_value>`)
         return Seq((Lit(begin), Space(), Tag(between, Text(), end)))
     return Tag(begin, Seq((Space(), Lit(between), value)), end)
+
+
+def _unmarked_arguments(a: TemplateAnalysis, f: Function) -> Piece:
+    """Tagged arguments with no marker before a key, the template's separator between two (FunctionGemma's
+    `{city:<escape>Paris<escape>,days:3}`), in the template's order (by name where it sorts them:
+    `TemplateAnalysis.arguments_sorted`); an optional one may be left out, with its separator."""
+    args = a.tools.arguments
+    separator = _t(args.separator)
+    if not separator or not _t(args.value_suffix):
+        raise ExportError("a tagged argument without a name marker or a value closer: not expressed yet")
+    params = parameters(f)
+    if a.arguments_sorted:
+        params = sorted(params, key=lambda param: param.name)
+    items = [Seq((Space(), _unmarked_argument(a, param))) for param in params]
+    between = Seq((Space(), Lit(separator)))
+
+    def rest(after: int) -> list[Piece]:
+        return [Seq((between, items[i])) if params[i].required else Opt(Seq((between, items[i])))
+                for i in range(after + 1, len(params))]
+
+    # (the first argument written is one whose arguments before it are all optional and left out)
+    firsts: list[Piece] = []
+    for i, param in enumerate(params):
+        firsts.append(Seq((items[i], *rest(i))))
+        if param.required:
+            break
+    else:
+        firsts.append(Seq(()))  # (every argument optional: none written)
+    return firsts[0] if len(firsts) == 1 else Alt(tuple(firsts))
+
+
+def _unmarked_argument(a: TemplateAnalysis, param: Parameter) -> Piece:
+    """`KEY<suffix>value<value suffix>`: a string any text up to the closer; another value JSON, between the string's
+    markers or, where the template writes it otherwise (`TemplateAnalysis.typed_argument`: `days:3`), so."""
+    args, typed = a.tools.arguments, a.typed_argument
+    string = Tag(param.name + _t(args.name_suffix), Text(), _t(args.value_suffix))
+    if param.types <= {"string"} and param.types:
+        return string
+    if typed is None:
+        other: Piece = Tag(param.name + _t(args.name_suffix), Seq((Space(), Json(value_schema(param)), Space())),
+                           _t(args.value_suffix))
+    elif param.types & {"object", "array"} or _t(typed.closer):
+        # (FunctionGemma writes an object or a list in its own syntax, `{k:<escape>v<escape>}`, which no JSON
+        # schema says)
+        raise ExportError("a value in the format's own syntax (an object or a list): not expressed yet")
+    else:
+        other = Seq((Lit(param.name + _t(typed.opener)), Json(value_schema(param))))
+    return Alt((string, other)) if param.may_be_string else other
 
 
 # --- xgrammar structural tag ----------------------------------------------------------------------------------

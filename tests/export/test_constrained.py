@@ -216,6 +216,31 @@ def test_a_call_id_between_the_name_and_the_arguments_may_be_left_out() -> None:
     assert re.fullmatch(name["pattern"] + args["pattern"], "get_weather[ARGS]")
 
 
+def test_arguments_without_a_key_marker_stand_between_separators_in_the_templates_order() -> None:
+    """FunctionGemma writes `call:search{lang:<escape>en<escape>,max_results:3,query:<escape>x<escape>}`: no marker
+    before a key, `,` between arguments, sorted by name (`| dictsort`), a number as it is. An optional argument may
+    be left out with its separator: one alternative per argument that may come first."""
+    search = {"type": "function", "function": {"name": "search", "parameters": {"type": "object", "properties": {
+        "query": {"type": "string"}, "max_results": {"type": "integer"}, "lang": {"type": "string"}},
+        "required": ["query"]}}}
+    [calls] = _of_type(structural_tag(_source("unsloth__functiongemma-270m-it"), [search]), "triggered_tags")
+    [call] = calls["tags"]
+    assert (call["begin"], call["end"]) == ("<start_function_call>call:", "}<end_function_call>")
+    [arguments] = [e for e in call["content"]["elements"] if e["type"] == "or"]
+    firsts = [json.dumps(alternative) for alternative in arguments["elements"]]
+    assert len(firsts) == 3  # (lang, max_results or query first: query is required)
+    for text in firsts:
+        at = [text.find(key) for key in ('"lang:<escape>"', "max_results:", '"query:<escape>"') if key in text]
+        assert at == sorted(at) and text.count("]*,[") == len(at) - 1, text  # (a separator between two)
+    assert '"begin": "query:<escape>", "content": {"type": "any_text"}, "end": "<escape>"' in firsts[-1]
+    assert 'max_results:"}, {"type": "json_schema", "json_schema": {"type": "integer"}}' in firsts[1]
+    # (an object is written in FunctionGemma's own syntax, `{k:<escape>v<escape>}`: no JSON schema says it)
+    options = {"type": "function", "function": {"name": "configure", "parameters": {"type": "object", "properties": {
+        "options": {"type": "object"}}, "required": ["options"]}}}
+    with pytest.raises(ExportError, match="own syntax"):
+        structural_tag(_source("unsloth__functiongemma-270m-it"), [options])
+
+
 def test_a_form_that_cannot_be_said_is_refused_with_the_reason() -> None:
     # the Llama 3.2 pythonic template writes its calls bare, `[get_weather(city="Paris")]`: the `[` free text
     # holds too is no trigger
