@@ -431,12 +431,13 @@ def _unmarked_argument(a: TemplateAnalysis, param: Parameter) -> Piece:
     if typed is None:
         other: Piece = Tag(param.name + _t(args.name_suffix), Seq((Space(), Json(value_schema(param)), Space())),
                            _t(args.value_suffix))
-    elif param.types & {"object", "array"} or _t(typed.closer):
+    elif param.types & {"object", "array"}:
         # (FunctionGemma writes an object or a list in its own syntax, `{k:<escape>v<escape>}`, which no JSON
         # schema says)
         raise ExportError("a value in the format's own syntax (an object or a list): not expressed yet")
     else:
-        other = Seq((Lit(param.name + _t(typed.opener)), Json(value_schema(param))))
+        closer = (Lit(_t(typed.closer)),) if _t(typed.closer) else ()
+        other = Seq((Lit(param.name + _t(typed.opener)), Json(value_schema(param)), *closer))
     return Alt((string, other)) if param.may_be_string else other
 
 
