@@ -10,7 +10,6 @@ C++ would write it) and the generator builds the parser from that instead.
 
 from __future__ import annotations
 
-import json
 import re
 from dataclasses import replace
 
@@ -25,7 +24,7 @@ from autoparser.analysis.model import (
     ToolFormat,
     ToolsAnalysis,
 )
-from autoparser.analysis.tools import calls_rendered
+from autoparser.analysis.tools import calls_rendered, json_value_at
 from autoparser.peg.nodes import C_SPACE
 from autoparser.template.diff import DiffRenderer, trim_whitespace
 from autoparser.template.render import common_prefix_len
@@ -257,13 +256,8 @@ def opener_before_name(r: DiffRenderer, tools: ToolsAnalysis, reasoning: Reasoni
 def _json_arguments_after(text: str, at: int) -> int | None:
     """Where the call's arguments, the first JSON object after `at`, begin; None where that object is not them."""
     start = text.find("{", at)
-    if start < 0:
-        return None
-    try:
-        value, _ = json.JSONDecoder().raw_decode(text, start)
-    except json.JSONDecodeError:
-        return None
-    return start if isinstance(value, dict) and fx.ARG_FIRST in value else None
+    found = json_value_at(text, start) if start >= 0 else None
+    return start if found is not None and isinstance(found[0], dict) and fx.ARG_FIRST in found[0] else None
 
 
 def _needles(text: str, needles: tuple[str, ...]) -> list[int] | None:

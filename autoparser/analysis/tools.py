@@ -46,6 +46,7 @@ __all__ = [
     "call_id_word",
     "call_separator",
     "calls_rendered",
+    "json_value_at",
     "nested_call",
     "section_start_in_prompt",
     "typed_argument",
@@ -195,11 +196,11 @@ def _outermost_object(text: str, at: int) -> dict[str, Any] | None:
 def _values_opening_before(text: str, at: int) -> Iterator[tuple[Any, int]]:
     """The JSON values that open with a `{` at or before `at`, the nearest first: each value and where it ends."""
     for start in range(at, -1, -1):
-        if text[start] == "{" and (found := _decoded(text, start)) is not None:
+        if text[start] == "{" and (found := json_value_at(text, start)) is not None:
             yield found
 
 
-def _decoded(text: str, at: int) -> tuple[Any, int] | None:
+def json_value_at(text: str, at: int) -> tuple[Any, int] | None:
     """The JSON value that begins at `at`, and where it ends; None where none does."""
     try:
         return _DECODER.raw_decode(text, at)
@@ -238,7 +239,7 @@ def _json_call_spans(text: str, first: int, second: int) -> tuple[int, int] | No
             end = stop  # (keep going out: the outermost one that stops before the second call)
     if end is None:
         return None
-    start = next((i for i in range(end, second) if text[i] == "{" and (_decoded(text, i) or (None, 0))[1] > second),
+    start = next((i for i in range(end, second) if text[i] == "{" and (json_value_at(text, i) or (None, 0))[1] > second),
                  None)
     return None if start is None else (end, start)
 

@@ -425,12 +425,12 @@ def _unmarked_argument(a: TemplateAnalysis, param: Parameter) -> Piece:
     """`KEY<suffix>value<value suffix>`: a string any text up to the closer; another value JSON, between the string's
     markers or, where the template writes it otherwise (`TemplateAnalysis.typed_argument`: `days:3`), so."""
     args, typed = a.tools.arguments, a.typed_argument
-    string = Tag(param.name + _t(args.name_suffix), Text(), _t(args.value_suffix))
+    begin, end = param.name + _t(args.name_suffix), _t(args.value_suffix)
+    string = Tag(begin, Text(), end)
     if param.types <= {"string"} and param.types:
         return string
     if typed is None:
-        other: Piece = Tag(param.name + _t(args.name_suffix), Seq((Space(), Json(value_schema(param)), Space())),
-                           _t(args.value_suffix))
+        other: Piece = Tag(begin, Seq((Space(), Json(value_schema(param)), Space())), end)
     elif param.types & {"object", "array"}:
         # (FunctionGemma writes an object or a list in its own syntax, `{k:<escape>v<escape>}`, which no JSON
         # schema says)

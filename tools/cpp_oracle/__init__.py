@@ -67,16 +67,16 @@ def _cmake() -> tuple[str, str]:
     return binary, version
 
 
-def build(llama_cpp: Path, build_dir: Path, jobs: int, targets: list[str]) -> None:
-    for tool in ("cmake", "ninja"):
-        if shutil.which(tool) is None:
-            raise SystemExit(f"cpp_oracle: {tool} not found on PATH (pip install cmake ninja)")
+def build(llama_cpp: Path, build_dir: Path, jobs: int, targets: list[str], cmake: str) -> None:
+    """`targets` built in `build_dir`, configured by `cmake` (the binary `_cmake()` names) where it is not yet."""
+    if shutil.which("ninja") is None:
+        raise SystemExit("cpp_oracle: ninja not found on PATH (pip install cmake ninja)")
     # configure again when another cmake of that version configured the tree (each tox environment installs its
     # own, and the build's rules call the one that configured it, which may be gone): the objects stay, as they are
     # compiled by the same commands
     cache = build_dir / "CMakeCache.txt"
     configured_by = re.search(r"^CMAKE_COMMAND:INTERNAL=(.*)$", cache.read_text(), re.M) if cache.is_file() else None
-    if not (build_dir / "build.ninja").is_file() or configured_by is None or configured_by[1] != _cmake()[0]:
+    if not (build_dir / "build.ninja").is_file() or configured_by is None or configured_by[1] != cmake:
         subprocess.run(["cmake", "-S", str(HERE), "-B", str(build_dir), "-G", "Ninja",
                         f"-DLLAMA_CPP_DIR={llama_cpp}"], check=True)
     subprocess.run(["ninja", "-C", str(build_dir), f"-j{jobs}", *targets], check=True)
@@ -88,10 +88,11 @@ def build_driver(source: Path, out: Path, jobs: int, *, bench: bool = False) -> 
         raise SystemExit(f"cpp_oracle: {source} is not a llama.cpp source tree (no common/chat.h)")
     # one build tree per source tree and cmake version: a tree configured by another version would be rebuilt
     # whole (the system's cmake and PyPI's), while tox's environments, each with its own copy of PyPI's, share one
-    key = hashlib.sha256(f"{source}\n{_cmake()[1]}".encode()).hexdigest()[:12]
+    cmake, version = _cmake()
+    key = hashlib.sha256(f"{source}\n{version}".encode()).hexdigest()[:12]
     targets = ["cpp_oracle", *(["bench_chat"] if bench else [])]
     build_dir = cache_root() / f"build-{key}"
-    build(source, build_dir, jobs, targets)
+    build(source, build_dir, jobs, targets, cmake)
     out.parent.mkdir(parents=True, exist_ok=True)
     # the binaries link llama.cpp's shared libraries by their build-tree rpath, which stays in the cache
     shutil.copy2(build_dir / "cpp_oracle", out)
