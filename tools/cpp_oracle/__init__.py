@@ -67,6 +67,20 @@ def _cmake() -> tuple[str, str]:
     return binary, version
 
 
+def _driver_sources(build_dir: Path) -> Path:
+    """The driver's sources (this folder's CMakeLists.txt and .cpp files) copied beside the build tree, which cmake
+    is configured from: a tree remembers the folder it was configured from and refuses another, and the tree is
+    shared by every checkout on the machine (a clone elsewhere, a worktree). A file is written only where it
+    differs, so ninja recompiles only what changed."""
+    sources = build_dir.parent / f"{build_dir.name}-src"
+    sources.mkdir(parents=True, exist_ok=True)
+    for file in [HERE / "CMakeLists.txt", *sorted(HERE.glob("*.cpp"))]:
+        copy = sources / file.name
+        if not copy.is_file() or copy.read_bytes() != file.read_bytes():
+            shutil.copy2(file, copy)
+    return sources
+
+
 def build(llama_cpp: Path, build_dir: Path, jobs: int, targets: list[str], cmake: str) -> None:
     """`targets` built in `build_dir`, configured by `cmake` (the binary `_cmake()` names) where it is not yet."""
     if shutil.which("ninja") is None:
@@ -74,10 +88,18 @@ def build(llama_cpp: Path, build_dir: Path, jobs: int, targets: list[str], cmake
     # configure again when another cmake of that version configured the tree (each tox environment installs its
     # own, and the build's rules call the one that configured it, which may be gone): the objects stay, as they are
     # compiled by the same commands
+    sources = _driver_sources(build_dir)
     cache = build_dir / "CMakeCache.txt"
-    configured_by = re.search(r"^CMAKE_COMMAND:INTERNAL=(.*)$", cache.read_text(), re.M) if cache.is_file() else None
+    said = cache.read_text() if cache.is_file() else ""
+    configured_by = re.search(r"^CMAKE_COMMAND:INTERNAL=(.*)$", said, re.M)
+    configured_from = re.search(r"^CMAKE_HOME_DIRECTORY:INTERNAL=(.*)$", said, re.M)
+    if configured_from is not None and Path(configured_from[1]) != sources:
+        # a tree configured from a checkout's own folder (before the copy above): cmake refuses another source
+        # folder for a cache, so the cache goes; the objects stay
+        cache.unlink()
+        configured_by = None
     if not (build_dir / "build.ninja").is_file() or configured_by is None or configured_by[1] != cmake:
-        subprocess.run(["cmake", "-S", str(HERE), "-B", str(build_dir), "-G", "Ninja",
+        subprocess.run(["cmake", "-S", str(sources), "-B", str(build_dir), "-G", "Ninja",
                         f"-DLLAMA_CPP_DIR={llama_cpp}"], check=True)
     subprocess.run(["ninja", "-C", str(build_dir), f"-j{jobs}", *targets], check=True)
 
