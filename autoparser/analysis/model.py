@@ -280,6 +280,11 @@ class TemplateAnalysis:
     place from the C++'s diff): what the prefix has before the id and after it (analysis/tools.py
     `call_id_in_name_prefix`). The parser reads any id there, the grammar lets the model write one (not in
     `to_dict()`)."""
+    instructed_opener: tuple[str, str] | None = None
+    """Beyond the C++: (a call's opener as the template's calls render it, as its tool instructions spell it),
+    where they differ (analysis/tools.py `instructed_opener`: Step3 renders `<｜tool_call_begin>` before
+    `｜>\nfunction...`, its instructions and its vocabulary `<｜tool_call_begin｜>`). The relaxed parser reads the
+    instructed spelling too, as a repair (not in `to_dict()`)."""
     nested_call: NestedCall | None = None
     """Beyond the C++: the JSON call object nests the name and the arguments under one member (analysis/tools.py
     `nested_call`); the parser and grammar read the object so (not in `to_dict()`)."""
@@ -336,6 +341,8 @@ class TemplateAnalysis:
             extra["typed_argument"] = self.typed_argument.to_dict()
         if self.call_id_in_name_prefix is not None:
             extra["call_id_in_name_prefix"] = list(self.call_id_in_name_prefix)
+        if self.instructed_opener is not None:
+            extra["instructed_opener"] = list(self.instructed_opener)
         if self.nested_call is not None:
             extra["nested_call"] = self.nested_call.to_dict()
         if self.section_start_in_prompt:

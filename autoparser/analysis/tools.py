@@ -7,6 +7,7 @@ The C++ steps refine each other's fields; here each step replaces the frozen rec
 from __future__ import annotations
 
 import dataclasses
+import difflib
 import json
 import re
 from collections.abc import Iterator
@@ -46,6 +47,7 @@ __all__ = [
     "call_id_word",
     "call_separator",
     "calls_rendered",
+    "instructed_opener",
     "json_value_at",
     "nested_call",
     "section_start_in_prompt",
@@ -150,6 +152,33 @@ def call_id_in_name_prefix(tools: ToolsAnalysis) -> tuple[str, str] | None:
     if tools.call_id.pos is not CallIdPosition.NONE or not found or not after.strip():
         return None
     return before, after
+
+
+def instructed_opener(r: DiffRenderer, tools: ToolsAnalysis) -> tuple[str, str] | None:
+    """Beyond the C++: (the call opener as the template's calls render it, as its tool instructions spell it),
+    where the two differ. A template's instructions show the model the call it is to write, and the model writes
+    what it was trained on, which the instructions and the vocabulary spell: Step3's instructions teach
+    `<｜tool_calls_begin｜>\n<｜tool_call_begin｜>\nfunction<｜tool_sep｜><steptml:invoke name="...`, its history
+    renders the opener `<｜tool_call_begin>｜>` (sic). Found as the text the prompt with tools holds between the
+    section's opener, where there is one, and the rest of the call's head as rendered (the name's prefix), where
+    that text is not the rendered opener but close to it (most of its characters, in order): a text the prompt
+    holds there by chance is not. The relaxed parser reads both spellings (None: the instructions show the
+    rendered one, or no call)."""
+    fmt, fn = tools.format, tools.function
+    opener, rest = trim_whitespace(fmt.per_call_start), fn.name_prefix
+    lead = trim_whitespace(fmt.section_start)
+    if fmt.mode is ToolFormat.NONE or not opener or len(trim_whitespace(rest)) < 3:
+        return None
+    prompt = r.apply(TemplateParams(messages=(fx.user_msg(),), tools=tuple(fx.tools())))
+    if prompt is None or fmt.per_call_start + rest in prompt:
+        return None
+    # (the spelling: between the section's opener and the rest, or the word right before the rest)
+    between = re.escape(lead) + rf"[ \t\r\n]*(\S[^\n]{{0,{2 * len(opener)}}}?)" if lead else r"(\S+?)"
+    for found in re.finditer(between + re.escape(rest), prompt):
+        spelled = trim_whitespace(found[1])
+        if spelled != opener and difflib.SequenceMatcher(None, spelled, opener).ratio() >= 0.8:
+            return opener, spelled
+    return None
 
 
 def call_id_word(name_marker: str) -> str:

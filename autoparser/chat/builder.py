@@ -181,6 +181,11 @@ class ChatBuilder(ChatTags):
 
     # --- hooks: llama.cpp's piece here, more in the relaxed builder (recovery/relax.py) --------------------
 
+    def also_spelled(self, marker: str, spelling: str) -> None:
+        """The model may write `marker` as `spelling` too (the template's tool instructions spell it so:
+        `TemplateAnalysis.instructed_opener`). llama.cpp reads the spelling the calls render only: nothing to do
+        here. Relaxed: every opener read as `marker` reads `spelling` too, as `repair:call_opener_spelling`."""
+
     def call_opener(self, opener: str, *, spaced: bool = False) -> P:
         """A call's (or a call section's) opener. Relaxed: also left out, or written without the whitespace
         the template puts around it; with `spaced`, whitespace may follow it where the template writes none."""

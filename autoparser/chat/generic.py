@@ -161,7 +161,12 @@ def _relaxed_build(analysis: TemplateAnalysis, b: Build) -> P:
 
     Where the prompt opens none, a block the template writes only from typed content (`TemplateAnalysis.
     typed_reasoning`: Apertus's `<|inner_prefix|>...<|inner_suffix|>`) is read where the output writes it
-    (`Build.typed_reasoning`)."""
+    (`Build.typed_reasoning`).
+
+    A call opener the template's tool instructions spell otherwise than its calls render it is read in both
+    spellings (`TemplateAnalysis.instructed_opener`, `ChatBuilder.also_spelled`)."""
+    if analysis.instructed_opener is not None:
+        b.p.also_spelled(*analysis.instructed_opener)
     if b.inputs.reasoning_format == "none":
         return _build(analysis, b)
     r = analysis.reasoning
@@ -325,6 +330,10 @@ def _func(d: _Derived, name: str | P, call_id_section: P, have_call_id: bool, ar
     prefix: P | str = fn.name_prefix
     if d.a.call_id_in_name_prefix is not None:  # (beyond the C++: the id the template writes before the prefix)
         prefix = d.a.call_id_in_name_prefix[0] + p.tool_id(p.chars(call_id_word(fn.name_prefix))) + fn.name_prefix
+    elif fn.name_prefix.strip(C_SPACE):
+        # (relaxed, `joined_markers`: the prefix's markers with any whitespace between them, or none, as models
+        # write on one line markers the template breaks)
+        prefix = p.joined_markers(fn.name_prefix)
     # (relaxed, `call_part_marker`: the whitespace of the name's suffix and of the call's close any, or none)
     open_ = p.tool_open(prefix + name_node + (name_suffix or p.call_part_marker)(fn.name_suffix))
     p.eps()  # `func_parser` is default-initialised in the C++

@@ -178,8 +178,9 @@ class LooseCalls(ChatBuilder):
                     value = json_then_string(json_value, string, param)
                 args.append(self.tool_arg(opener(self.tool_arg_name(self.literal(param.name))) + value))
         prefix = t(m.name_prefix, C_SPACE)
-        # (indentation before the call's opener where the template writes none, as before its arguments)
-        name_open = self.space() + self.literal(_lead(m.name_prefix) + prefix) if prefix else self.eps()
+        # (indentation before the call's opener where the template writes none, as before its arguments; the
+        # opener's markers with any whitespace between them, or none: `marker_spaced`)
+        name_open = self.space() + self.marker_spaced(_lead(m.name_prefix) + prefix) if prefix else self.eps()
         if prefix.endswith("="):
             name_open = self.choice([name_open, self.repair("call_opener_spelling", self.literal(prefix[:-1] + " "))])
         name = self.tool_name(self.literal(f.name)) if f is not None \
@@ -207,7 +208,15 @@ class LooseCalls(ChatBuilder):
             return self.literal(text)
         pieces = marker_pieces(core)
         pieces[0], pieces[-1] = _lead(text) + pieces[0], pieces[-1] + _trail(text)
+        spelled = self.spelling_of(core)
+        if spelled:  # (as the template's tool instructions spell it: `also_spelled`)
+            return self.choice([self.space_between(pieces), self.repair(
+                "call_opener_spelling", self.literal(_lead(text) + spelled + _trail(text)))])
         return self.space_between(pieces)
+
+    def spelling_of(self, marker: str) -> str:
+        """How the template's instructions spell `marker` otherwise (`also_spelled`), or ''."""
+        return ""
 
     def space_between(self, pieces: Sequence[str]) -> P:
         """`pieces` in order, with any whitespace, or none, between them."""

@@ -47,6 +47,13 @@ class RelaxedBuilder(LooseCalls):
     def __init__(self) -> None:
         super().__init__()
         self._rule_owners: dict[str, str] = {}  # sanitised rule name -> the name that registered it
+        self._spellings: dict[str, str] = {}  # a marker (trimmed) -> how the template's instructions spell it
+
+    def also_spelled(self, marker: str, spelling: str) -> None:
+        self._spellings[marker.strip(C_SPACE)] = spelling.strip(C_SPACE)
+
+    def spelling_of(self, marker: str) -> str:
+        return self._spellings.get(marker, "")
 
     def rule(self, name: str, p: Operand | Callable[[], P], trigger: bool = False) -> P:
         """A rule, kept apart from any other rule whose name sanitises alike. (llama.cpp names a rule after a
