@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import contextlib
 import json
-import time
 from pathlib import Path
 from typing import Any
 
@@ -76,17 +75,6 @@ def test_analysis_matches_cpp(case_id: str, folder: str, record: dict[str, Any])
     assert list(got) == list(want), "record shape differs from the C++ dump"
     diffs = _differences(want, got)
     RATCHET.check(case_id, "\n".join(diffs) if diffs else None)
-
-
-def test_seed_templates_analyse_within_budget() -> None:
-    """All 71 seed templates (70 at 0c1e570, LLM-jp-4.1 added at b11434) in at most 5 s (the C++ takes 2.2 s); generous x2 margin for a loaded CI box."""
-    sources = [_source(folder, rec["template"]) for _, folder, rec in RECORDS if folder == "templates"]
-    assert len(sources) == 71
-    t0 = time.perf_counter()
-    for src in sources:
-        analyze_template(src)
-    elapsed = time.perf_counter() - t0
-    assert elapsed < 10.0, f"71 seed templates took {elapsed:.2f}s"
 
 
 def test_chat_template_input_and_crlf_give_the_same_analysis() -> None:

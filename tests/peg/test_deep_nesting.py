@@ -1,10 +1,8 @@
 """Pathological input sizes: deep nesting must end in a clean result or a clean ParseError, never a
-RecursionError or a crash; long flat input must scan in linear time.
+RecursionError or a crash; long flat input must scan whole (its speed: `tox -e bench`).
 """
 
 from __future__ import annotations
-
-import time
 
 import pytest
 
@@ -99,13 +97,11 @@ def test_until_over_one_megabyte(partial: bool) -> None:
     chunk = "lorem ipsum <dolor> sit amet, é 世界 "
     body = (chunk * (MB // len(chunk) + 1))[:MB]
     parser = build_peg_parser(lambda p: p.tag("body", p.until("</done>")) + p.literal("</done>") + p.end())
-    t0 = time.perf_counter()
+    # (its speed is `tox -e bench`'s: `until` over 100 KB, never a timed test)
     r = parser.parse(body + "</done>", partial=partial)
-    elapsed = time.perf_counter() - t0
     assert r.type == ResultType.SUCCESS
     assert r.end == MB + len("</done>")
     assert r.ast.get(r.nodes[0]).text == body
-    assert elapsed < 2.0
 
 
 def test_until_over_one_megabyte_with_a_cut_off_delimiter() -> None:
