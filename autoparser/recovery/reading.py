@@ -252,6 +252,13 @@ class Reader:
                                    skips)
         if not relaxed.fail:  # a complete output ending inside a structure
             head, ended = self._head(effective, len(output), partial)
+            before_last = self._before_last_call(effective, len(effective)) \
+                if not partial and not head.message.tool_calls and self._waits_in_draft(relaxed, effective) else None
+            if before_last is not None:  # (the rest, from the last call's opener on, is read after it)
+                first, first_ended, cut = before_last
+                first = replace(first, message=with_repairs(first.message, first_ended, plan, effective[offset:cut],
+                                                            offset, False))
+                return self.after_unparsed(output, first, cut - offset, partial, skips)
             # (not stuck in a lookahead short of the end, and no value run over the markup that ends its call:
             # that value's closer was left out, the output was not cut off; it is text where it cannot be read)
             if (ended.success or ended.end >= len(effective)) and not self._over_call_closers(head.message):
@@ -420,6 +427,28 @@ class Reader:
         msg = with_repairs(head.message, ended, self.plan, effective[offset:cut], offset, False)
         return replace(head, message=msg, covered=tuple((a, min(b, cut - offset)) for a, b in head.covered
                                                         if a < cut - offset)), cut - offset
+
+    def _waits_in_draft(self, result: ParseResult, effective: str) -> bool:
+        """Whether a prefix reading waits on a draft call: what it read last is reasoning a call marker follows,
+        and nothing after it (`_draft_call` holds the call back, a stream too, until the reasoning's end marker
+        comes)."""
+        last = None
+        for node in result.ast.walk(result.nodes):
+            if node.tag and (last is None or node.end >= last.end):  # (the innermost of those ending last)
+                last = node
+        return last is not None and last.tag == REASONING \
+            and any(effective.startswith(m, last.end) for m in self._call_markers)
+
+    def _before_last_call(self, effective: str, cut: int) -> tuple[Reading, ParseResult, int] | None:
+        """The reading of the text before the last call opener ahead of `cut`, where it reads calls (with its
+        parse, and where it ends). A complete output whose prefix reading waits on a draft call
+        (`_waits_in_draft`) that the output's end cuts off reads none, however many whole calls precede the cut
+        one: the calls before it are read so, and the cut one goes on as text."""
+        last = max((effective.rfind(m, self.offset, cut) for m in self._call_markers), default=-1)
+        if last <= self.offset:
+            return None
+        head, ended = self._head(effective[:last], last - self.offset, False)
+        return (head, ended, last) if head.message.tool_calls and not ended.fail else None
 
     def _before_dangling_marker(self, effective: str, cut: int) -> int:
         """`cut` (in the text the parsers read), or, where the text before it ends with a call marker (whitespace

@@ -51,6 +51,7 @@ class RelaxedBuilder(LooseCalls):
 
     def also_spelled(self, marker: str, spelling: str) -> None:
         self._spellings[marker.strip(C_SPACE)] = spelling.strip(C_SPACE)
+        self.calls_begin_at([spelling.strip(C_SPACE)])  # (a call begins there too: reading may resume at it)
 
     def spelling_of(self, marker: str) -> str:
         return self._spellings.get(marker, "")
