@@ -241,14 +241,36 @@ def test_arguments_without_a_key_marker_stand_between_separators_in_the_template
         structural_tag(_source("unsloth__functiongemma-270m-it"), [options])
 
 
+@pytest.mark.parametrize("template, section", [(DEEPSEEK, "function_calls"),
+                                               ("llama.cpp__deepseek-ai-DeepSeek-V4", "tool_calls")])
+def test_dsml_invokes_hold_one_element_per_argument_typed_by_its_attribute(template: str, section: str) -> None:
+    """DeepSeek V3.2 and V4 write `<｜DSML｜function_calls>` (V4: `tool_calls`) holding `<｜DSML｜invoke
+    name="NAME">` elements, one `<｜DSML｜parameter name="K" string="true|false">` per argument (chat/handlers/
+    deepseek.py `_call_tags`): a string raw up to the closer, another value JSON under its schema."""
+    [calls] = _of_type(structural_tag(_source(template), [WEATHER]), "triggered_tags")
+    assert calls["triggers"] == [f"<｜DSML｜{section}>"]
+    assert calls["excludes"] == ["</｜DSML｜invoke>", f"</｜DSML｜{section}>"]
+    [block] = calls["tags"]
+    assert (block["begin"], block["end"]) == (f"<｜DSML｜{section}>", f"</｜DSML｜{section}>")
+    invoke = block["content"]["elements"][1]
+    assert (invoke["begin"], invoke["end"]) == ('<｜DSML｜invoke name="', "</｜DSML｜invoke>")
+    name, arguments = invoke["content"]["elements"][:2]
+    assert name["value"] == 'get_weather">'
+    city, days = arguments["content"]["content"]["elements"][1]["elements"]
+    assert (city["begin"], city["content"]) == ('<｜DSML｜parameter name="city" string="true">', {"type": "any_text"})
+    assert (days["begin"], days["content"]["json_schema"]) == ('<｜DSML｜parameter name="days" string="false">',
+                                                               {"type": "integer"})
+    assert city["end"] == days["end"] == "</｜DSML｜parameter>"
+
+
 def test_a_form_that_cannot_be_said_is_refused_with_the_reason() -> None:
     # the Llama 3.2 pythonic template writes its calls bare, `[get_weather(city="Paris")]`: the `[` free text
     # holds too is no trigger
     with pytest.raises(ExportError, match=r"the calls stand bare"):
         structural_tag(_source("vllm__tool_chat_template_gemma3_pythonic"), [WEATHER])
-    # DeepSeek's formats are written by hand (chat/handlers/deepseek.py), with no call_tags yet
-    with pytest.raises(ExportError, match=r"hand-written \(deepseek\)"):
-        structural_tag(_source(DEEPSEEK), [WEATHER])
+    # Command A's format is written by hand (chat/handlers/cohere2moe.py), with no call_tags yet
+    with pytest.raises(ExportError, match=r"hand-written \(cohere2moe\)"):
+        structural_tag(_source("llama.cpp__Cohere2MoE"), [WEATHER])
 
 
 def test_an_unknown_tool_choice_is_a_clear_error() -> None:
@@ -264,5 +286,5 @@ def test_the_commands(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> Non
     assert printed == structural_tag(_source(QWEN3), [WEATHER], "required")
     assert main(["export", "lark", QWEN3, "--tools", str(tools), "--thinking", "off"]) == 0
     assert capsys.readouterr().out == lark_grammar(_source(QWEN3), [WEATHER], thinking=False)
-    assert main(["export", "lark", DEEPSEEK, "--tools", str(tools)]) == 2
-    assert "hand-written (deepseek)" in capsys.readouterr().err
+    assert main(["export", "lark", "llama.cpp__Cohere2MoE", "--tools", str(tools)]) == 2
+    assert "hand-written (cohere2moe)" in capsys.readouterr().err

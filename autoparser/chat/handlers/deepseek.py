@@ -17,6 +17,7 @@ from functools import partial
 from typing import Any
 
 from autoparser.analysis.reasoning import THINK_END, THINK_START
+from autoparser.chat.constraint import Alt, CallTags, Json, Lit, Many, Opt, Piece, Seq, Space, Tag, Text, value_schema
 from autoparser.chat.inputs import GenerationInputs
 from autoparser.chat.request import Continuation, render_content
 from autoparser.chat.spec import (
@@ -29,7 +30,7 @@ from autoparser.chat.spec import (
     response_fields,
     word,
 )
-from autoparser.chat.tools import functions, parameters
+from autoparser.chat.tools import Function, functions, parameters
 from autoparser.peg.builder import P
 
 DSML = "｜DSML｜"
@@ -204,16 +205,42 @@ _CALLS = {"open_pattern": rf'(?:{_BLOCK}\s*)?<{DSML}invoke name="(?P<name>[^"]+)
                            "value_parser": {"name": "text", "args": {"strip": False}}},
           "repeats": True, "transform": CALL_TRANSFORM}
 
+def _call_tags(fns: Sequence[Function], parallel: bool, *, v4: bool) -> CallTags:
+    """For the structural tag and Lark exports: the calls' section, each `<DSML invoke name="NAME">` holding one
+    `<DSML parameter name="K" string="true|false">V</DSML parameter>` per argument, in any order: a value the
+    schema lets be a string raw up to its closer (`string="true"`), any other JSON under the parameter's schema
+    (`string="false"`), as the parser reads them; whitespace between the elements any, as models vary it."""
+    block = "tool_calls" if v4 else "function_calls"
+    start, end = f"<{DSML}{block}>", f"</{DSML}{block}>"
+    param_end, invoke_end = f"</{DSML}parameter>", f"</{DSML}invoke>"
+    invokes: list[Piece] = []
+    for f in fns:
+        args: list[Piece] = []
+        for param in parameters(f):
+            spelled = f'<{DSML}parameter name="{param.name}" string='
+            kinds: list[Piece] = []
+            if param.may_be_string:
+                kinds.append(Tag(spelled + '"true">', Text(), param_end))
+            if param.types - {"string"} or not param.types:
+                kinds.append(Tag(spelled + '"false">', Json(value_schema(param)), param_end))
+            args.append(Alt(tuple(kinds)) if len(kinds) > 1 else kinds[0])
+        listed: Piece = Opt(Many(Seq((Space(), Alt(tuple(args)))))) if args else Seq(())
+        invokes.append(Seq((Lit(f'{f.name}">'), listed, Space())))
+    one = Tag(f'<{DSML}invoke name="', Alt(tuple(invokes)), invoke_end)
+    calls = Seq((Space(), one, Opt(Many(Seq((Space(), one)))) if parallel else Seq(()), Space()))
+    return CallTags(start, (Tag(start, calls, end),), (invoke_end, end))
+
+
 V3_2 = FormatSpec(
     "deepseek", partial(_build, v4=False), partial(_prefill, v4=False), laziness=Laziness.TOOLS_NOT_REQUIRED,
     response_format=SchemaRule.OBJECT, triggers=(word(f"<{DSML}function_calls>"),), relaxes=True,
     response_fields=response_fields(_CALLS, thinking=(THINK_START, THINK_END),
                                         markup=(f"</{DSML}function_calls>", f"</{DSML}tool_calls>")),
     preserved_tokens=(DSML, THINK_START, THINK_END), supports_thinking=True, thinking_start_tag=THINK_START,
-    thinking_end_tags=(THINK_END, f"<{DSML}function_calls>"),
+    thinking_end_tags=(THINK_END, f"<{DSML}function_calls>"), call_tags=partial(_call_tags, v4=False),
     message_delimiters=(("assistant", GEN_PROMPT), ("user", "<｜User｜>")))
 
 # V4 renders tool results in call order and the response format into its system prompt.
 V4 = replace(V3_2, build=partial(_build, v4=True), prefill=partial(_prefill, v4=True), messages=sort_tool_results,
              context=_response_format, triggers=(word(f"<{DSML}tool_calls>"),),
-             thinking_end_tags=(THINK_END, f"<{DSML}tool_calls>"))
+             thinking_end_tags=(THINK_END, f"<{DSML}tool_calls>"), call_tags=partial(_call_tags, v4=True))
