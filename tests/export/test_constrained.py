@@ -263,14 +263,33 @@ def test_dsml_invokes_hold_one_element_per_argument_typed_by_its_attribute(templ
     assert city["end"] == days["end"] == "</｜DSML｜parameter>"
 
 
+def test_a_command_a_action_is_a_list_of_numbered_call_objects() -> None:
+    """Command A (Cohere2 MoE) writes `<|START_ACTION|>[{"tool_call_id": "0", "tool_name": "NAME", "parameters":
+    {...}}]<|END_ACTION|>` (chat/handlers/cohere2moe.py `_call_tags`); its generation prompt opens the thinking
+    block, which `<|END_THINKING|>` closes before the action."""
+    tag = structural_tag(_source("llama.cpp__Cohere2MoE"), [WEATHER])
+    [reasoning] = _of_type(tag, "tag")
+    assert (reasoning["begin"], reasoning["end"]) == ("", "<|END_THINKING|>")
+    [calls] = _of_type(tag, "triggered_tags")
+    assert calls["triggers"] == ["<|START_ACTION|>"] and calls["excludes"] == ["<|END_ACTION|>"]
+    [action] = calls["tags"]
+    assert (action["begin"], action["end"]) == ("<|START_ACTION|>", "<|END_ACTION|>")
+    opening, call_id, name, arguments, close = action["content"]["elements"][:5]
+    assert re.fullmatch(opening["pattern"] + call_id["pattern"] + name["pattern"],
+                        '[\n  {"tool_call_id": "0", "tool_name": "get_weather", "parameters": ')
+    assert not re.fullmatch(call_id["pattern"], '"call_1"')
+    assert re.fullmatch(close["pattern"], "\n  }")
+    assert arguments["json_schema"] == WEATHER["function"]["parameters"]
+
+
 def test_a_form_that_cannot_be_said_is_refused_with_the_reason() -> None:
     # the Llama 3.2 pythonic template writes its calls bare, `[get_weather(city="Paris")]`: the `[` free text
     # holds too is no trigger
     with pytest.raises(ExportError, match=r"the calls stand bare"):
         structural_tag(_source("vllm__tool_chat_template_gemma3_pythonic"), [WEATHER])
-    # Command A's format is written by hand (chat/handlers/cohere2moe.py), with no call_tags yet
-    with pytest.raises(ExportError, match=r"hand-written \(cohere2moe\)"):
-        structural_tag(_source("llama.cpp__Cohere2MoE"), [WEATHER])
+    # Muse Glimmer's format is written by hand (chat/handlers/muse_glimmer.py), with no call_tags yet
+    with pytest.raises(ExportError, match=r"hand-written \(muse_glimmer\)"):
+        structural_tag(_source("llama.cpp__muse-glimmer"), [WEATHER])
 
 
 def test_an_unknown_tool_choice_is_a_clear_error() -> None:
@@ -286,5 +305,5 @@ def test_the_commands(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> Non
     assert printed == structural_tag(_source(QWEN3), [WEATHER], "required")
     assert main(["export", "lark", QWEN3, "--tools", str(tools), "--thinking", "off"]) == 0
     assert capsys.readouterr().out == lark_grammar(_source(QWEN3), [WEATHER], thinking=False)
-    assert main(["export", "lark", "llama.cpp__Cohere2MoE", "--tools", str(tools)]) == 2
-    assert "hand-written (cohere2moe)" in capsys.readouterr().err
+    assert main(["export", "lark", "llama.cpp__muse-glimmer", "--tools", str(tools)]) == 2
+    assert "hand-written (muse_glimmer)" in capsys.readouterr().err

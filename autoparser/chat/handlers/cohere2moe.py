@@ -15,7 +15,25 @@ one wrapper around the content.
 
 from __future__ import annotations
 
+import json
+from collections.abc import Sequence
+
+from autoparser.chat.constraint import (
+    Alt,
+    CallTags,
+    Json,
+    Lit,
+    Many,
+    Opt,
+    Pattern,
+    Piece,
+    Seq,
+    Space,
+    Tag,
+    arguments_schema,
+)
 from autoparser.chat.spec import Build, FormatSpec, Prefill, call_transform, response_fields, word
+from autoparser.chat.tools import Function
 from autoparser.peg.builder import P
 
 TURN_START = "<|START_OF_TURN_TOKEN|>"
@@ -87,13 +105,33 @@ def _build(b: Build) -> P:
 _CALLS = {"open": ACTION_START, "close": ACTION_END, "content": "json", "transform_each": True,
           "transform": call_transform("{tool_name}", "{parameters}")}
 
+def _call_tags(fns: Sequence[Function], parallel: bool) -> CallTags:
+    """For the structural tag and Lark exports: the action, a JSON list of `{"tool_call_id": "N", "tool_name":
+    "NAME", "parameters": {...}}` objects between `<|START_ACTION|>` and `<|END_ACTION|>`, the members in the
+    template's order (the parser's too), the id a string of digits as the template numbers the calls, the
+    parameters under the tool's schema; JSON's whitespace free."""
+
+    def member(key: str, value: Piece) -> tuple[Piece, ...]:
+        return Lit(json.dumps(key)), Space(), Lit(":"), Space(), value
+
+    def call(f: Function) -> Piece:
+        return Seq((Lit("{"), Space(), *member("tool_call_id", Pattern(r'"[0-9]+"')), Space(), Lit(","), Space(),
+                    *member("tool_name", Lit(json.dumps(f.name, ensure_ascii=False))), Space(), Lit(","), Space(),
+                    *member("parameters", Json(arguments_schema(f))), Space(), Lit("}")))
+
+    one = Alt(tuple(call(f) for f in fns))
+    more = Opt(Many(Seq((Space(), Lit(","), Space(), one)))) if parallel else Seq(())
+    action = Tag(ACTION_START, Seq((Space(), Lit("["), Space(), one, more, Space(), Lit("]"), Space())), ACTION_END)
+    return CallTags(ACTION_START, (action,), (ACTION_END,))
+
+
 SPEC = FormatSpec(
     "cohere2moe", _build, Prefill(GEN_PREFIX, THINK_START, THINK_END + TEXT_START), triggers=(word(ACTION_START),),
     relaxes=True, response_fields=response_fields(_CALLS, thinking=(THINK_START, THINK_END),
                                                       content={"open": TEXT_START, "close": TEXT_END}),
     preserved_tokens=(TURN_START, TURN_END, CHATBOT, USER, SYSTEM, THINK_START, THINK_END, TEXT_START, TEXT_END,
                       ACTION_START, ACTION_END, RESULT_START, RESULT_END),
-    supports_thinking=True, thinking_start_tag=THINK_START, thinking_end_tags=(THINK_END,),
+    supports_thinking=True, thinking_start_tag=THINK_START, thinking_end_tags=(THINK_END,), call_tags=_call_tags,
     # Tool results render as the system token + <|START_TOOL_RESULT|>: the longer delimiter must come first.
     message_delimiters=(("assistant", GEN_PREFIX), ("user", TURN_START + USER),
                         ("tool", TURN_START + SYSTEM + RESULT_START), ("system", TURN_START + SYSTEM)))
