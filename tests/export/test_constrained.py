@@ -112,6 +112,17 @@ def test_a_hand_written_format_whose_calls_are_as_analysed() -> None:
     assert '"begin": "<parameter=city>", "content": {"type": "any_text"}, "end": "</parameter>"' in text
 
 
+def test_gigachat_3s_call_is_as_analysed() -> None:
+    """GigaChat 3's handler is there for the tokens llama.cpp hands the engine; its call, a JSON object after
+    `<|message_sep|>\n\nfunction call<|role_sep|>\n`, is as the analysis reads it (`calls_as_analysed`)."""
+    [calls] = _of_type(structural_tag(_source("llama.cpp__GigaChat3-10B-A1.8B"), [WEATHER]), "triggered_tags")
+    assert calls["triggers"] == ["<|message_sep|>\n\nfunction call<|role_sep|>"]
+    [call] = calls["tags"]
+    head, arguments = call["content"]["elements"][:2]
+    assert re.fullmatch(head["pattern"], '\n{"name": "get_weather", "arguments": ')
+    assert arguments["json_schema"] == WEATHER["function"]["parameters"]
+
+
 def test_a_hand_written_format_says_how_it_writes_calls() -> None:
     """Ministral 3 writes `[TOOL_CALLS]NAME[ARGS]{...}`, which its handler knows and its analysis does not: the
     handler's `call_tags` (chat/handlers/ministral3.py) gives the calls, its reasoning markers the block."""

@@ -74,7 +74,7 @@ def _build(b: Build) -> P:
 SPEC = FormatSpec(
     "gigachat_v3", _build, _prefill, laziness=Laziness.TOOLS_AUTO, response_format=SchemaRule.IGNORED,
     triggers=(word(TOOL_CALL_START_PREFIX),), preserved_tokens=(MESSAGE_SEP, "<|role_sep|>\n"), relaxes=True,
-    reasoning=False,
+    reasoning=False, calls_as_analysed=True,
     # the call is one JSON object after its marker, which ends it
     response_fields=response_fields({"content": "json", "open": TOOL_CALL_START_PREFIX.strip(),
                                      "transform": call_transform("{content.name}", "{content.arguments}"),
