@@ -122,8 +122,11 @@ def _constraint(source: str, tools: list[Mapping[str, Any]], tool_choice: ToolCh
     params = generate(source, {"messages": [{"role": "user", "content": "Hi"}], "tools": tools or None,
                                "reasoning_format": "auto", "enable_thinking": thinking})
     reasoning = _reasoning(analysis, params.generation_prompt)
-    if reasoning is None and handler is not None and handler.reasoning and handler.thinking_end_tags:
-        # (a handler's reasoning markers, where the analysis sees none: `[THINK]` in typed blocks)
+    if handler is not None and handler.reasoning and handler.thinking_end_tags and (
+            reasoning is None or any(reasoning.end in _t(end) and reasoning.end != _t(end)
+                                     for end in handler.thinking_end_tags)):
+        # (a handler's reasoning markers, where the analysis sees none, `[THINK]` in typed blocks, or only part of
+        # the handler's end marker: of Kimi K3's `<|close|>think<|sep|>`, the `<|close|>` every section ends with)
         reasoning = _block(handler.thinking_start_tag, handler.thinking_end_tags[0], params.generation_prompt)
     if tool_choice is ToolChoice.NONE or not tools:
         return Constraint(reasoning, None)

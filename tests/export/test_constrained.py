@@ -293,6 +293,26 @@ def test_a_command_a_action_is_a_list_of_numbered_call_objects() -> None:
     assert arguments["json_schema"] == WEATHER["function"]["parameters"]
 
 
+def test_kimi_k3s_calls_and_its_reasoning_end_are_the_handlers() -> None:
+    """Kimi K3 writes every section between `<|open|>TAG<|sep|>` and `<|close|>TAG<|sep|>` (chat/handlers/kimi_k3.py
+    `_call_tags`): the reasoning the prompt opens ends at `<|close|>think<|sep|>`, not at the `<|close|>` the
+    analysis sees; where the output is calls, the empty response section may lead them; each argument is a
+    section whose type attribute is `string` for raw text, the template's word for any other JSON value."""
+    tag = structural_tag(_source("llama.cpp__Kimi-K3"), [WEATHER], "required")
+    [reasoning] = _of_type(tag, "tag")
+    assert (reasoning["begin"], reasoning["end"]) == ("", "<|close|>think<|sep|>")
+    [lead] = [e for e in _of_type(tag, "regex") if "response" in e["pattern"]]
+    assert re.fullmatch(lead["pattern"], "<|open|>response<|sep|><|close|>response<|sep|>")
+    [calls] = _of_type(tag, "triggered_tags")
+    assert calls["triggers"] == ["<|open|>tools<|sep|>"]
+    [section] = calls["tags"]
+    call = section["content"]["elements"][0]
+    assert (call["begin"], call["end"]) == ('<|open|>call tool="', "<|close|>call<|sep|>")
+    text = json.dumps(call)
+    assert '"begin": "<|open|>argument key=\\"city\\" type=\\"string\\"<|sep|>", "content": {"type": "any_text"}' in text
+    assert 'boolean|null|number|object|array' in text
+
+
 def test_a_form_that_cannot_be_said_is_refused_with_the_reason() -> None:
     # the Llama 3.2 pythonic template writes its calls bare, `[get_weather(city="Paris")]`: the `[` free text
     # holds too is no trigger

@@ -8,11 +8,12 @@ a handler: every section is delimited by the same two markers, told apart only b
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from functools import partial
 
+from autoparser.chat.constraint import Alt, CallTags, Json, Lit, Many, Opt, Pattern, Piece, Seq, Tag, Text, value_schema
 from autoparser.chat.spec import Build, FormatSpec, Laziness, Prefill, SchemaRule, word
-from autoparser.chat.tools import functions
+from autoparser.chat.tools import Function, functions, parameters
 from autoparser.peg.builder import P
 
 SEP = "<|sep|>"
@@ -153,12 +154,38 @@ def _build(b: Build) -> P:
     return start + reasoning + response + calls + trailer + end
 
 
+def _call_tags(fns: Sequence[Function], parallel: bool) -> CallTags:
+    """For the structural tag and Lark exports: the tools section of calls `<|open|>call tool="NAME" index="N"<|sep|>`,
+    one `<|open|>argument key="K" type="T"<|sep|>V<|close|>argument<|sep|>` per argument in any order (a string raw
+    up to the closer, `type="string"`, any other value JSON under its schema, its type the template's word for it),
+    as the template writes them. What the template writes after the section (`<|close|>message<|sep|>`) hands the
+    turn over; where the output is calls, the empty response section it writes first may lead them."""
+    invokes: list[Piece] = []
+    for f in fns:
+        args: list[Piece] = []
+        for param in parameters(f):
+            key = f'{ARG_START}{_escape_attr(param.name)}" type="'
+            kinds: list[Piece] = []
+            if param.may_be_string:
+                kinds.append(Tag(key + 'string"' + SEP, Text(), ARG_END))
+            if param.types - {"string"} or not param.types:
+                kinds.append(Seq((Lit(key), Pattern("boolean|null|number|object|array"), Lit('"' + SEP),
+                                  Json(value_schema(param)), Lit(ARG_END))))
+            args.append(Alt(tuple(kinds)) if len(kinds) > 1 else kinds[0])
+        listed: Piece = Opt(Many(Alt(tuple(args)))) if args else Seq(())
+        invokes.append(Seq((Lit(_escape_attr(f.name) + '"'), Pattern(' index="[0-9]+"'), Lit(SEP), listed)))
+    one = Tag(CALL_START, Alt(tuple(invokes)), CALL_END)
+    calls = Seq((one, Opt(Many(one)))) if parallel else one
+    return CallTags(TOOLS_START, (Tag(TOOLS_START, calls, TOOLS_END),), (CALL_END, TOOLS_END),
+                    hand_over=(MSG_END + EOM_TOKEN, MSG_END), lead=(RESP_START + RESP_END,))
+
+
 SPEC = FormatSpec(
     "kimi_k3", _build, Prefill(MSG_START, THINK_START, THINK_END + RESP_START), laziness=Laziness.TOOLS_AUTO,
     response_format=SchemaRule.IGNORED, triggers=(word(TOOLS_START),), relaxes=True,
     # tag names ("think", "response", ...) are plain words: preserving them would break prose using them
     preserved_tokens=("<|open|>", "<|close|>", "<|sep|>", "<|end_of_msg|>"),
-    supports_thinking=True, thinking_start_tag=THINK_START, thinking_end_tags=(THINK_END,),
+    supports_thinking=True, thinking_start_tag=THINK_START, thinking_end_tags=(THINK_END,), call_tags=_call_tags,
     # system and tool openers carry more attributes, so their delimiters stop after the role's quote
     message_delimiters=(("assistant", MSG_START), ("user", '<|open|>message role="user"<|sep|>'),
                         ("tool", '<|open|>message role="tool"'), ("system", '<|open|>message role="system"')))
