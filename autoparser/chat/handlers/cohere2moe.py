@@ -105,6 +105,7 @@ def _build(b: Build) -> P:
 _CALLS = {"open": ACTION_START, "close": ACTION_END, "content": "json", "transform_each": True,
           "transform": call_transform("{tool_name}", "{parameters}")}
 
+
 def _call_tags(fns: Sequence[Function], parallel: bool) -> CallTags:
     """For the structural tag and Lark exports: the action, a JSON list of `{"tool_call_id": "N", "tool_name":
     "NAME", "parameters": {...}}` objects between `<|START_ACTION|>` and `<|END_ACTION|>`, the members in the

@@ -205,6 +205,7 @@ _CALLS = {"open_pattern": rf'(?:{_BLOCK}\s*)?<{DSML}invoke name="(?P<name>[^"]+)
                            "value_parser": {"name": "text", "args": {"strip": False}}},
           "repeats": True, "transform": CALL_TRANSFORM}
 
+
 def _call_tags(fns: Sequence[Function], parallel: bool, *, v4: bool) -> CallTags:
     """For the structural tag and Lark exports: the calls' section, each `<DSML invoke name="NAME">` holding one
     `<DSML parameter name="K" string="true|false">V</DSML parameter>` per argument, in any order: a value the
