@@ -12,7 +12,7 @@ from typing import Any
 from autoparser.chat.tools import Function, Parameter, parameters
 
 __all__ = ["PYTHON_STRING", "Alt", "CallTags", "Json", "Lit", "Many", "Opt", "Pattern", "Piece", "Seq", "Space", "Tag",
-           "Text", "arguments_schema", "python_call", "python_calls", "value_schema"]
+           "Text", "arguments_schema", "by_kind", "python_call", "python_calls", "value_schema"]
 
 
 @dataclass(frozen=True)
@@ -98,6 +98,14 @@ def arguments_schema(f: Function) -> Any:
 def value_schema(param: Parameter) -> Any:
     """The JSON schema an argument's value is under (any value where the parameter gives none)."""
     return param.schema if isinstance(param.schema, Mapping) else {}
+
+
+def by_kind(param: Parameter, string: Piece, other: Piece) -> Piece:
+    """An argument whose markup says whether its value is a string (DSML's `string="true"`, Kimi K3's
+    `type="string"`): `string` where the schema lets the value be a string, `other` where it lets it be anything
+    else, either where it lets both."""
+    kinds = [*([string] if param.may_be_string else []), *([other] if param.types - {"string"} or not param.types else [])]
+    return Alt(tuple(kinds)) if len(kinds) > 1 else kinds[0]
 
 
 # A Python string literal in either quote, its escapes any backslash and the character after it (a template's

@@ -17,7 +17,21 @@ from functools import partial
 from typing import Any
 
 from autoparser.analysis.reasoning import THINK_END, THINK_START
-from autoparser.chat.constraint import Alt, CallTags, Json, Lit, Many, Opt, Piece, Seq, Space, Tag, Text, value_schema
+from autoparser.chat.constraint import (
+    Alt,
+    CallTags,
+    Json,
+    Lit,
+    Many,
+    Opt,
+    Piece,
+    Seq,
+    Space,
+    Tag,
+    Text,
+    by_kind,
+    value_schema,
+)
 from autoparser.chat.inputs import GenerationInputs
 from autoparser.chat.request import Continuation, render_content
 from autoparser.chat.spec import (
@@ -219,12 +233,8 @@ def _call_tags(fns: Sequence[Function], parallel: bool, *, v4: bool) -> CallTags
         args: list[Piece] = []
         for param in parameters(f):
             spelled = f'<{DSML}parameter name="{param.name}" string='
-            kinds: list[Piece] = []
-            if param.may_be_string:
-                kinds.append(Tag(spelled + '"true">', Text(), param_end))
-            if param.types - {"string"} or not param.types:
-                kinds.append(Tag(spelled + '"false">', Json(value_schema(param)), param_end))
-            args.append(Alt(tuple(kinds)) if len(kinds) > 1 else kinds[0])
+            args.append(by_kind(param, Tag(spelled + '"true">', Text(), param_end),
+                                Tag(spelled + '"false">', Json(value_schema(param)), param_end)))
         listed: Piece = Opt(Many(Seq((Space(), Alt(tuple(args)))))) if args else Seq(())
         invokes.append(Seq((Lit(f'{f.name}">'), listed, Space())))
     one = Tag(f'<{DSML}invoke name="', Alt(tuple(invokes)), invoke_end)

@@ -11,7 +11,21 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from functools import partial
 
-from autoparser.chat.constraint import Alt, CallTags, Json, Lit, Many, Opt, Pattern, Piece, Seq, Tag, Text, value_schema
+from autoparser.chat.constraint import (
+    Alt,
+    CallTags,
+    Json,
+    Lit,
+    Many,
+    Opt,
+    Pattern,
+    Piece,
+    Seq,
+    Tag,
+    Text,
+    by_kind,
+    value_schema,
+)
 from autoparser.chat.spec import Build, FormatSpec, Laziness, Prefill, SchemaRule, word
 from autoparser.chat.tools import Function, functions, parameters
 from autoparser.peg.builder import P
@@ -165,13 +179,9 @@ def _call_tags(fns: Sequence[Function], parallel: bool) -> CallTags:
         args: list[Piece] = []
         for param in parameters(f):
             key = f'{ARG_START}{_escape_attr(param.name)}" type="'
-            kinds: list[Piece] = []
-            if param.may_be_string:
-                kinds.append(Tag(key + 'string"' + SEP, Text(), ARG_END))
-            if param.types - {"string"} or not param.types:
-                kinds.append(Seq((Lit(key), Pattern("boolean|null|number|object|array"), Lit('"' + SEP),
-                                  Json(value_schema(param)), Lit(ARG_END))))
-            args.append(Alt(tuple(kinds)) if len(kinds) > 1 else kinds[0])
+            args.append(by_kind(param, Tag(key + 'string"' + SEP, Text(), ARG_END),
+                                Seq((Lit(key), Pattern("boolean|null|number|object|array"), Lit('"' + SEP),
+                                     Json(value_schema(param)), Lit(ARG_END)))))
         listed: Piece = Opt(Many(Alt(tuple(args)))) if args else Seq(())
         invokes.append(Seq((Lit(_escape_attr(f.name) + '"'), Pattern(' index="[0-9]+"'), Lit(SEP), listed)))
     one = Tag(CALL_START, Alt(tuple(invokes)), CALL_END)
