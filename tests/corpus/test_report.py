@@ -154,10 +154,10 @@ def test_the_export_column_on_real_templates() -> None:
 def test_the_strict_tools_column_reads_the_consumers_records() -> None:
     """The consumers' records in snapshots/<key>/ (written where xgrammar and llguidance run): Qwen3's requests
     export and both consumers accept its scenarios' outputs, as does vLLM's beam parser under the tag it derives
-    from Qwen3's response_template; DeepSeek V3.2's hand-written format is refused, with the reason. The record is
+    from Qwen3's response_template; Muse Glimmer's hand-written format is refused, with the reason. The record is
     no artefact the snapshot comparison misses."""
     snapshots = ROOT.parent / "snapshots"
-    names = ["Qwen__Qwen3-0.6B", "deepseek-ai__DeepSeek-V3.2"]
+    names = ["Qwen__Qwen3-0.6B", "llama.cpp__muse-glimmer"]
     rows = {r.name: r for r in collect_rows(CORPUS, snapshots, names=names)}
     qwen3, refused = rows[names[0]], rows[names[1]]
     assert qwen3.snapshot == refused.snapshot == "same"
@@ -166,7 +166,7 @@ def test_the_strict_tools_column_reads_the_consumers_records() -> None:
     assert qwen3.consumers == tuple((c, *(record[c][k] for k in ("accepted", "intended", "rejected", "broken")))
                                     for c in ("xgrammar", "llguidance", "vllm-beam"))
     assert all(n and a == n for _, a, n, _, _ in qwen3.consumers)
-    assert "hand-written (deepseek)" in refused.constrained
+    assert "hand-written (muse_glimmer)" in refused.constrained
     page = render_html([qwen3, refused])
     n = qwen3.consumers[0][2]
     assert _column(_table(page), "constrained") == ["1.0000", "-1"]
