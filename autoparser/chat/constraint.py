@@ -5,6 +5,7 @@ hand-written format can say how its calls are written (`FormatSpec.call_tags`) w
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -12,7 +13,7 @@ from typing import Any
 from autoparser.chat.tools import Function, Parameter, parameters
 
 __all__ = ["PYTHON_STRING", "Alt", "CallTags", "Json", "Lit", "Many", "Opt", "Pattern", "Piece", "Seq", "Space", "Tag",
-           "Text", "arguments_schema", "by_kind", "python_call", "python_calls", "value_schema"]
+           "Text", "arguments_schema", "by_kind", "json_member", "python_call", "python_calls", "value_schema"]
 
 
 @dataclass(frozen=True)
@@ -98,6 +99,11 @@ def arguments_schema(f: Function) -> Any:
 def value_schema(param: Parameter) -> Any:
     """The JSON schema an argument's value is under (any value where the parameter gives none)."""
     return param.schema if isinstance(param.schema, Mapping) else {}
+
+
+def json_member(key: str, value: Piece) -> tuple[Piece, ...]:
+    """`"KEY": value`, JSON's whitespace free around the colon (a sequence's items, to splice into an object)."""
+    return Lit(json.dumps(key)), Space(), Lit(":"), Space(), value
 
 
 def by_kind(param: Parameter, string: Piece, other: Piece) -> Piece:

@@ -43,6 +43,8 @@ from autoparser.chat.constraint import (
     Tag,
     Text,
     arguments_schema,
+    by_kind,
+    json_member,
     python_calls,
     value_schema,
 )
@@ -213,18 +215,15 @@ def _json_calls(a: TemplateAnalysis, fns: list[Function], parallel: bool) -> Cal
         constants = dict(nested.constants)
         order = [*(k for k in order if k in (fmt.id_field, fmt.gen_id_field)), *constants, nested.member]
 
-    def member(key: str, value: Piece) -> tuple[Piece, ...]:
-        return Lit(json.dumps(key)), Space(), Lit(":"), Space(), value
-
     def call(f: Function, head: bool = True) -> Piece:
         """One call object; without its `{"first key"` where that is the tag's begin (`head` False)."""
         if fmt.fun_name_is_key:  # (`{NAME: arguments}`: the name is the object's one key; always in a section)
-            return Seq((Lit("{"), Space(), *member(f.name, Json(arguments_schema(f))), Space(), Lit("}")))
+            return Seq((Lit("{"), Space(), *json_member(f.name, Json(arguments_schema(f))), Space(), Lit("}")))
         members: list[Piece] = []
         for key in order:
             if nested is not None and key == nested.member:
-                value: Piece = Seq((Lit("{"), Space(), *member(nested.name_key, Lit(json.dumps(f.name, ensure_ascii=False))),
-                                    Space(), Lit(","), Space(), *member(nested.args_key, Json(arguments_schema(f))),
+                value: Piece = Seq((Lit("{"), Space(), *json_member(nested.name_key, Lit(json.dumps(f.name, ensure_ascii=False))),
+                                    Space(), Lit(","), Space(), *json_member(nested.args_key, Json(arguments_schema(f))),
                                     Space(), Lit("}")))
             elif key in constants:
                 value = Lit(constants[key])
@@ -238,7 +237,7 @@ def _json_calls(a: TemplateAnalysis, fns: list[Function], parallel: bool) -> Cal
                 raise ExportError(f"a call's member {key!r} is not expressed yet")
             if members:
                 members += [Space(), Lit(","), Space()]
-            members += member(key, value)
+            members += json_member(key, value)
         if not head:
             return Seq((*members[1:], Space(), Lit("}")))
         return Seq((Lit("{"), Space(), *members, Space(), Lit("}")))
@@ -441,7 +440,7 @@ def _unmarked_argument(a: TemplateAnalysis, param: Parameter) -> Piece:
     else:
         closer = (Lit(_t(typed.closer)),) if _t(typed.closer) else ()
         other = Seq((Lit(param.name + _t(typed.opener)), Json(value_schema(param)), *closer))
-    return Alt((string, other)) if param.may_be_string else other
+    return by_kind(param, string, other)
 
 
 # --- xgrammar structural tag ----------------------------------------------------------------------------------

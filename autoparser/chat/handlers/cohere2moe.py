@@ -31,6 +31,7 @@ from autoparser.chat.constraint import (
     Space,
     Tag,
     arguments_schema,
+    json_member,
 )
 from autoparser.chat.spec import Build, FormatSpec, Prefill, call_transform, response_fields, word
 from autoparser.chat.tools import Function
@@ -112,13 +113,10 @@ def _call_tags(fns: Sequence[Function], parallel: bool) -> CallTags:
     template's order (the parser's too), the id a string of digits as the template numbers the calls, the
     parameters under the tool's schema; JSON's whitespace free."""
 
-    def member(key: str, value: Piece) -> tuple[Piece, ...]:
-        return Lit(json.dumps(key)), Space(), Lit(":"), Space(), value
-
     def call(f: Function) -> Piece:
-        return Seq((Lit("{"), Space(), *member("tool_call_id", Pattern(r'"[0-9]+"')), Space(), Lit(","), Space(),
-                    *member("tool_name", Lit(json.dumps(f.name, ensure_ascii=False))), Space(), Lit(","), Space(),
-                    *member("parameters", Json(arguments_schema(f))), Space(), Lit("}")))
+        return Seq((Lit("{"), Space(), *json_member("tool_call_id", Pattern(r'"[0-9]+"')), Space(), Lit(","), Space(),
+                    *json_member("tool_name", Lit(json.dumps(f.name, ensure_ascii=False))), Space(), Lit(","), Space(),
+                    *json_member("parameters", Json(arguments_schema(f))), Space(), Lit("}")))
 
     one = Alt(tuple(call(f) for f in fns))
     more = Opt(Many(Seq((Space(), Lit(","), Space(), one)))) if parallel else Seq(())
