@@ -328,10 +328,17 @@ class ChatBuilder(ChatTags):
         that a strict reading holding it does not stand)."""
         return strict()
 
-    def labelled_marker(self, token: str, label: str) -> P:
+    def labelled_marker(self, token: str, label: str, follows: Callable[[], P] | None = None) -> P:
         """A marker made of a special `token` and a plain-text `label` after it (`<|channel>thought`). Relaxed:
-        also the token alone, where a model leaves the label out."""
+        also the token alone, where a model leaves the label out (with `follows`, only where `follows()` reads
+        what comes next: a token the output's end cuts off before that opens nothing, and stays text)."""
         return self.literal(token + label)
+
+    def recipient_marker(self, text: str) -> P:
+        """A message header's recipient as the template writes it after the role (` to=self<|message|>`, its
+        space the one a tokenizer puts in the ` to` token). Relaxed: with any whitespace, or none, before it and
+        between its markers, as models write it (formatting: not reported)."""
+        return self.literal(text)
 
     def empty_markers(self, token: str, label: str) -> P:
         """Openers `token` without their `label`, which a model repeats before the labelled one and which say
@@ -350,10 +357,10 @@ class ChatBuilder(ChatTags):
         where the model puts several calls in one block, as `repair:calls_grouped`."""
         return closer
 
-    def opener_again(self, opener: P, marker: str) -> P:
+    def opener_again(self, opener: P, marker: str, follows: Callable[[], P] | None = None) -> P:
         """`opener` (a section's opener the generation prompt may write: Kimi K3's `<|open|>response<|sep|>`).
         Relaxed: the marker written once more right after it, as models repeat the opener their prompt ends
-        with: markup (`repair:repeated_opener`)."""
+        with: markup (`repair:repeated_opener`; with `follows`, only where `follows()` reads what comes next)."""
         return opener
 
     def call_sections(self, first: P, again: Callable[[], P], markers: Sequence[str]) -> P:

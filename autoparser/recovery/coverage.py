@@ -276,7 +276,12 @@ def guaranteed(reading: Reading, output: str, partial: bool = False) -> ChatMess
         at = max((n for pos, n in ends if pos <= start), default=0) + inserted
         content = content[:at] + text + content[at:]
         inserted += len(text)
-        diags.append(diagnostic("unparsed_text", start, text))
+        # (one text kept as content says so once: where the reading kept the text right after it already)
+        after = next((i for i, d in enumerate(diags) if d.kind == "unparsed_text" and d.position == end), None)
+        if after is None:
+            diags.append(diagnostic("unparsed_text", start, text))
+        else:
+            diags[after] = diagnostic("unparsed_text", start, text + diags[after].raw)
     return replace(msg, content=content, diagnostics=tuple(sorted(diags, key=lambda d: d.position)))
 
 

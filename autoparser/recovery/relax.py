@@ -370,8 +370,16 @@ class RelaxedBuilder(LooseCalls):
             self.markup([marks])  # (a node no parser refers to: data for the recovery plan's triggers)
         return strict() | self.repair(kind, other())
 
-    def labelled_marker(self, token: str, label: str) -> P:
-        return self.literal(token + label) | self.repair("marker_label", self.literal(token))
+    def labelled_marker(self, token: str, label: str, follows: Callable[[], P] | None = None) -> P:
+        return self.literal(token + label) | self._followed(self.repair("marker_label", self.literal(token)), follows)
+
+    def _followed(self, marker: P, follows: Callable[[], P] | None) -> P:
+        """`marker` (a repair), where `follows()` reads what comes next (an atomic whole: a marker the output's
+        end cuts off before that is text, `holes_in`)."""
+        return marker if follows is None else self.atomic(marker + self.peek(follows()))
+
+    def recipient_marker(self, text: str) -> P:
+        return self.space() + self.marker_spaced(text.lstrip(C_SPACE))
 
     def empty_markers(self, token: str, label: str) -> P:
         return self.zero_or_more(self.literal(token) + self.peek(self.literal(token)))
@@ -446,8 +454,9 @@ class RelaxedBuilder(LooseCalls):
             return declared
         return self.choice([declared, self.atomic(self.tag(TOOL_NAME_ESCAPED, self.literal(spelled)))])
 
-    def opener_again(self, opener: P, marker: str) -> P:
-        return opener + self.optional(self.space() + self.repair("repeated_opener", self.marker_spaced(marker)))
+    def opener_again(self, opener: P, marker: str, follows: Callable[[], P] | None = None) -> P:
+        again = self._followed(self.repair("repeated_opener", self.marker_spaced(marker)), follows)
+        return opener + self.optional(self.space() + again)
 
     def spaced_marker(self, text: str) -> P:
         return self.space() + self.markup([text])

@@ -1092,6 +1092,55 @@ def test_a_message_header_without_its_recipient_then_the_answer(template: str) -
           ["missing_recipient", "message_after_calls"], space_after=False)
 
 
+MUSE_CALL = ('<atem:function_calls>\n<atem:invoke name="get_weather">\n<atem:parameter name="city">Paris'
+             '</atem:parameter>\n</atem:invoke>\n</atem:function_calls>')
+
+
+@pytest.mark.parametrize("template", ["llama.cpp__muse-glimmer", "vllm__tool_chat_template_muse_glimmer"])
+@pytest.mark.parametrize(("output", "message", "repairs"), [
+    # SGLang's Muse Glimmer reasoning tests: every header `<|start|>to=RECIPIENT<|message|>`, the first one too,
+    # after the generation prompt's `<|start|>assistant`
+    ("<|start|>to=self<|message|>thinking it over<|eom|><|start|>to=user<|message|>the answer<|eom|>",
+     {"reasoning_content": "thinking it over", "content": "the answer"}, ["repeated_opener", "marker_label"]),
+    (f"<|start|>to=self<|message|>checking<|eom|><|start|>to=get_weather<|message|>{MUSE_CALL}",
+     {"reasoning_content": "checking", "tool_calls": [call("get_weather", '{"city":"Paris"}')]},
+     ["repeated_opener", "marker_label"]),
+    # a header with neither the role nor a recipient: the answer, as `<|start|>assistant<|message|>` is
+    ("<|start|><|message|>hi<|eom|>", {"content": "hi"}, ["repeated_opener"]),
+])
+def test_message_headers_without_the_role(template: str, output: str, message: dict[str, Any],
+                                          repairs: list[str]) -> None:
+    """Muse Glimmer writes every message header `<|start|>assistant to=RECIPIENT<|message|>`, and its generation
+    prompt ends `<|start|>assistant`; models also write the header's special token without the role after it, the
+    first one again after the prompt's (`labelled_marker`, `opener_again`)."""
+    check(case(template, output, enable_thinking=True), message, repairs, space_after=False)
+
+
+@pytest.mark.parametrize("template", ["llama.cpp__muse-glimmer", "vllm__tool_chat_template_muse_glimmer"])
+def test_a_recipient_without_the_space_before_it(template: str) -> None:
+    """The template writes ` to=self` after the role (the space a tokenizer puts in its ` to` token); LMDeploy's
+    and SGLang's Muse Glimmer tests write `to=self` right after the generation prompt's `<|start|>assistant`:
+    formatting (`recipient_marker`), not reported."""
+    out = f"to=self<|message|>checking<|eom|><|start|>assistant to=get_weather<|message|>{MUSE_CALL}"
+    check(case(template, out, enable_thinking=True),
+          {"reasoning_content": "checking", "tool_calls": [call("get_weather", '{"city":"Paris"}')]}, [],
+          space_after=False)
+
+
+@pytest.mark.parametrize(("output", "message", "repairs"), [
+    ("<|start|>to", {"content": "<|start|>to"}, ["unparsed_text"]),
+    ("<|start|>to=self<|message|>hmm<|eom|><|start|>to", {"reasoning_content": "hmm", "content": "<|start|>to"},
+     ["repeated_opener", "unparsed_text"]),
+])
+def test_a_header_the_end_cuts_off_opens_nothing(output: str, message: dict[str, Any], repairs: list[str]) -> None:
+    """A header without its role the output's end cuts off before its recipient (SGLang's Muse Glimmer test
+    `test_truncated_header_flushes_as_normal_text`) opens no message: its text is content, whole and streamed."""
+    test = case("llama.cpp__muse-glimmer", output, enable_thinking=True)
+    got = test.expect_diagnostics(repairs).expect(message)
+    params = generate(test.tester.source, dict(test.request, messages=[{"role": "user", "content": "Hey there!"}]))
+    assert not unaccounted(test.input, got, markup_spans(params, test.input, got))
+
+
 @pytest.mark.parametrize(("template", "output", "content"), [
     ("CohereLabs__command-a-plus-05-2026-w4a4", "<|START_TEXT|>answer<|END_OF_TURN_TOKEN|>", "answer"),
     ("deepseek-ai__DeepSeek-V3.1", "All done.<｜end▁of▁sentence｜>", "All done."),
