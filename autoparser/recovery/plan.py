@@ -22,7 +22,7 @@ from autoparser.peg import nodes as N
 from autoparser.peg.nodes import C_SPACE
 from autoparser.types import ChatMessage
 
-__all__ = ["CALL_START", "DROPPED_BLOCK", "END_SPACE", "LOOKAHEAD_ONLY", "RELAXED_MARKUP", "REPAIR", "SPACED_MARKUP",
+__all__ = ["CALL_START", "DROPPED_BLOCK", "END_SPACE", "HEADER", "LOOKAHEAD_ONLY", "RELAXED_MARKUP", "REPAIR", "SPACED_MARKUP",
            "TYPED_BLOCK", "RecoveryPlan", "plan_of"]
 
 # Tag prefix of the readings beyond the template (`repair:<kind>`): the default parse reports each node of one
@@ -45,6 +45,9 @@ TYPED_BLOCK = "typed-reasoning-block"
 # Tag of texts a lookahead of the relaxed parser checks for that close nothing (`days</arg_key>`, the next
 # argument's name after a value's closer): never a closer the completion may append, which would invent a key.
 LOOKAHEAD_ONLY = "lookahead-only"
+# Tag of a message header's recipient (` to=user<|message|>`), read as an atomic whole: one the output's end cuts off
+# opens no message, and its text is content (`holes_in`), not markup.
+HEADER = "message-header"
 # Tag of the whitespace the relaxed parser reads before the end of the output (or before a further call section,
 # where the output may as well end): formatting where the output ends there, the start of the text that follows
 # where it does not (a prefix that ends in it only seems to end).
@@ -89,6 +92,9 @@ class RecoveryPlan:
     reasoning the strict message shows as content."""
     dropped_blocks: tuple[tuple[str, str], ...] = ()
     """The blocks (start, end) llama.cpp's parser reads and drops (`DROPPED_BLOCK`)."""
+    headers: tuple[str, ...] = ()
+    """Message headers' recipients (`to=user<|message|>`, `HEADER`): they open a message, as a call's marker opens
+    a call; one the output's end cuts off opens nothing (`Reader._cut_markers`)."""
     call_markers: tuple[str, ...] = ()
     """The texts calls begin with (the format's trigger words, and where calls have no marker, how the
     template begins one): after a call it cannot read, the reading resumes at the next one."""
@@ -148,6 +154,7 @@ def plan_of(relaxed: Arena, *, reasoning_start: str = "", reasoning_end: str = "
     starts: list[str] = []
     dropped: list[tuple[str, str]] = []
     spaced: list[str] = []
+    headers: list[str] = []
     prompt_reasoning = False
     for node in relaxed.parsers:
         if not isinstance(node, N.Tag):
@@ -163,6 +170,8 @@ def plan_of(relaxed: Arena, *, reasoning_start: str = "", reasoning_end: str = "
             spaced.append(f"[{re.escape(C_SPACE)}]*".join(map(re.escape, _literals(relaxed, node.child))))
         elif tag == CALL_START:
             starts.extend(_literals(relaxed, node.child))
+        elif tag == HEADER:
+            headers.append("".join(_literals(relaxed, node.child)))
         elif tag == DROPPED_BLOCK:
             start, end = _literals(relaxed, node.child)
             dropped.append((start, end))
@@ -173,7 +182,8 @@ def plan_of(relaxed: Arena, *, reasoning_start: str = "", reasoning_end: str = "
         relaxed, reasoning_start=reasoning_start, reasoning_end=reasoning_end,
         reasoning_requested=reasoning_requested, tools=tools, triggers=tuple(dict.fromkeys(triggers)),
         lead_triggers=lead_triggers, prompt_reasoning=prompt_reasoning,
-        call_markers=tuple(dict.fromkeys((*call_markers, *starts))), dropped_blocks=tuple(dict.fromkeys(dropped)),
+        headers=tuple(dict.fromkeys(headers)), call_markers=tuple(dict.fromkeys((*call_markers, *starts))),
+        dropped_blocks=tuple(dict.fromkeys(dropped)),
         closers=closers(relaxed), call_closers=call_closers(relaxed), turn_end=turn_end,
         triggered_by=re.compile("|".join(map(re.escape, lead_triggers))) if lead_triggers else None,
         triggered_within=re.compile("|".join(dict.fromkeys(spaced))) if spaced else None)

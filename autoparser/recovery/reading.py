@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import functools
 import json
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import NamedTuple
 
@@ -337,6 +338,8 @@ class Reader:
                 continue
             if cut.strip(C_SPACE) and any(m in openers for m in markers):
                 out.append((pos, len(text)))
+            elif cut.strip(C_SPACE) and (begins := _header_begins(text, pos, self.plan.headers)) is not None:
+                out.append((begins, len(text)))  # (a message header cut off, `to=user<|mess`: from where it begins)
         return out
 
     def _read_whole(self, result: ParseResult, output: str, msg: ChatMessage | None = None) -> bool:
@@ -584,6 +587,14 @@ def with_unparsed(head: ChatMessage, tail: str, position: int, partial: bool = F
         return kept_in_reasoning(head, open_reasoning, tail, position)
     return replace(head, content=head.content + tail, diagnostics=(*head.diagnostics,
                                                                    diagnostic(kind, position, tail)))
+
+
+def _header_begins(text: str, pos: int, headers: Sequence[str]) -> int | None:
+    """Where the message header `text` ends in the start of begins, at `pos` or before (a header's recipient cut off
+    by the end: `to=us`, `to=user<|mess`), or None."""
+    begins = [start for header in headers for start in range(max(0, len(text) - len(header)), pos + 1)
+              if 0 < len(rest := text[start:].lstrip(C_SPACE)) < len(header) and header.startswith(rest)]
+    return min(begins, default=None)
 
 
 def _before_end_space(prefix: ParseResult, viable: int) -> int:

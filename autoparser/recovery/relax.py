@@ -24,7 +24,7 @@ from autoparser.peg import P
 from autoparser.peg.builder import Operand, rule_name
 from autoparser.peg.nodes import C_SPACE
 from autoparser.recovery.loose import FENCE, NAME_CHARS, LooseCalls, marker_pieces
-from autoparser.recovery.plan import CALL_START, DROPPED_BLOCK, END_SPACE, SPACED_MARKUP, TYPED_BLOCK
+from autoparser.recovery.plan import CALL_START, DROPPED_BLOCK, END_SPACE, HEADER, SPACED_MARKUP, TYPED_BLOCK
 
 __all__ = ["RelaxedBuilder"]
 
@@ -378,8 +378,11 @@ class RelaxedBuilder(LooseCalls):
         end cuts off before that is text, `holes_in`)."""
         return marker if follows is None else self.atomic(marker + self.peek(follows()))
 
-    def recipient_marker(self, text: str) -> P:
-        return self.space() + self.marker_spaced(text.lstrip(C_SPACE))
+    def recipient_marker(self, text: str, then: str = "") -> P:
+        header = self.space() + self.marker_spaced(text.lstrip(C_SPACE))
+        if then:
+            header = header + self.peek(self.space() + self.literal(then))
+        return self.atomic(self.tag(HEADER, header))
 
     def empty_markers(self, token: str, label: str) -> P:
         return self.zero_or_more(self.literal(token) + self.peek(self.literal(token)))

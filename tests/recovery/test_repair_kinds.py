@@ -1131,10 +1131,18 @@ def test_a_recipient_without_the_space_before_it(template: str) -> None:
     ("<|start|>to", {"content": "<|start|>to"}, ["unparsed_text"]),
     ("<|start|>to=self<|message|>hmm<|eom|><|start|>to", {"reasoning_content": "hmm", "content": "<|start|>to"},
      ["repeated_opener", "unparsed_text"]),
+    # the template's own headers, cut in the recipient or in the `<|message|>` after it
+    (" to=self<|message|>hmm<|eom|><|start|>assistant to=us", {"reasoning_content": "hmm", "content": " to=us"},
+     ["unparsed_text"]),
+    (" to=self<|message|>hmm<|eom|><|start|>assistant to=user<|mess",
+     {"reasoning_content": "hmm", "content": " to=user<|mess"}, ["unparsed_text"]),
+    (" to=self<|mess", {"content": " to=self<|mess"}, ["unparsed_text"]),
 ])
 def test_a_header_the_end_cuts_off_opens_nothing(output: str, message: dict[str, Any], repairs: list[str]) -> None:
-    """A header without its role the output's end cuts off before its recipient (SGLang's Muse Glimmer test
-    `test_truncated_header_flushes_as_normal_text`) opens no message: its text is content, whole and streamed."""
+    """A message header the output's end cuts off before its recipient ends (SGLang's Muse Glimmer test
+    `test_truncated_header_flushes_as_normal_text`, with the role left out; the same in the template's headers)
+    opens no message: its text is content, whole and streamed, as a call's opener cut off is (`hello <tool`);
+    the strict parse reads it as markup, and keeps none of its text."""
     test = case("llama.cpp__muse-glimmer", output, enable_thinking=True)
     got = test.expect_diagnostics(repairs).expect(message)
     params = generate(test.tester.source, dict(test.request, messages=[{"role": "user", "content": "Hey there!"}]))

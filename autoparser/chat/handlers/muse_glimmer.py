@@ -51,7 +51,7 @@ def _build(b: Build) -> P:
                + p.literal("<|eom|>"))
     analysis = p.ref("analysis")
 
-    recipient = p.optional(p.recipient_marker(" to=user"))
+    recipient = p.optional(p.recipient_marker(" to=user", "<|message|>"))
     final_msg = p.rule("final", p.cpp_sum(lambda: recipient, lambda: p.literal("<|message|>"),
                                         lambda: p.content(p.until_one_of(["<|eot|>", "<|eom|>"]))))
 
