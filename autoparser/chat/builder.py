@@ -334,11 +334,12 @@ class ChatBuilder(ChatTags):
         what comes next: a token the output's end cuts off before that opens nothing, and stays text)."""
         return self.literal(token + label)
 
-    def recipient_marker(self, text: str, then: str = "") -> P:
-        """A message header's recipient as the template writes it after the role (` to=self<|message|>`, its
-        space the one a tokenizer puts in the ` to` token), `then` the header's marker after it, read next. Relaxed:
-        with any whitespace, or none, before it and between its markers, as models write it (formatting: not
-        reported); a header the output's end cuts off opens no message (its text is content)."""
+    def header_marker(self, text: str, then: str = "") -> P:
+        """A marker of a message header as the template writes it: a recipient after the role (` to=self<|message|>`,
+        its space the one a tokenizer puts in the ` to` token), a channel (`<|channel|>final<|message|>`); `then`
+        the header's marker after it, read next. Relaxed: with any whitespace, or none, before it and between its
+        markers, as models write it (formatting: not reported); a header the output's end cuts off opens no
+        message (its text is content)."""
         return self.literal(text)
 
     def empty_markers(self, token: str, label: str) -> P:

@@ -83,6 +83,8 @@ MESSAGES = {
     "repeated_closer": "closer {raw!r} at {pos} written again after the one that closed: markup",
     "message_after_calls": "message at {pos} after the calls, which end the turn in the template: read as the "
                            "answer",
+    "self_closing_call": "call at {pos} written as one self-closing element without arguments: read as a call "
+                         "with none",
     "missing_recipient": "message at {pos} without the recipient the template writes in its header: a call by "
                          "its body",
     "section_repeated": "another call section at {pos} after the first: its calls read as calls",

@@ -45,8 +45,8 @@ TYPED_BLOCK = "typed-reasoning-block"
 # Tag of texts a lookahead of the relaxed parser checks for that close nothing (`days</arg_key>`, the next
 # argument's name after a value's closer): never a closer the completion may append, which would invent a key.
 LOOKAHEAD_ONLY = "lookahead-only"
-# Tag of a message header's recipient (` to=user<|message|>`), read as an atomic whole: one the output's end cuts off
-# opens no message, and its text is content (`holes_in`), not markup.
+# Tag of a message header's marker (` to=user<|message|>`, `<|channel|>final<|message|>`), read as an atomic whole:
+# one the output's end cuts off opens no message, and its text is content (`holes_in`), not markup.
 HEADER = "message-header"
 # Tag of the whitespace the relaxed parser reads before the end of the output (or before a further call section,
 # where the output may as well end): formatting where the output ends there, the start of the text that follows
@@ -93,8 +93,8 @@ class RecoveryPlan:
     dropped_blocks: tuple[tuple[str, str], ...] = ()
     """The blocks (start, end) llama.cpp's parser reads and drops (`DROPPED_BLOCK`)."""
     headers: tuple[str, ...] = ()
-    """Message headers' recipients (`to=user<|message|>`, `HEADER`): they open a message, as a call's marker opens
-    a call; one the output's end cuts off opens nothing (`Reader._cut_markers`)."""
+    """Message headers' markers (`to=user<|message|>`, `<|channel|>final<|message|>`: `HEADER`): they open a message,
+    as a call's marker opens a call; one the output's end cuts off opens nothing (`Reader._cut_markers`)."""
     call_markers: tuple[str, ...] = ()
     """The texts calls begin with (the format's trigger words, and where calls have no marker, how the
     template begins one): after a call it cannot read, the reading resumes at the next one."""

@@ -590,8 +590,8 @@ def with_unparsed(head: ChatMessage, tail: str, position: int, partial: bool = F
 
 
 def _header_begins(text: str, pos: int, headers: Sequence[str]) -> int | None:
-    """Where the message header `text` ends in the start of begins, at `pos` or before (a header's recipient cut off
-    by the end: `to=us`, `to=user<|mess`), or None."""
+    """Where the message header `text` ends in the start of begins, at `pos` or before (a header's marker cut off by
+    the end: `to=us`, `to=user<|mess`, `<|channel|>fin`), or None."""
     begins = [start for header in headers for start in range(max(0, len(text) - len(header)), pos + 1)
               if 0 < len(rest := text[start:].lstrip(C_SPACE)) < len(header) and header.startswith(rest)]
     return min(begins, default=None)

@@ -378,7 +378,7 @@ class RelaxedBuilder(LooseCalls):
         end cuts off before that is text, `holes_in`)."""
         return marker if follows is None else self.atomic(marker + self.peek(follows()))
 
-    def recipient_marker(self, text: str, then: str = "") -> P:
+    def header_marker(self, text: str, then: str = "") -> P:
         header = self.space() + self.marker_spaced(text.lstrip(C_SPACE))
         if then:
             header = header + self.peek(self.space() + self.literal(then))

@@ -460,7 +460,8 @@ def test_a_quote_before_another_arguments_name_is_no_inner_quote() -> None:
     """`city="Paris"days=3`: a comma missing, not a quote inside the value; the call stays unreadable."""
     out = '[get_weather(city="Paris"days=3)]'
     params = generate(CORPUS.by_name("typhoon-ai__typhoon2.1-gemma3-4b").read_text(), {
-        "messages": [{"role": "user", "content": "Hi"}], "tools": TOOLS, "enable_thinking": False})
+        "messages": [{"role": "user", "content": "Hi"}], "tools": TOOLS, "enable_thinking": False,
+        "reasoning_format": "auto"})
     msg = params.parse(out)
     assert msg.tool_calls == ()
     assert 'get_weather(city="Paris"days=3)' in msg.content
@@ -1120,7 +1121,7 @@ def test_message_headers_without_the_role(template: str, output: str, message: d
 def test_a_recipient_without_the_space_before_it(template: str) -> None:
     """The template writes ` to=self` after the role (the space a tokenizer puts in its ` to` token); LMDeploy's
     and SGLang's Muse Glimmer tests write `to=self` right after the generation prompt's `<|start|>assistant`:
-    formatting (`recipient_marker`), not reported."""
+    formatting (`header_marker`), not reported."""
     out = f"to=self<|message|>checking<|eom|><|start|>assistant to=get_weather<|message|>{MUSE_CALL}"
     check(case(template, out, enable_thinking=True),
           {"reasoning_content": "checking", "tool_calls": [call("get_weather", '{"city":"Paris"}')]}, [],
@@ -1143,7 +1144,24 @@ def test_a_header_the_end_cuts_off_opens_nothing(output: str, message: dict[str,
     `test_truncated_header_flushes_as_normal_text`, with the role left out; the same in the template's headers)
     opens no message: its text is content, whole and streamed, as a call's opener cut off is (`hello <tool`);
     the strict parse reads it as markup, and keeps none of its text."""
-    test = case("llama.cpp__muse-glimmer", output, enable_thinking=True)
+    _header_cut_off("llama.cpp__muse-glimmer", output, message, repairs)
+
+
+@pytest.mark.parametrize(("output", "message"), [
+    ("<|channel|>analysis<|message|>hm<|end|><|start|>assistant<|channel|>fin",
+     {"reasoning_content": "hm", "content": "<|channel|>fin"}),
+    ("<|channel|>analysis<|message|>hm<|end|><|start|>assistant<|channel|>final<|mess",
+     {"reasoning_content": "hm", "content": "<|channel|>final<|mess"}),
+    ("<|channel|>anal", {"content": "<|channel|>anal"}),
+])
+def test_a_channel_header_the_end_cuts_off_opens_nothing(output: str, message: dict[str, Any]) -> None:
+    """gpt-oss writes each message's channel in its header (`<|start|>assistant<|channel|>final<|message|>`); one
+    the output's end cuts off opens no message either."""
+    _header_cut_off("openai__gpt-oss-120b", output, message, ["unparsed_text"])
+
+
+def _header_cut_off(template: str, output: str, message: dict[str, Any], repairs: list[str]) -> None:
+    test = case(template, output, enable_thinking=True)
     got = test.expect_diagnostics(repairs).expect(message)
     params = generate(test.tester.source, dict(test.request, messages=[{"role": "user", "content": "Hey there!"}]))
     assert not unaccounted(test.input, got, markup_spans(params, test.input, got))
@@ -1346,6 +1364,32 @@ def test_json_arguments_inside_a_markup_invoke() -> None:
            '</｜DSML｜tool_calls>')
     check(case("llama.cpp__deepseek-ai-DeepSeek-V4", out, enable_thinking=False),
           {"tool_calls": [call("get_weather", '{"city": "Paris", "days": 3}')]}, ["json_arguments"])
+
+
+SUBMIT = {"type": "function", "function": {"name": "submit", "parameters": {"type": "object", "properties": {}}}}
+
+
+@pytest.mark.parametrize(("template", "section"), [("deepseek-ai__DeepSeek-V3.2", "function_calls"),
+                                                   ("llama.cpp__deepseek-ai-DeepSeek-V4", "tool_calls")])
+def test_a_call_without_arguments_as_one_self_closing_element(template: str, section: str) -> None:
+    """DeepSeek V3.2 and V4 (chat/handlers/deepseek.py) write a call without arguments as
+    `<DSML invoke name="submit">\n</DSML invoke>`; DeepSeek-V4 writes `<DSML invoke name="submit"/>` for such a
+    tool in about 5% of SWE-bench trials (sgl-project/sglang PR #23915; SGLang's DSML tests): a call with no
+    arguments, also beside a call in the template's form."""
+    out = (f'<｜DSML｜{section}>\n<｜DSML｜invoke name="get_weather">\n<｜DSML｜parameter name="city" string="true">'
+           f'Paris</｜DSML｜parameter>\n</｜DSML｜invoke>\n<｜DSML｜invoke name="submit"/>\n</｜DSML｜{section}>')
+    check(case(template, out, enable_thinking=False, tools=[WEATHER, SUBMIT]),
+          {"tool_calls": [PARIS, call("submit", "{}")]}, ["self_closing_call"])
+
+
+def test_a_call_with_arguments_it_requires_is_no_self_closing_element() -> None:
+    """A self-closing invoke of a tool whose schema requires an argument is no call the tool can take: content."""
+    out = '<｜DSML｜tool_calls>\n<｜DSML｜invoke name="get_weather"/>\n</｜DSML｜tool_calls>'
+    params = generate(CORPUS.by_name("llama.cpp__deepseek-ai-DeepSeek-V4").read_text(), {
+        "messages": [{"role": "user", "content": "Hi"}], "tools": TOOLS, "enable_thinking": False,
+        "reasoning_format": "auto"})
+    got = params.parse(out)
+    assert (got.content, got.tool_calls, [d.kind for d in got.diagnostics]) == (out, (), ["unparsed_text"])
 
 
 def test_python_values_where_the_schema_allows_them() -> None:
@@ -1586,7 +1630,8 @@ def test_whitespace_between_markers_the_template_writes_together() -> None:
         {"tool_calls": [dict(PARIS, id="functions.get_weather:0"), dict(LONDON, id="functions.get_weather:1")]})
     assert not got.diagnostics
     params = generate(CORPUS.by_name("moonshotai__Kimi-K2-Thinking").read_text(), {
-        "messages": [{"role": "user", "content": "Hi"}], "tools": TOOLS, "enable_thinking": False})
+        "messages": [{"role": "user", "content": "Hi"}], "tools": TOOLS, "enable_thinking": False,
+        "reasoning_format": "auto"})
     with pytest.raises(ParseError):
         params.parse(out, strict=True)
 

@@ -61,8 +61,8 @@ class Harmony:
         return self.p.literal("<|start|>assistant")
 
     def header(self, channel: str, *, message: bool = True) -> P:
-        """`<|channel|>NAME`, and `<|message|>` after it."""
-        return self.p.literal("<|channel|>" + channel + ("<|message|>" if message else ""))
+        """`<|channel|>NAME`, and `<|message|>` after it (relaxed: one the output's end cuts off is text)."""
+        return self.p.header_marker("<|channel|>" + channel + ("<|message|>" if message else ""))
 
     def channel(self) -> P:
         """A header whose channel a call or a preamble may take."""

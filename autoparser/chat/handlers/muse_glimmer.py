@@ -34,7 +34,7 @@ def _build(b: Build) -> P:
     # again, as SGLang's Muse Glimmer tests write them; each where the rest of a header follows, so that a header
     # the end of the output cuts off, `<|start|>to`, opens nothing and stays text)
     def header() -> P:  # (the rest of a header: a recipient, or none, then `<|message|>`)
-        return p.optional(p.recipient_marker(" to=") + p.until("<|message|>")) + p.literal("<|message|>")
+        return p.optional(p.header_marker(" to=") + p.until("<|message|>")) + p.literal("<|message|>")
 
     start = p.rule("start", p.opener_again(p.labelled_marker("<|start|>", "assistant", header), "<|start|>", header))
     if not b.extract_reasoning and not b.constrained:
@@ -43,15 +43,15 @@ def _build(b: Build) -> P:
     if b.extract_reasoning:
         # (relaxed: a chain of thought whose `<|eom|>` is left out ends where the next message begins)
         p.rule("analysis", p.reasoning_between(
-            lambda: p.recipient_marker(" to=self<|message|>") + p.reasoning(p.until("<|eom|>")) + p.literal("<|eom|>"),
+            lambda: p.header_marker(" to=self<|message|>") + p.reasoning(p.until("<|eom|>")) + p.literal("<|eom|>"),
             " to=self<|message|>", "<|eom|>", ["<|start|>"] if b.tool_calls else [],
-            opener=lambda: p.recipient_marker(" to=self<|message|>")))
+            opener=lambda: p.header_marker(" to=self<|message|>")))
     else:
-        p.rule("analysis", p.recipient_marker(" to=self<|message|>") + p.content(p.until("<|eom|>"))
+        p.rule("analysis", p.header_marker(" to=self<|message|>") + p.content(p.until("<|eom|>"))
                + p.literal("<|eom|>"))
     analysis = p.ref("analysis")
 
-    recipient = p.optional(p.recipient_marker(" to=user", "<|message|>"))
+    recipient = p.optional(p.header_marker(" to=user", "<|message|>"))
     final_msg = p.rule("final", p.cpp_sum(lambda: recipient, lambda: p.literal("<|message|>"),
                                         lambda: p.content(p.until_one_of(["<|eot|>", "<|eom|>"]))))
 
@@ -108,7 +108,7 @@ def _tool(p: ChatBuilder, name: str, args: P, invoke: Callable[[], P]) -> P:
             *p.name_attribute('<atem:invoke name="', lambda: p.tool_name(p.literal(name))), p.space))
 
     # (relaxed: a message header without its ` to=RECIPIENT`, the call told by its body)
-    tool_open = p.written_otherwise(lambda: head(lambda: p.recipient_marker(" to="), lambda: p.until("<|message|>")), head,
+    tool_open = p.written_otherwise(lambda: head(lambda: p.header_marker(" to="), lambda: p.until("<|message|>")), head,
                                     "<atem:function_calls>", "missing_recipient")
     return p.tool(tool_open << p.tool_args(args) << p.tool_close(p.cpp_sum(
         lambda: p.literal("</atem:invoke>"),
