@@ -253,7 +253,7 @@ class Reader:
                                    skips)
         if not relaxed.fail:  # a complete output ending inside a structure
             head, ended = self._head(effective, len(output), partial)
-            before_last = self._before_last_call(effective, len(effective)) \
+            before_last = (self._before_last_call(effective, len(effective)) or self._before_cut_marker(effective)) \
                 if not partial and not head.message.tool_calls and self._waits_in_draft(relaxed, effective) else None
             if before_last is not None:  # (the rest, from the last call's opener on, is read after it)
                 first, first_ended, cut = before_last
@@ -452,6 +452,28 @@ class Reader:
             return None
         head, ended = self._head(effective[:last], last - self.offset, False)
         return (head, ended, last) if head.message.tool_calls and not ended.fail else None
+
+    def _before_cut_marker(self, effective: str) -> tuple[Reading, ParseResult, int] | None:
+        """The reading of the text before a marker the output's end cuts off (`...</arg_value><arg_k`), where it
+        reads calls (with its parse, and where the marker begins): a complete output whose prefix reading waits on
+        a draft call reads none, though the call before the cut marker is whole but for its closers."""
+        ends = [len(effective) - n for n in range(1, min(len(effective) - self.offset, self._longest_marker) + 1)
+                if any(m.startswith(effective[len(effective) - n:]) for m in self._markers)]
+        if not ends:
+            return None
+        at = min(ends)
+        head, ended = self._head(effective[:at], at - self.offset, False)
+        return (head, ended, at) if head.message.tool_calls and not ended.fail else None
+
+    @functools.cached_property
+    def _markers(self) -> frozenset[str]:
+        """The relaxed parser's markers longer than one character (what an output's end may cut off)."""
+        return frozenset(m for node in self.plan.relaxed.parsers if isinstance(node, N.Literal)
+                         and len(m := node.literal.strip(C_SPACE)) > 1)
+
+    @functools.cached_property
+    def _longest_marker(self) -> int:
+        return max(map(len, self._markers), default=0)
 
     def _before_dangling_marker(self, effective: str, cut: int) -> int:
         """`cut` (in the text the parsers read), or, where the text before it ends with a call marker (whitespace

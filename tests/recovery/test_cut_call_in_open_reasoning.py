@@ -1,5 +1,5 @@
 """An output its end cuts off inside a call, after whole calls, while the reasoning block the generation prompt
-opened is still open (recovery/reading.py `_waits_in_draft`, `_before_last_call`).
+opened is still open (recovery/reading.py `_waits_in_draft`, `_before_last_call`, `_before_cut_marker`).
 
 Read as a prefix, such an output waits on a draft call (a call in reasoning the end marker may yet follow); read as
 complete, a template whose calls stand in one section (`<｜tool▁calls▁begin｜>...<｜tool▁calls▁end｜>`) fails the
@@ -53,3 +53,21 @@ def test_a_call_in_reasoning_the_end_marker_follows_is_still_reasoning() -> None
     peg_tester(CORPUS.by_name("stepfun-ai__step3").path).test(output).tools(TOOLS).parallel_tool_calls() \
         .grammar_check(False).expect_diagnostics(["prompt_reasoning"]).expect(
         {"reasoning_content": "Maybe " + STEP3 + "no, not yet.", "content": "It is sunny."})
+
+
+@pytest.mark.parametrize("template, output, cut, repairs", [
+    # GLM-4.7's generation prompt opens `<think>` with thinking on; a key's marker cut off after a whole argument
+    ("zai-org__GLM-4.7-Flash", "<tool_call>get_weather<arg_key>city</arg_key><arg_value>SF</arg_value>", "<arg_k",
+     ["reasoning_ended_by_call", "missing_closer", "unparsed_text"]),
+    # MiniMax M2's opens it whatever the request says; a parameter's marker cut off
+    ("MiniMaxAI__MiniMax-M2", '<minimax:tool_call>\n<invoke name="get_weather">\n<parameter name="city">SF'
+     "</parameter>\n", "<para", ["reasoning_ended_by_call", "missing_call_closer", "missing_closer", "unparsed_text"]),
+], ids=["glm-4.7", "minimax-m2"])
+def test_a_whole_call_before_a_marker_the_end_cuts_off(template: str, output: str, cut: str,
+                                                       repairs: list[str]) -> None:
+    """The one call is whole but for its closers, and the end cuts off the marker of a further argument: the call is
+    read (its closers missing), the cut marker is content, as where the prompt opened no reasoning. Read as a
+    prefix, the output waited on a draft call; read as complete, the cut marker broke the call."""
+    tester = peg_tester(CORPUS.by_name(template).path)
+    tester.test(output + cut).tools(TOOLS).parallel_tool_calls().enable_thinking().grammar_check(False) \
+        .expect_diagnostics(repairs).expect({"content": cut, "tool_calls": [WEATHER]})
