@@ -253,9 +253,9 @@ class Reader:
                                    skips)
         if not relaxed.fail:  # a complete output ending inside a structure
             head, ended = self._head(effective, len(output), partial)
-            before_last = (self._before_last_call(effective, len(effective)) or self._before_cut_marker(effective)) \
+            before_last = (self._before_last_call(effective, len(effective)) or self._before_marker_cut_off(effective)) \
                 if not partial and not head.message.tool_calls and self._waits_in_draft(relaxed, effective) else None
-            if before_last is not None:  # (the rest, from the last call's opener on, is read after it)
+            if before_last is not None:  # (the rest, from the last call's opener or the cut marker on, is read after it)
                 first, first_ended, cut = before_last
                 first = replace(first, message=with_repairs(first.message, first_ended, plan, effective[offset:cut],
                                                             offset, False))
@@ -453,7 +453,7 @@ class Reader:
         head, ended = self._head(effective[:last], last - self.offset, False)
         return (head, ended, last) if head.message.tool_calls and not ended.fail else None
 
-    def _before_cut_marker(self, effective: str) -> tuple[Reading, ParseResult, int] | None:
+    def _before_marker_cut_off(self, effective: str) -> tuple[Reading, ParseResult, int] | None:
         """The reading of the text before a marker the output's end cuts off (`...</arg_value><arg_k`), where it
         reads calls (with its parse, and where the marker begins): a complete output whose prefix reading waits on
         a draft call reads none, though the call before the cut marker is whole but for its closers."""

@@ -1,5 +1,5 @@
 """An output its end cuts off inside a call, after whole calls, while the reasoning block the generation prompt
-opened is still open (recovery/reading.py `_waits_in_draft`, `_before_last_call`, `_before_cut_marker`).
+opened is still open (recovery/reading.py `_waits_in_draft`, `_before_last_call`, `_before_marker_cut_off`).
 
 Read as a prefix, such an output waits on a draft call (a call in reasoning the end marker may yet follow); read as
 complete, a template whose calls stand in one section (`<｜tool▁calls▁begin｜>...<｜tool▁calls▁end｜>`) fails the
