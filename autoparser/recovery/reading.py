@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import functools
 import json
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
 from typing import NamedTuple
 
@@ -457,11 +457,9 @@ class Reader:
         """The reading of the text before a marker the output's end cuts off (`...</arg_value><arg_k`), where it
         reads calls (with its parse, and where the marker begins): a complete output whose prefix reading waits on
         a draft call reads none, though the call before the cut marker is whole but for its closers."""
-        ends = [len(effective) - n for n in range(1, min(len(effective) - self.offset, self._longest_marker) + 1)
-                if any(m.startswith(effective[len(effective) - n:]) for m in self._markers)]
-        if not ends:
+        at = _marker_begins(effective, self._markers, self.offset, len(effective) - 1)
+        if at is None:
             return None
-        at = min(ends)
         head, ended = self._head(effective[:at], at - self.offset, False)
         return (head, ended, at) if head.message.tool_calls and not ended.fail else None
 
@@ -470,10 +468,6 @@ class Reader:
         """The relaxed parser's markers longer than one character (what an output's end may cut off)."""
         return frozenset(m for node in self.plan.relaxed.parsers if isinstance(node, N.Literal)
                          and len(m := node.literal.strip(C_SPACE)) > 1)
-
-    @functools.cached_property
-    def _longest_marker(self) -> int:
-        return max(map(len, self._markers), default=0)
 
     def _before_dangling_marker(self, effective: str, cut: int) -> int:
         """`cut` (in the text the parsers read), or, where the text before it ends with a call marker (whitespace
@@ -612,10 +606,16 @@ def with_unparsed(head: ChatMessage, tail: str, position: int, partial: bool = F
 
 
 def _header_begins(text: str, pos: int, headers: Sequence[str]) -> int | None:
-    """Where the message header `text` ends in the start of begins, at `pos` or before (a header's marker cut off by
-    the end: `to=us`, `to=user<|mess`, `<|channel|>fin`), or None."""
-    begins = [start for header in headers for start in range(max(0, len(text) - len(header)), pos + 1)
-              if 0 < len(rest := text[start:].lstrip(C_SPACE)) < len(header) and header.startswith(rest)]
+    """Where the message header `text` ends in the start of begins, at `pos` (past the whitespace there) or before,
+    the whitespace before it included (a header's marker cut off by the end: ` to=us`, ` to=user<|mess`, `<|channel|>fin`), or None."""
+    begins = _marker_begins(text, headers, 0, len(text) - len(text[pos:].lstrip(C_SPACE)))
+    return None if begins is None else len(text[:begins].rstrip(C_SPACE))
+
+
+def _marker_begins(text: str, markers: Iterable[str], lo: int, hi: int) -> int | None:
+    """The first place from `lo` to `hi` where a marker that `text` ends with begins, whole or cut off by the end
+    (`text` from there is a prefix of one of `markers`), or None."""
+    begins = [start for m in markers for start in range(max(lo, len(text) - len(m)), hi + 1) if m.startswith(text[start:])]
     return min(begins, default=None)
 
 

@@ -30,6 +30,8 @@ def cpu_seconds() -> float:
     on a 1 s budget, the deadline having been noticed in time)."""
     children = resource.getrusage(resource.RUSAGE_CHILDREN)
     return time.process_time() + children.ru_utime + children.ru_stime
+
+
 REQUEST = {"messages": [{"role": "user", "content": "hi"}], "tools": [
     {"type": "function", "function": {"name": "f", "parameters": {"type": "object", "properties": {}}}}]}
 
